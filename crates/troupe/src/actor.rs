@@ -1,0 +1,148 @@
+//! The `Actor` trait, the `Context` a handler works with, and the `Signal`s
+//! the runtime delivers.
+
+use std::sync::Arc;
+
+use crate::actor_ref::{ActorId, ActorRef};
+use crate::cell::{ActorCell, Book};
+use crate::props::Props;
+use crate::supervision::{Directive, Failure};
+use crate::system::{ActorSystem, SpawnError};
+
+/// An actor: state plus a synchronous handler for messages of type `Msg`.
+///
+/// The runtime calls the methods of one actor instance from one thread at a
+/// time, so `&mut self` needs no locking. Handlers should not block: a
+/// blocked handler holds a dispatcher thread (use the `"pinned"` dispatcher
+/// for actors that must block).
+///
+/// A panic in any method is caught and handed to the actor's supervisor
+/// strategy (see [`crate::supervision`]).
+///
+/// ```
+/// use troupe::{Actor, ActorSystem, Context, Props};
+///
+/// struct Greeter { greeted: usize }
+///
+/// impl Actor for Greeter {
+///     type Msg = String;
+///     fn receive(&mut self, _ctx: &mut Context<'_, Self>, name: String) {
+///         self.greeted += 1;
+///         println!("hello, {name} (#{})", self.greeted);
+///     }
+/// }
+///
+/// let system = ActorSystem::builder().threads(1).build().unwrap();
+/// let greeter = system.spawn(Props::new(|| Greeter { greeted: 0 })).unwrap();
+/// greeter.tell("world".to_string());
+/// system.shutdown();
+/// system.await_termination().unwrap();
+/// ```
+pub trait Actor: Send + Sized + 'static {
+    /// The messages this actor handles.
+    type Msg: Send + 'static;
+
+    /// Handles one message.
+    fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: Self::Msg);
+
+    /// Called once before the first message (and, by default, after a restart).
+    fn started(&mut self, ctx: &mut Context<'_, Self>) {
+        let _ = ctx;
+    }
+
+    /// Called once after the actor and all its children have stopped.
+    fn stopped(&mut self, ctx: &mut Context<'_, Self>) {
+        let _ = ctx;
+    }
+
+    /// Called on the failed instance before it is dropped for a restart.
+    fn before_restart(&mut self, ctx: &mut Context<'_, Self>, failure: &Failure) {
+        let _ = (ctx, failure);
+    }
+
+    /// Called on the fresh instance after a restart; by default calls `started`.
+    fn after_restart(&mut self, ctx: &mut Context<'_, Self>, failure: &Failure) {
+        let _ = failure;
+        self.started(ctx);
+    }
+
+    /// Handles a runtime signal (a watched actor terminated, a child failed).
+    fn signal(&mut self, ctx: &mut Context<'_, Self>, signal: Signal) {
+        let _ = (ctx, signal);
+    }
+}
+
+/// Events the runtime delivers to an actor, outside its message type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signal {
+    /// An actor this one watches has stopped. Delivered exactly once per
+    /// `watch`, unless `unwatch` came first.
+    Terminated(ActorId),
+    /// A child failed and its supervisor strategy applied `directive`.
+    ChildFailed {
+        /// The child.
+        child: ActorId,
+        /// What went wrong.
+        failure: Failure,
+        /// What was done about it.
+        directive: Directive,
+    },
+}
+
+/// What a handler can do besides updating its state: learn its own address,
+/// spawn and stop children, watch other actors, stop itself.
+pub struct Context<'a, A: Actor> {
+    pub(crate) cell: &'a Arc<ActorCell<A>>,
+    pub(crate) book: &'a mut Book,
+}
+
+impl<A: Actor> Context<'_, A> {
+    /// This actor's own address.
+    pub fn myself(&self) -> ActorRef<A::Msg> {
+        ActorRef {
+            cell: self.cell.clone(),
+        }
+    }
+
+    /// This actor's identity.
+    pub fn id(&self) -> ActorId {
+        self.cell.id
+    }
+
+    /// The actor system this actor runs in.
+    pub fn system(&self) -> ActorSystem {
+        ActorSystem::from_inner(self.cell.system.clone())
+    }
+
+    /// Spawns a child; it is stopped before this actor stops (or restarts).
+    pub fn spawn<C: Actor>(&mut self, props: Props<C>) -> Result<ActorRef<C::Msg>, SpawnError> {
+        crate::cell::spawn_child(self.cell, self.book, props)
+    }
+
+    /// Stops a child of this actor. Returns false if `child` is not (or no
+    /// longer) a child of this actor.
+    pub fn stop_child<M: Send + 'static>(&mut self, child: &ActorRef<M>) -> bool {
+        self.book.stop_child(child.id())
+    }
+
+    /// The identities of the live children.
+    pub fn children(&self) -> Vec<ActorId> {
+        self.book.child_ids()
+    }
+
+    /// Stops this actor after the current message (children first).
+    pub fn stop(&mut self) {
+        self.book.stop_requested = true;
+    }
+
+    /// Watches `other`: this actor receives [`Signal::Terminated`] once when
+    /// it stops (at once if it already has).
+    pub fn watch<M: Send + 'static>(&mut self, other: &ActorRef<M>) {
+        crate::cell::watch(self.cell, self.book, other.cell.clone());
+    }
+
+    /// Stops watching `other`; no `Terminated` for it is delivered afterwards.
+    pub fn unwatch<M: Send + 'static>(&mut self, other: &ActorRef<M>) {
+        crate::cell::unwatch(self.cell, self.book, other.cell.clone());
+    }
+}

@@ -1,0 +1,172 @@
+//! `ActorRef<M>`: the typed, cloneable address of an actor, with `tell`,
+//! `try_tell` and `ask`.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::ask::{self, Ask, ReplyTo};
+use crate::cell::{self, TypedCell};
+
+/// An actor's identity, unique within its actor system for the system's life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ActorId(pub(crate) u64);
+
+impl ActorId {
+    /// The raw number.
+    pub fn as_u64(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for ActorId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// Why `try_tell` did not enqueue a message; the message is handed back.
+#[derive(Debug, PartialEq, Eq)]
+pub enum TrySendError<M> {
+    /// The mailbox is bounded and full.
+    Full(M),
+    /// The actor has stopped; the message was not delivered.
+    Closed(M),
+}
+
+impl<M> TrySendError<M> {
+    /// The message that was not sent.
+    pub fn into_inner(self) -> M {
+        match self {
+            TrySendError::Full(m) | TrySendError::Closed(m) => m,
+        }
+    }
+}
+
+impl<M> fmt::Display for TrySendError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TrySendError::Full(_) => f.write_str("the mailbox is full"),
+            TrySendError::Closed(_) => f.write_str("the actor has stopped"),
+        }
+    }
+}
+
+impl<M: fmt::Debug> std::error::Error for TrySendError<M> {}
+
+/// The address of an actor that handles messages of type `M`.
+///
+/// Cheap to clone (one reference count), `Send + Sync`, compared and hashed
+/// by [`ActorId`].
+///
+/// ```
+/// use std::time::Duration;
+/// use troupe::{Actor, ActorSystem, Context, Props, ReplyTo};
+///
+/// enum Counter { Add(u64), Get(ReplyTo<u64>) }
+/// struct CounterActor(u64);
+/// impl Actor for CounterActor {
+///     type Msg = Counter;
+///     fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: Counter) {
+///         match msg {
+///             Counter::Add(n) => self.0 += n,
+///             Counter::Get(reply) => { reply.reply(self.0); }
+///         }
+///     }
+/// }
+///
+/// let system = ActorSystem::builder().threads(1).build().unwrap();
+/// let counter = system.spawn(Props::new(|| CounterActor(0))).unwrap();
+/// counter.tell(Counter::Add(2));
+/// counter.tell(Counter::Add(3));
+/// let total = counter.ask(Counter::Get, Duration::from_secs(5)).wait().unwrap();
+/// assert_eq!(total, 5);
+/// system.shutdown();
+/// system.await_termination().unwrap();
+/// ```
+pub struct ActorRef<M: Send + 'static> {
+    pub(crate) cell: Arc<dyn TypedCell<M>>,
+}
+
+impl<M: Send + 'static> ActorRef<M> {
+    /// Sends `msg`. Never blocks; if the actor has stopped, the message goes
+    /// to dead letters.
+    #[inline]
+    pub fn tell(&self, msg: M) {
+        cell::deliver(&self.cell, msg);
+    }
+
+    /// Sends `msg` unless the actor has stopped (or, for a bounded mailbox,
+    /// is full); the error hands the message back.
+    pub fn try_tell(&self, msg: M) -> Result<(), TrySendError<M>> {
+        if self.cell.is_closed() {
+            return Err(TrySendError::Closed(msg));
+        }
+        // The actor may stop right after the check: then the message goes to
+        // dead letters, as for `tell`.
+        cell::deliver(&self.cell, msg);
+        Ok(())
+    }
+
+    /// Sends the message built by `make` around a fresh reply handle, and
+    /// returns the pending answer. Await it (`.await`) in async code or call
+    /// [`Ask::wait`] on a plain thread. It fails with a timeout after
+    /// `timeout`, or at once if the request is dropped without a reply (for
+    /// instance because the actor has stopped).
+    pub fn ask<R: Send + 'static>(
+        &self,
+        make: impl FnOnce(ReplyTo<R>) -> M,
+        timeout: Duration,
+    ) -> Ask<R> {
+        let (reply_to, pending) = ask::pair(self.cell.id(), timeout, self.cell.system());
+        self.tell(make(reply_to));
+        pending
+    }
+
+    /// The actor's identity.
+    pub fn id(&self) -> ActorId {
+        self.cell.id()
+    }
+
+    /// The actor's name, if it was given one.
+    pub fn name(&self) -> Option<&str> {
+        self.cell.name()
+    }
+
+    /// Whether the actor has stopped for good (a snapshot).
+    pub fn is_terminated(&self) -> bool {
+        self.cell.is_closed()
+    }
+}
+
+impl<M: Send + 'static> Clone for ActorRef<M> {
+    fn clone(&self) -> Self {
+        ActorRef {
+            cell: self.cell.clone(),
+        }
+    }
+}
+
+impl<M: Send + 'static> PartialEq for ActorRef<M> {
+    fn eq(&self, other: &Self) -> bool {
+        self.id() == other.id()
+    }
+}
+
+impl<M: Send + 'static> Eq for ActorRef<M> {}
+
+impl<M: Send + 'static> Hash for ActorRef<M> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.id().hash(state)
+    }
+}
+
+impl<M: Send + 'static> fmt::Debug for ActorRef<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(name) => write!(f, "ActorRef({name}{})", self.id()),
+            None => write!(f, "ActorRef(${})", self.id().0),
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! Ask: request-reply on top of `tell`, with a timeout, usable from async code
+//! (`.await`) and from plain threads (`wait`).
+//!
+//! # Design
+//!
+//! An ask creates a one-shot [`Promise`] shared by the reply handle
+//! ([`ReplyTo`], travelling inside the request) and the pending answer
+//! ([`Ask`], kept by the asker). The promise is a mutex-protected state plus an
+//! atomic `done` flag, so a waiting thread can spin on the flag without taking
+//! the lock, then park.
+//!
+//! * A reply completes the promise once; later replies are refused.
+//! * Dropping the `ReplyTo` without replying (the request went to dead
+//!   letters, or the handler dropped it) completes the promise with
+//!   [`AskError::NoReply`] at once, instead of leaving the asker to time out.
+//! * The timeout is enforced by the waiter: `wait` parks with a deadline; an
+//!   awaited `Ask` arms a timer on the system's scheduler on its first pending
+//!   poll. Whichever comes first, reply or timeout, wins; a reply that comes
+//!   later is dropped and `reply` reports `false`.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskContext, Poll, Waker};
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::Backoff;
+
+use crate::actor_ref::ActorId;
+use crate::dispatch::pool::on_worker_thread;
+use crate::scheduler::{Cancellable, Scheduler};
+use crate::system::SystemInner;
+
+/// Why an ask produced no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AskError {
+    /// No reply within the timeout.
+    Timeout {
+        /// The actor that was asked.
+        target: ActorId,
+        /// The timeout that passed.
+        after: Duration,
+    },
+    /// The request was dropped without a reply (the actor had stopped, or
+    /// its handler dropped the reply handle).
+    NoReply {
+        /// The actor that was asked.
+        target: ActorId,
+    },
+    /// `wait` was called on a dispatcher worker thread, where blocking could
+    /// deadlock the dispatcher; await the answer or use `pipe_to_self` instead.
+    WouldBlockDispatcher,
+}
+
+impl fmt::Display for AskError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AskError::Timeout { target, after } => {
+                write!(f, "ask to actor {target} timed out after {after:?}")
+            }
+            AskError::NoReply { target } => {
+                write!(f, "actor {target} dropped the request without replying")
+            }
+            AskError::WouldBlockDispatcher => {
+                f.write_str("blocking wait on a dispatcher thread refused (it could deadlock)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for AskError {}
+
+enum Waiter {
+    Thread(Thread),
+    Task(Waker),
+}
+
+impl Waiter {
+    fn wake(self) {
+        match self {
+            Waiter::Thread(t) => t.unpark(),
+            Waiter::Task(w) => w.wake(),
+        }
+    }
+}
+
+enum State<R> {
+    Waiting(Option<Waiter>),
+    Ready(R),
+    NoReply,
+    Expired,
+    Taken,
+}
+
+/// The one-shot cell shared by a `ReplyTo` and its `Ask`.
+struct Promise<R> {
+    /// Set (release) when `state` leaves `Waiting`; read by spinning waiters.
+    done: AtomicBool,
+    state: Mutex<State<R>>,
+}
+
+impl<R> Promise<R> {
+    /// Moves a waiting promise to `next`; false if it was already completed.
+    fn complete(&self, next: State<R>) -> Result<(), State<R>> {
+        let waiter = {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            match &mut *state {
+                State::Waiting(waiter) => {
+                    let waiter = waiter.take();
+                    *state = next;
+                    self.done.store(true, Ordering::Release);
+                    waiter
+                }
+                _ => return Err(next),
+            }
+        };
+        if let Some(w) = waiter {
+            w.wake();
+        }
+        Ok(())
+    }
+
+    fn take(&self, target: ActorId, timeout: Duration) -> Option<Result<R, AskError>> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match std::mem::replace(&mut *state, State::Taken) {
+            State::Ready(r) => Some(Ok(r)),
+            State::NoReply => Some(Err(AskError::NoReply { target })),
+            State::Expired => Some(Err(AskError::Timeout {
+                target,
+                after: timeout,
+            })),
+            waiting @ State::Waiting(_) => {
+                *state = waiting;
+                None
+            }
+            State::Taken => panic!("an ask answer was taken twice"),
+        }
+    }
+}
+
+/// The reply handle of an ask: put it in the request; the actor answers with
+/// [`reply`](ReplyTo::reply). Dropping it unanswered fails the ask at once.
+pub struct ReplyTo<R> {
+    promise: Option<Arc<Promise<R>>>,
+}
+
+impl<R> ReplyTo<R> {
+    /// Answers the ask. Returns `false` if the asker is no longer waiting (it
+    /// timed out); the value is then dropped.
+    pub fn reply(mut self, value: R) -> bool {
+        let promise = self.promise.take().expect("a ReplyTo is consumed only by reply");
+        promise.complete(State::Ready(value)).is_ok()
+    }
+}
+
+impl<R> Drop for ReplyTo<R> {
+    fn drop(&mut self) {
+        if let Some(promise) = self.promise.take() {
+            let _ = promise.complete(State::NoReply);
+        }
+    }
+}
+
+impl<R> fmt::Debug for ReplyTo<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ReplyTo")
+    }
+}
+
+/// A pending answer to an ask: `.await` it, or [`wait`](Ask::wait) for it.
+#[must_use = "an Ask does nothing unless awaited or waited for"]
+pub struct Ask<R> {
+    promise: Arc<Promise<R>>,
+    target: ActorId,
+    timeout: Duration,
+    deadline: Instant,
+    scheduler: Scheduler,
+    timer: Option<Cancellable>,
+}
+
+/// A reply handle and the answer it will complete.
+pub(crate) fn pair<R: Send + 'static>(
+    target: ActorId,
+    timeout: Duration,
+    system: &Arc<SystemInner>,
+) -> (ReplyTo<R>, Ask<R>) {
+    let promise = Arc::new(Promise {
+        done: AtomicBool::new(false),
+        state: Mutex::new(State::Waiting(None)),
+    });
+    let reply_to = ReplyTo {
+        promise: Some(promise.clone()),
+    };
+    let ask = Ask {
+        promise,
+        target,
+        timeout,
+        deadline: Instant::now() + timeout,
+        scheduler: system.scheduler.clone(),
+        timer: None,
+    };
+    (reply_to, ask)
+}
+
+impl<R: Send + 'static> Ask<R> {
+    /// Blocks the calling thread until the answer, the timeout, or a dropped
+    /// request. Spins briefly first, so a quick answer costs no context switch.
+    /// Refused on a dispatcher worker thread (see [`AskError::WouldBlockDispatcher`]).
+    pub fn wait(self) -> Result<R, AskError> {
+        if on_worker_thread() {
+            return Err(AskError::WouldBlockDispatcher);
+        }
+        let backoff = Backoff::new();
+        while !self.promise.done.load(Ordering::Acquire) && !backoff.is_completed() {
+            backoff.snooze();
+        }
+        loop {
+            {
+                let mut state = self.promise.state.lock().unwrap_or_else(|e| e.into_inner());
+                if let State::Waiting(waiter) = &mut *state {
+                    *waiter = Some(Waiter::Thread(thread::current()));
+                }
+            }
+            if let Some(answer) = self.promise.take(self.target, self.timeout) {
+                return answer;
+            }
+            let now = Instant::now();
+            if now >= self.deadline {
+                let _ = self.promise.complete(State::Expired);
+                continue; // take() now yields the answer: Expired, or a reply that won the race
+            }
+            thread::park_timeout(self.deadline - now);
+        }
+    }
+}
+
+impl<R: Send + 'static> Future for Ask<R> {
+    type Output = Result<R, AskError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        {
+            let mut state = this.promise.state.lock().unwrap_or_else(|e| e.into_inner());
+            if let State::Waiting(waiter) = &mut *state {
+                *waiter = Some(Waiter::Task(cx.waker().clone()));
+            }
+        }
+        if let Some(answer) = this.promise.take(this.target, this.timeout) {
+            if let Some(timer) = this.timer.take() {
+                timer.cancel();
+            }
+            return Poll::Ready(answer);
+        }
+        if this.timer.is_none() {
+            let promise = this.promise.clone();
+            this.timer = Some(this.scheduler.run_at(this.deadline, move || {
+                let _ = promise.complete(State::Expired);
+            }));
+        }
+        Poll::Pending
+    }
+}
+
+impl<R> Drop for Ask<R> {
+    fn drop(&mut self) {
+        if let Some(timer) = self.timer.take() {
+            timer.cancel();
+        }
+        // An abandoned ask: a late reply learns that nobody is listening.
+        if !self.promise.done.load(Ordering::Acquire) {
+            let _ = self.promise.complete(State::Expired);
+        }
+    }
+}
+
+impl<R> fmt::Debug for Ask<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ask")
+            .field("target", &self.target)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,99 @@
+//! The pinned dispatcher: one dedicated thread per actor.
+//!
+//! Some actors must own a thread: they block on IO, or run a hot loop that
+//! should not share its core with other actors. A [`PinnedThread`] is an
+//! executor with exactly one task, its actor. `execute` stores the task in a
+//! one-slot mailbox for the thread and wakes it; the thread runs the task and
+//! parks when there is nothing to do. The thread exits once its actor has
+//! finished (stopped for good) or the system shuts down.
+//!
+//! Handing over needs no queue: the mailbox state word (see `mailbox/state.rs`)
+//! guarantees a task is scheduled at most once at a time, so the slot never
+//! holds two tasks.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::{self, JoinHandle, Thread};
+
+use super::{Executor, Task};
+
+/// An executor owning one thread for one actor.
+pub(crate) struct PinnedThread {
+    throughput: usize,
+    /// The scheduled task, set by `execute`/`reschedule`, taken by the thread.
+    slot: Mutex<Option<Task>>,
+    /// Set by `stop`; read by the thread.
+    stopping: AtomicBool,
+    /// Written once when the thread starts; read by wakers.
+    thread: OnceLock<Thread>,
+}
+
+impl PinnedThread {
+    /// Starts the thread; it runs tasks handed to the returned executor.
+    pub(crate) fn start(
+        name: &str,
+        throughput: usize,
+    ) -> std::io::Result<(Arc<PinnedThread>, JoinHandle<()>)> {
+        let exec = Arc::new(PinnedThread {
+            throughput,
+            slot: Mutex::new(None),
+            stopping: AtomicBool::new(false),
+            thread: OnceLock::new(),
+        });
+        let runner = exec.clone();
+        let handle = thread::Builder::new()
+            .name(format!("troupe-pinned-{name}"))
+            .spawn(move || runner.run_thread())?;
+        // The thread handle is known as soon as the spawn returns; storing it
+        // here (not only in the thread) means a wake-up can never miss it.
+        let _ = exec.thread.set(handle.thread().clone());
+        Ok((exec, handle))
+    }
+
+    /// Asks the thread to exit when idle (system shutdown).
+    pub(crate) fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.get() {
+            t.unpark();
+        }
+    }
+
+    fn run_thread(&self) {
+        loop {
+            let task = self.slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            match task {
+                Some(task) => {
+                    task.clone().run();
+                    if task.is_finished() {
+                        return;
+                    }
+                }
+                None if self.stopping.load(Ordering::SeqCst) => return,
+                // A spurious wake-up is harmless: the loop looks again.
+                None => thread::park(),
+            }
+        }
+    }
+
+    fn hand_over(&self, task: Task) {
+        let previous = self.slot.lock().unwrap_or_else(|e| e.into_inner()).replace(task);
+        debug_assert!(previous.is_none(), "a pinned task was scheduled twice");
+        if let Some(t) = self.thread.get() {
+            t.unpark();
+        }
+    }
+}
+
+impl Executor for PinnedThread {
+    fn execute(&self, task: Task) {
+        self.hand_over(task);
+    }
+
+    fn reschedule(&self, task: Task) {
+        self.hand_over(task);
+    }
+
+    fn throughput(&self) -> usize {
+        self.throughput
+    }
+}

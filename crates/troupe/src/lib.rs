@@ -1,0 +1,67 @@
+//! troupe: typed actors with supervision, work-stealing dispatchers and ask,
+//! at the speed of hand-written concurrent code.
+//!
+//! An [`Actor`] owns its state and handles one message at a time through a
+//! synchronous [`Actor::receive`]. Actors are addressed by typed, cloneable
+//! [`ActorRef`]s: [`tell`](ActorRef::tell) enqueues and never blocks,
+//! [`ask`](ActorRef::ask) returns an answer to `.await` or to
+//! [`wait`](Ask::wait) for. A panic in a handler is caught and handled by the
+//! [`SupervisorStrategy`] the parent chose (resume, restart, stop, escalate).
+//! An [`ActorSystem`] owns the dispatchers that run actors, the
+//! [`Scheduler`], and the graceful shutdown.
+//!
+//! ```
+//! use std::time::Duration;
+//! use troupe::prelude::*;
+//!
+//! enum Msg { Ping(ReplyTo<&'static str>) }
+//! struct Ponger;
+//! impl Actor for Ponger {
+//!     type Msg = Msg;
+//!     fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: Msg) {
+//!         let Msg::Ping(reply) = msg;
+//!         reply.reply("pong");
+//!     }
+//! }
+//!
+//! let system = ActorSystem::builder().build().unwrap();
+//! let ponger = system.spawn(Props::new(|| Ponger).name("ponger")).unwrap();
+//! let answer = ponger.ask(Msg::Ping, Duration::from_secs(1)).wait().unwrap();
+//! assert_eq!(answer, "pong");
+//! system.shutdown();
+//! system.await_termination().unwrap();
+//! ```
+//!
+//! The guarantees (ordering, delivery, supervision, shutdown) are written
+//! down in `docs/semantics.md` of the repository.
+
+pub mod actor;
+pub mod actor_ref;
+pub mod ask;
+mod cell;
+mod dispatch;
+mod mailbox;
+pub mod props;
+pub mod scheduler;
+pub mod supervision;
+mod sync;
+pub mod system;
+
+pub use actor::{Actor, Context, Signal};
+pub use actor_ref::{ActorId, ActorRef, TrySendError};
+pub use ask::{Ask, AskError, ReplyTo};
+pub use props::Props;
+pub use scheduler::{Cancellable, Scheduler};
+pub use supervision::{Directive, Failure, SupervisorStrategy};
+pub use system::{
+    ActorSystem, ActorSystemBuilder, AwaitError, ConfigError, DeadLetter, DispatcherConfig,
+    DispatcherKind, SpawnError, TerminationReason,
+};
+
+/// The names most programs need.
+pub mod prelude {
+    pub use crate::{
+        Actor, ActorRef, ActorSystem, Ask, AskError, Context, DispatcherConfig, Props, ReplyTo,
+        Signal, SupervisorStrategy,
+    };
+}

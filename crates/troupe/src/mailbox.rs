@@ -1,0 +1,123 @@
+//! An actor's mailbox: the user-message queue, the system-message lane and
+//! the state word that says who owns them.
+//!
+//! The pieces live in submodules: [`queue`] (the segmented MPSC FIFO of user
+//! messages) and [`state`] (the ownership protocol). This module puts them
+//! together. It is generic over the system-message type so that loom models
+//! can drive it with plain integers.
+//!
+//! # Ground rules
+//!
+//! * Senders call [`Mailbox::push_user`] / [`Mailbox::push_system`] and act on
+//!   the returned [`Request`]: schedule the actor, drain a closed mailbox, or
+//!   nothing.
+//! * Everything `unsafe` here is an owner-only operation: the caller must own
+//!   the mailbox in the sense of `state.rs` (it won the `SCHEDULED` bit and has
+//!   not released it).
+//! * System messages are always handled before user messages, and the system
+//!   lane is a plain mutex-protected vector: system traffic (watch, stop,
+//!   failure, termination) is rare, and a lock keeps it simple.
+
+pub(crate) mod queue;
+pub(crate) mod state;
+
+use crate::sync::Mutex;
+use queue::SegQueue;
+pub(crate) use state::Request;
+use state::{MailboxState, PENDING, SYSTEM};
+
+/// User queue + system lane + state word.
+pub(crate) struct Mailbox<M, S> {
+    /// Shared by all senders and the owner (see `state.rs`).
+    pub(crate) state: MailboxState,
+    /// Written by any sender, read by the owner.
+    user: SegQueue<M>,
+    /// Written by any sender, drained by the owner.
+    system: Mutex<Vec<S>>,
+}
+
+impl<M, S> Mailbox<M, S> {
+    /// A mailbox owned by its creator from the start (see `MailboxState::new_owned`).
+    pub(crate) fn new_owned() -> Self {
+        Mailbox {
+            state: MailboxState::new_owned(),
+            user: SegQueue::new(),
+            system: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// An idle mailbox nobody owns.
+    #[allow(dead_code)] // used by the loom models
+    pub(crate) fn new() -> Self {
+        Mailbox {
+            state: MailboxState::new(),
+            user: SegQueue::new(),
+            system: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Publishes a user message and requests a run.
+    #[inline]
+    pub(crate) fn push_user(&self, msg: M) -> Request {
+        self.user.push(msg);
+        self.state.request(PENDING)
+    }
+
+    /// Publishes a system message and requests a run.
+    pub(crate) fn push_system(&self, msg: S) -> Request {
+        self.system.lock().unwrap_or_else(|e| e.into_inner()).push(msg);
+        self.state.request(SYSTEM)
+    }
+
+    /// Owner only: clears the arrival flags and moves any system messages into
+    /// `out`. Call it before looking at the user queue.
+    ///
+    /// # Safety
+    ///
+    /// The caller must own the mailbox (see `state.rs`).
+    pub(crate) unsafe fn take_system(&self, out: &mut Vec<S>) {
+        if self.state.take_flags() {
+            let mut lane = self.system.lock().unwrap_or_else(|e| e.into_inner());
+            out.append(&mut lane);
+        }
+    }
+
+    /// Owner only: the oldest user message, if any.
+    ///
+    /// # Safety
+    ///
+    /// The caller must own the mailbox (see `state.rs`).
+    #[inline]
+    pub(crate) unsafe fn pop_user(&self) -> Option<M> {
+        // SAFETY: the owner is the queue's single consumer (module ground rules).
+        unsafe { self.user.pop() }
+    }
+
+    /// Owner only: whether the user queue looks empty.
+    ///
+    /// # Safety
+    ///
+    /// The caller must own the mailbox (see `state.rs`).
+    #[inline]
+    pub(crate) unsafe fn user_is_empty(&self) -> bool {
+        // SAFETY: the owner is the queue's single consumer (module ground rules).
+        unsafe { self.user.is_empty() }
+    }
+
+    /// Owner only: tries to release ownership after finding nothing to do.
+    /// `user_runnable` is false while the actor is suspended (its user
+    /// messages wait). Returns false if work arrived: the caller still owns
+    /// the mailbox and must look again.
+    ///
+    /// # Safety
+    ///
+    /// The caller must own the mailbox (see `state.rs`).
+    #[inline]
+    pub(crate) unsafe fn try_release(&self, user_runnable: bool) -> bool {
+        // SAFETY: forwarded owner-only precondition.
+        if user_runnable && !unsafe { self.user_is_empty() } {
+            return false;
+        }
+        self.state.try_release()
+    }
+}

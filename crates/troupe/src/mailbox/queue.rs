@@ -1,0 +1,370 @@
+//! The user-message queue of a mailbox: an unbounded, segmented, lock-free
+//! multi-producer single-consumer FIFO.
+//!
+//! # Design
+//!
+//! Messages live in fixed-size blocks of [`BLOCK_CAP`] slots linked into a
+//! list, in the manner of the segmented queues of Michael & Scott's family
+//! (one allocation per block of messages, not one per message). A global
+//! *position* counts slots: position `p` lives in block `p / LAP`, slot
+//! `p % LAP`. Each block has `LAP = BLOCK_CAP + 1` positions; the last one is
+//! a *sentinel* that no message ever uses: while the tail sits on it, the
+//! producer that filled the block's last slot is installing the next block and
+//! other producers wait.
+//!
+//! # Ground rules
+//!
+//! * Any number of threads may [`push`](SegQueue::push). Only one thread at a
+//!   time may call the consumer methods ([`pop`](SegQueue::pop),
+//!   [`is_empty`](SegQueue::is_empty)); for a mailbox that is the thread that
+//!   owns the `SCHEDULED` bit of the mailbox state word (see `mailbox/state.rs`).
+//!   The consumer methods are `unsafe` to state exactly that.
+//! * A producer claims a position with a CAS on `tail_pos`, then writes its
+//!   slot and publishes it by setting the slot's `ready` flag (release). The
+//!   consumer only reads a slot whose `ready` flag it observed (acquire).
+//! * A slot that is claimed but not yet `ready` makes the queue look empty to
+//!   the consumer. That is safe for a mailbox because the producer schedules
+//!   the actor only *after* publishing (see `mailbox/state.rs`), so the message
+//!   is never stranded.
+//!
+//! # State
+//!
+//! | field        | written by                              | read by            |
+//! |--------------|-----------------------------------------|--------------------|
+//! | `tail_pos`   | producers (CAS; installer's `fetch_add`) | producers         |
+//! | `tail_block` | the first producer and block installers | producers          |
+//! | `first_block`| the first producer (once)               | consumer (once)    |
+//! | `head`       | consumer only                           | consumer only      |
+//! | slot `value` | its claiming producer, then consumer    | consumer           |
+//! | slot `ready` | its claiming producer (release)         | consumer (acquire) |
+//! | block `next` | the installer of the next block         | consumer           |
+//!
+//! Blocks are allocated lazily (an actor that never receives a message owns
+//! none) and freed by the consumer once it has read their last slot: by then
+//! every producer that claimed a slot in the block has published it and no
+//! longer touches the block, and the installer wrote `next` before publishing
+//! the last slot.
+//!
+//! # Safety
+//!
+//! Every dereference of a block pointer is justified by the lifetime rule
+//! above: a producer dereferences a block only after its CAS proved the block
+//! is the current tail block with an unpublished slot of its own, so the block
+//! cannot have been freed; the consumer frees a block only after reading all of
+//! its slots.
+
+use std::mem::MaybeUninit;
+use std::ptr;
+
+use crate::sync::{spin_hint, AtomicBool, AtomicPtr, AtomicUsize, Ordering, UnsafeCell};
+
+/// Message slots per block. Small under loom so that models cross blocks.
+#[cfg(not(loom))]
+pub(crate) const BLOCK_CAP: usize = 31;
+/// Message slots per block. Small under loom so that models cross blocks.
+#[cfg(loom)]
+pub(crate) const BLOCK_CAP: usize = 2;
+
+/// Positions per block: the slots plus the sentinel position.
+const LAP: usize = BLOCK_CAP + 1;
+
+struct Slot<T> {
+    value: UnsafeCell<MaybeUninit<T>>,
+    ready: AtomicBool,
+}
+
+struct Block<T> {
+    slots: [Slot<T>; BLOCK_CAP],
+    next: AtomicPtr<Block<T>>,
+}
+
+impl<T> Block<T> {
+    fn boxed() -> Box<Self> {
+        Box::new(Block {
+            slots: std::array::from_fn(|_| Slot {
+                value: UnsafeCell::new(MaybeUninit::uninit()),
+                ready: AtomicBool::new(false),
+            }),
+            next: AtomicPtr::new(ptr::null_mut()),
+        })
+    }
+}
+
+/// The consumer's cursor.
+struct Head<T> {
+    pos: usize,
+    block: *mut Block<T>,
+}
+
+/// Unbounded MPSC FIFO of `T` (segmented; see the module header).
+pub(crate) struct SegQueue<T> {
+    tail_pos: AtomicUsize,
+    tail_block: AtomicPtr<Block<T>>,
+    first_block: AtomicPtr<Block<T>>,
+    head: UnsafeCell<Head<T>>,
+}
+
+// SAFETY: values of `T` move from producer threads to the consumer thread, so
+// `T: Send` suffices; all shared state is atomics, and `head` is touched only by
+// the single consumer (a ground rule enforced by the unsafe consumer methods).
+unsafe impl<T: Send> Send for SegQueue<T> {}
+// SAFETY: as above: `&SegQueue` lets producers push (`T: Send`) and the one
+// consumer pop; no `&T` is ever shared between threads.
+unsafe impl<T: Send> Sync for SegQueue<T> {}
+
+impl<T> SegQueue<T> {
+    /// An empty queue; allocates nothing until the first push.
+    pub(crate) fn new() -> Self {
+        SegQueue {
+            tail_pos: AtomicUsize::new(0),
+            tail_block: AtomicPtr::new(ptr::null_mut()),
+            first_block: AtomicPtr::new(ptr::null_mut()),
+            head: UnsafeCell::new(Head {
+                pos: 0,
+                block: ptr::null_mut(),
+            }),
+        }
+    }
+
+    /// Appends `value`. Lock-free except while another producer installs the
+    /// next block (a handful of instructions), when it spins.
+    pub(crate) fn push(&self, value: T) {
+        let mut next_block: Option<Box<Block<T>>> = None;
+        loop {
+            let pos = self.tail_pos.load(Ordering::Acquire);
+            let offset = pos % LAP;
+            if offset == BLOCK_CAP {
+                // Another producer is installing the next block.
+                spin_hint();
+                continue;
+            }
+            let mut block = self.tail_block.load(Ordering::Acquire);
+            if block.is_null() {
+                // The very first push: install the first block.
+                let first = Box::into_raw(Block::boxed());
+                match self.tail_block.compare_exchange(
+                    ptr::null_mut(),
+                    first,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => {
+                        self.first_block.store(first, Ordering::Release);
+                        block = first;
+                    }
+                    Err(current) => {
+                        // SAFETY: `first` came from `Box::into_raw` above and was
+                        // never shared: the CAS that would have published it failed.
+                        drop(unsafe { Box::from_raw(first) });
+                        block = current;
+                    }
+                }
+            }
+            if offset + 1 == BLOCK_CAP && next_block.is_none() {
+                // Allocate before claiming the last slot, so the window in which
+                // other producers wait for the installation stays short.
+                next_block = Some(Block::boxed());
+            }
+            if self
+                .tail_pos
+                .compare_exchange_weak(pos, pos + 1, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+            {
+                spin_hint();
+                continue;
+            }
+            // SAFETY: the successful CAS claimed position `pos` in `block`: the
+            // tail did not move between our load of `pos` and the CAS, and a block
+            // is replaced as tail only after its last position is claimed, so
+            // `block` is the block of `pos`. The consumer frees a block only after
+            // reading all its slots, including ours, which we have not published.
+            let block_ref = unsafe { &*block };
+            if offset + 1 == BLOCK_CAP {
+                let next = Box::into_raw(next_block.take().expect("allocated above"));
+                // Publish the next block before moving the tail past the sentinel,
+                // and link it before publishing our slot, so the consumer finds
+                // `next` as soon as it has read the last slot.
+                self.tail_block.store(next, Ordering::Release);
+                self.tail_pos.fetch_add(1, Ordering::Release);
+                block_ref.next.store(next, Ordering::Release);
+            }
+            let slot = &block_ref.slots[offset];
+            // SAFETY: position `pos` is ours alone (claimed by the CAS), and the
+            // consumer does not read the slot before `ready` is set.
+            slot.value.with_mut(|p| unsafe { (*p).write(value) });
+            slot.ready.store(true, Ordering::Release);
+            return;
+        }
+    }
+
+    /// Removes the oldest published message, or `None` if the queue is empty
+    /// (or its oldest claimed slot is still being written).
+    ///
+    /// # Safety
+    ///
+    /// The caller must be the only consumer: no other thread may run `pop` or
+    /// `is_empty` on this queue concurrently.
+    pub(crate) unsafe fn pop(&self) -> Option<T> {
+        self.head.with_mut(|head_ptr| {
+            // SAFETY: the caller is the single consumer, so `head` is ours.
+            let head = unsafe { &mut *head_ptr };
+            if head.block.is_null() {
+                head.block = self.first_block.load(Ordering::Acquire);
+                if head.block.is_null() {
+                    return None;
+                }
+            }
+            let offset = head.pos % LAP;
+            // SAFETY: `head.block` holds the position `head.pos`; the consumer
+            // has not freed it since it still has unread slots.
+            let block = unsafe { &*head.block };
+            let slot = &block.slots[offset];
+            if !slot.ready.load(Ordering::Acquire) {
+                return None;
+            }
+            // SAFETY: `ready` (acquire) shows the producer's write is complete;
+            // the slot is read exactly once because `head.pos` advances past it.
+            let value = slot.value.with(|p| unsafe { (*p).assume_init_read() });
+            head.pos += 1;
+            if offset + 1 == BLOCK_CAP {
+                // The last slot is read: move to the next block (linked before
+                // that slot was published) and free this one.
+                let next = block.next.load(Ordering::Acquire);
+                debug_assert!(!next.is_null());
+                let old = head.block;
+                head.block = next;
+                head.pos += 1; // skip the sentinel position
+                // SAFETY: every slot of `old` has been read, so no producer
+                // still touches it (see the module's lifetime rule), and the tail
+                // has moved on to `next`; it came from `Box::into_raw`.
+                drop(unsafe { Box::from_raw(old) });
+            }
+            Some(value)
+        })
+    }
+
+    /// Whether the consumer would find nothing to pop right now.
+    ///
+    /// # Safety
+    ///
+    /// As for [`pop`](Self::pop): only the single consumer may call it.
+    pub(crate) unsafe fn is_empty(&self) -> bool {
+        self.head.with(|head_ptr| {
+            // SAFETY: the caller is the single consumer, so `head` is ours.
+            let head = unsafe { &*head_ptr };
+            let block = if head.block.is_null() {
+                self.first_block.load(Ordering::Acquire)
+            } else {
+                head.block
+            };
+            if block.is_null() {
+                return true;
+            }
+            // SAFETY: as in `pop`: the consumer's current block is live.
+            let slot = unsafe { &(*block).slots[head.pos % LAP] };
+            !slot.ready.load(Ordering::Acquire)
+        })
+    }
+}
+
+impl<T> Drop for SegQueue<T> {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self` proves no producer or other consumer is active.
+        while unsafe { self.pop() }.is_some() {}
+        // What is left is the current block (and nothing after it: a successor
+        // exists only once the current block's last slot is published, which
+        // `pop` would then have read). Claimed-but-unpublished slots cannot
+        // exist either, as no producer is active.
+        self.head.with_mut(|head_ptr| {
+            // SAFETY: exclusive access, see above.
+            let head = unsafe { &mut *head_ptr };
+            let block = if head.block.is_null() {
+                self.first_block.load(Ordering::Relaxed)
+            } else {
+                head.block
+            };
+            if !block.is_null() {
+                // SAFETY: the block came from `Box::into_raw` and nothing else
+                // refers to it any more.
+                drop(unsafe { Box::from_raw(block) });
+            }
+        });
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn fifo_across_blocks() {
+        let q = SegQueue::new();
+        for i in 0..1000 {
+            q.push(i);
+        }
+        for i in 0..1000 {
+            // SAFETY: this test is the only consumer.
+            assert_eq!(unsafe { q.pop() }, Some(i));
+        }
+        // SAFETY: this test is the only consumer.
+        assert!(unsafe { q.is_empty() });
+        // SAFETY: this test is the only consumer.
+        assert_eq!(unsafe { q.pop() }, None);
+    }
+
+    #[test]
+    fn interleaved_push_pop_and_drop_with_items() {
+        let q = SegQueue::new();
+        for round in 0..100 {
+            for i in 0..7 {
+                q.push(vec![round, i]);
+            }
+            for i in 0..5 {
+                // SAFETY: this test is the only consumer.
+                assert_eq!(unsafe { q.pop() }, Some(vec![round, i]));
+            }
+            // The last two of the round come out in order too.
+            for _ in 0..2 {
+                // SAFETY: this test is the only consumer.
+                assert!(unsafe { q.pop() }.is_some());
+            }
+        }
+        q.push(vec![1]);
+        q.push(vec![2]); // dropped with the queue: Miri checks nothing leaks
+    }
+
+    #[test]
+    fn concurrent_producers_keep_per_producer_fifo() {
+        let q = Arc::new(SegQueue::new());
+        let producers = 3;
+        let per = if cfg!(miri) { 50 } else { 20_000 };
+        let handles: Vec<_> = (0..producers)
+            .map(|p| {
+                let q = q.clone();
+                std::thread::spawn(move || {
+                    for i in 0..per {
+                        q.push((p, i));
+                    }
+                })
+            })
+            .collect();
+        let mut next = vec![0; producers];
+        let mut got = 0;
+        while got < producers * per {
+            // SAFETY: this thread is the only consumer.
+            if let Some((p, i)) = unsafe { q.pop() } {
+                assert_eq!(next[p], i, "producer {p} out of order");
+                next[p] += 1;
+                got += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        for h in handles {
+            h.join().unwrap();
+        }
+        // SAFETY: this thread is the only consumer.
+        assert!(unsafe { q.is_empty() });
+    }
+}

@@ -1,0 +1,196 @@
+//! The scheduler: runs actions and delivers messages at a later time, on one
+//! driver thread per actor system.
+//!
+//! # Design
+//!
+//! Pending entries sit in a binary heap ordered by deadline (then by
+//! insertion order, so entries with equal deadlines fire in the order they
+//! were scheduled). The driver thread sleeps on a condition variable until the
+//! earliest deadline or until an earlier entry is inserted. Cancellation is
+//! lazy: [`Cancellable::cancel`] sets a flag and the driver skips the entry
+//! when its deadline comes.
+//!
+//! Messages are delivered through the ordinary `tell` path, so a timer
+//! message is ordered after everything its sender told the target before
+//! scheduling it, and goes to dead letters if the target has stopped.
+//!
+//! # Precision
+//!
+//! Never early: an entry fires at or after its deadline. Lateness is the
+//! driver's wake-up latency (typically tens of microseconds) plus the time to
+//! run the entries due before it.
+
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::BinaryHeap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crate::actor_ref::ActorRef;
+
+type Action = Box<dyn FnOnce() + Send>;
+
+struct Entry {
+    deadline: Instant,
+    seq: u64,
+    cancelled: Arc<AtomicBool>,
+    action: Action,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.deadline == other.deadline && self.seq == other.seq
+    }
+}
+
+impl Eq for Entry {}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Entry {
+    // Reversed, so that `BinaryHeap` (a max-heap) pops the earliest entry.
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        (other.deadline, other.seq).cmp(&(self.deadline, self.seq))
+    }
+}
+
+struct Queue {
+    heap: BinaryHeap<Entry>,
+    next_seq: u64,
+    shutdown: bool,
+}
+
+struct Inner {
+    queue: Mutex<Queue>,
+    wake: Condvar,
+}
+
+/// A handle that cancels a scheduled entry.
+#[derive(Debug, Clone)]
+pub struct Cancellable {
+    cancelled: Arc<AtomicBool>,
+}
+
+impl Cancellable {
+    /// Cancels the entry; it will not fire if it has not yet. Idempotent.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Release);
+    }
+
+    /// Whether [`cancel`](Self::cancel) was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
+    }
+}
+
+/// The system's scheduler (see the module docs). Cheap to clone.
+#[derive(Clone)]
+pub struct Scheduler {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Scheduler")
+    }
+}
+
+impl Scheduler {
+    /// Starts the driver thread.
+    pub(crate) fn start(system_name: &str) -> std::io::Result<(Scheduler, JoinHandle<()>)> {
+        let inner = Arc::new(Inner {
+            queue: Mutex::new(Queue {
+                heap: BinaryHeap::new(),
+                next_seq: 0,
+                shutdown: false,
+            }),
+            wake: Condvar::new(),
+        });
+        let driver = inner.clone();
+        let handle = thread::Builder::new()
+            .name(format!("troupe-{system_name}-scheduler"))
+            .spawn(move || drive(&driver))?;
+        Ok((Scheduler { inner }, handle))
+    }
+
+    /// Runs `action` on the driver thread at `deadline` (or later). The action
+    /// must be short: it delays every entry due after it.
+    pub(crate) fn run_at(&self, deadline: Instant, action: impl FnOnce() + Send + 'static) -> Cancellable {
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let mut queue = self.inner.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let seq = queue.next_seq;
+        queue.next_seq += 1;
+        let earliest = queue.heap.peek().is_none_or(|top| deadline < top.deadline);
+        queue.heap.push(Entry {
+            deadline,
+            seq,
+            cancelled: cancelled.clone(),
+            action: Box::new(action),
+        });
+        drop(queue);
+        if earliest {
+            self.inner.wake.notify_one();
+        }
+        Cancellable { cancelled }
+    }
+
+    /// Delivers `msg` to `target` after `delay`, through the ordinary `tell`
+    /// path. The returned handle cancels the delivery.
+    pub fn schedule_once<M: Send + 'static>(
+        &self,
+        delay: Duration,
+        target: &ActorRef<M>,
+        msg: M,
+    ) -> Cancellable {
+        let target = target.clone();
+        self.run_at(Instant::now() + delay, move || target.tell(msg))
+    }
+
+    /// Number of entries not yet fired or skipped (cancelled ones included
+    /// until their deadline).
+    pub fn pending(&self) -> usize {
+        self.inner.queue.lock().unwrap_or_else(|e| e.into_inner()).heap.len()
+    }
+
+    /// Stops the driver; entries not yet due are dropped.
+    pub(crate) fn shutdown(&self) {
+        let mut queue = self.inner.queue.lock().unwrap_or_else(|e| e.into_inner());
+        queue.shutdown = true;
+        queue.heap.clear();
+        drop(queue);
+        self.inner.wake.notify_all();
+    }
+}
+
+fn drive(inner: &Inner) {
+    let mut queue = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        if queue.shutdown {
+            return;
+        }
+        let now = Instant::now();
+        match queue.heap.peek() {
+            Some(top) if top.deadline <= now => {
+                let entry = queue.heap.pop().expect("peeked");
+                drop(queue);
+                if !entry.cancelled.load(Ordering::Acquire) {
+                    (entry.action)();
+                }
+                queue = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
+            }
+            Some(top) => {
+                let wait = top.deadline - now;
+                queue = inner.wake.wait_timeout(queue, wait).unwrap_or_else(|e| e.into_inner()).0;
+            }
+            None => {
+                queue = inner.wake.wait(queue).unwrap_or_else(|e| e.into_inner());
+            }
+        }
+    }
+}

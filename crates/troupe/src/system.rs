@@ -1,0 +1,529 @@
+//! The actor system: dispatchers, the scheduler, top-level actors (under the
+//! guardian), dead letters, and the shutdown protocol.
+//!
+//! # Shutdown protocol
+//!
+//! 1. [`ActorSystem::shutdown`] (or a failure escalated to the top) marks the
+//!    guardian as stopping, refuses new top-level spawns and sends `Stop` to
+//!    every top-level actor. Each stops its children first (recursively),
+//!    then itself; queued messages go to dead letters.
+//! 2. When the last top-level actor reports its termination, the system
+//!    *finishes*: dispatchers and the scheduler are told to stop and the
+//!    termination latch opens.
+//! 3. [`ActorSystem::await_termination`] waits for the latch and joins every
+//!    thread the system started, so none is left running.
+//!
+//! The guardian keeps strong references to top-level actors and each actor to
+//! its children, so an actor lives until it stops even with no `ActorRef`
+//! left; after shutdown nothing refers back to the system.
+
+pub(crate) mod config;
+pub(crate) mod dead_letters;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::actor::Actor;
+use crate::actor_ref::{ActorId, ActorRef};
+use crate::cell::{send_system, ActorCell, Cell, SystemMsg};
+use crate::dispatch::pinned::PinnedThread;
+use crate::dispatch::pool::{on_worker_thread, Pool, PoolSettings};
+use crate::dispatch::Executor;
+use crate::props::Props;
+use crate::scheduler::Scheduler;
+use crate::supervision::{Directive, Failure};
+pub use config::{ConfigError, DispatcherConfig, DispatcherKind};
+use dead_letters::DeadLetters;
+pub use dead_letters::DeadLetter;
+
+/// Why an actor could not be spawned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpawnError {
+    /// A sibling already has this name.
+    NameTaken(String),
+    /// Names must be non-empty, at most 255 bytes, without `/` and not start with `$`.
+    InvalidName(String),
+    /// No dispatcher of this name is configured.
+    UnknownDispatcher(String),
+    /// The system is shutting down.
+    ShuttingDown,
+    /// The parent is stopping or restarting.
+    ParentStopping,
+    /// The operating system refused a thread (pinned dispatcher).
+    Thread(String),
+}
+
+impl fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpawnError::NameTaken(n) => write!(f, "an actor named {n:?} already exists here"),
+            SpawnError::InvalidName(n) => write!(
+                f,
+                "invalid actor name {n:?}: names are 1..=255 bytes, without '/', not starting with '$'"
+            ),
+            SpawnError::UnknownDispatcher(d) => write!(f, "no dispatcher named {d:?} is configured"),
+            SpawnError::ShuttingDown => f.write_str("the actor system is shutting down"),
+            SpawnError::ParentStopping => f.write_str("the parent actor is stopping or restarting"),
+            SpawnError::Thread(e) => write!(f, "cannot start a pinned thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SpawnError {}
+
+pub(crate) fn validate_name(name: &str) -> Result<(), SpawnError> {
+    if name.is_empty() || name.len() > 255 || name.contains('/') || name.starts_with('$') {
+        return Err(SpawnError::InvalidName(name.to_string()));
+    }
+    Ok(())
+}
+
+/// Why the system terminated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TerminationReason {
+    /// [`ActorSystem::shutdown`] was called.
+    Requested,
+    /// A top-level actor escalated this failure.
+    Escalated(Failure),
+}
+
+/// Why waiting for termination failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AwaitError {
+    /// Called on a dispatcher worker thread, which the system must stop.
+    WouldDeadlock,
+    /// The system did not terminate within the given time.
+    Timeout,
+}
+
+impl fmt::Display for AwaitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AwaitError::WouldDeadlock => {
+                f.write_str("cannot wait for termination on a dispatcher thread")
+            }
+            AwaitError::Timeout => f.write_str("the actor system did not terminate in time"),
+        }
+    }
+}
+
+impl std::error::Error for AwaitError {}
+
+enum Dispatcher {
+    Pool(Arc<Pool>),
+    Pinned { throughput: usize },
+}
+
+#[derive(Default)]
+struct Guardian {
+    children: HashMap<ActorId, Arc<dyn Cell>>,
+    names: HashMap<Box<str>, ActorId>,
+    stopping: bool,
+}
+
+#[derive(Default)]
+struct Termination {
+    finished: bool,
+    reason: Option<TerminationReason>,
+}
+
+#[derive(Default)]
+struct Threads {
+    scheduler: Option<JoinHandle<()>>,
+    pinned: Vec<(Arc<PinnedThread>, JoinHandle<()>)>,
+}
+
+/// State shared by the system handle, every cell and every ask.
+pub(crate) struct SystemInner {
+    name: String,
+    pub(crate) scheduler: Scheduler,
+    dispatchers: HashMap<String, Dispatcher>,
+    next_id: AtomicU64,
+    guardian: Mutex<Guardian>,
+    dead_letters: DeadLetters,
+    termination: Mutex<Termination>,
+    terminated: Condvar,
+    threads: Mutex<Threads>,
+}
+
+impl SystemInner {
+    pub(crate) fn next_id(&self) -> ActorId {
+        ActorId(self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The executor for a new actor on dispatcher `name` (default: `"default"`).
+    pub(crate) fn executor_for(
+        &self,
+        name: Option<&str>,
+        actor_name: Option<&str>,
+        id: ActorId,
+    ) -> Result<Arc<dyn Executor>, SpawnError> {
+        let name = name.unwrap_or("default");
+        match self.dispatchers.get(name) {
+            Some(Dispatcher::Pool(pool)) => Ok(pool.clone()),
+            Some(Dispatcher::Pinned { throughput }) => {
+                let label = actor_name.map_or_else(|| id.0.to_string(), str::to_string);
+                let (exec, handle) = PinnedThread::start(&label, *throughput)
+                    .map_err(|e| SpawnError::Thread(e.to_string()))?;
+                self.threads
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .pinned
+                    .push((exec.clone(), handle));
+                Ok(exec)
+            }
+            None => Err(SpawnError::UnknownDispatcher(name.to_string())),
+        }
+    }
+
+    pub(crate) fn dead_letter(&self, recipient: ActorId, name: Option<&str>, ty: &'static str) {
+        self.dead_letters.record(recipient, name, ty);
+    }
+
+    /// A top-level actor has stopped.
+    pub(crate) fn guardian_child_terminated(&self, id: ActorId, name: Option<&str>) {
+        let finish = {
+            let mut g = self.guardian.lock().unwrap_or_else(|e| e.into_inner());
+            g.children.remove(&id);
+            if let Some(name) = name {
+                g.names.remove(name);
+            }
+            g.stopping && g.children.is_empty()
+        };
+        if finish {
+            self.finish();
+        }
+    }
+
+    /// A top-level actor failed; an escalation stops the system.
+    pub(crate) fn guardian_child_failed(&self, failure: Failure, directive: Directive) {
+        if directive == Directive::Escalate {
+            tracing::error!(system = %self.name, "escalated to the top, shutting down: {failure}");
+            self.begin_shutdown(TerminationReason::Escalated(failure));
+        }
+    }
+
+    fn begin_shutdown(&self, reason: TerminationReason) {
+        let (children, finish) = {
+            let mut g = self.guardian.lock().unwrap_or_else(|e| e.into_inner());
+            if g.stopping {
+                return;
+            }
+            g.stopping = true;
+            self.termination.lock().unwrap_or_else(|e| e.into_inner()).reason = Some(reason);
+            let children: Vec<_> = g.children.values().cloned().collect();
+            let finish = children.is_empty();
+            (children, finish)
+        };
+        for child in &children {
+            send_system(child, SystemMsg::Stop);
+        }
+        if finish {
+            self.finish();
+        }
+    }
+
+    /// Every actor has stopped: stop the threads and open the latch.
+    fn finish(&self) {
+        for d in self.dispatchers.values() {
+            if let Dispatcher::Pool(pool) = d {
+                pool.shutdown();
+            }
+        }
+        for (pinned, _) in &self.threads.lock().unwrap_or_else(|e| e.into_inner()).pinned {
+            pinned.stop();
+        }
+        self.scheduler.shutdown();
+        let mut t = self.termination.lock().unwrap_or_else(|e| e.into_inner());
+        t.finished = true;
+        drop(t);
+        self.terminated.notify_all();
+    }
+}
+
+/// A handle to an actor system. Cheap to clone.
+///
+/// ```
+/// use troupe::{ActorSystem, DispatcherConfig};
+///
+/// let system = ActorSystem::builder()
+///     .name("example")
+///     .threads(2)
+///     .dispatcher("single", DispatcherConfig::pool(1).throughput(1))
+///     .build()
+///     .unwrap();
+/// system.shutdown();
+/// system.await_termination().unwrap();
+/// ```
+#[derive(Clone)]
+pub struct ActorSystem {
+    inner: Arc<SystemInner>,
+}
+
+impl fmt::Debug for ActorSystem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ActorSystem").field("name", &self.inner.name).finish()
+    }
+}
+
+impl ActorSystem {
+    /// A builder with the defaults: a `"default"` pool with one worker per
+    /// core and throughput 5, and a `"pinned"` dispatcher.
+    pub fn builder() -> ActorSystemBuilder {
+        ActorSystemBuilder::new()
+    }
+
+    pub(crate) fn from_inner(inner: Arc<SystemInner>) -> Self {
+        ActorSystem { inner }
+    }
+
+    /// The system's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Spawns a top-level actor.
+    pub fn spawn<A: Actor>(&self, props: Props<A>) -> Result<ActorRef<A::Msg>, SpawnError> {
+        if let Some(name) = &props.name {
+            validate_name(name)?;
+        }
+        let mut g = self.inner.guardian.lock().unwrap_or_else(|e| e.into_inner());
+        if g.stopping {
+            return Err(SpawnError::ShuttingDown);
+        }
+        if let Some(name) = &props.name {
+            if g.names.contains_key(name.as_str()) {
+                return Err(SpawnError::NameTaken(name.clone()));
+            }
+        }
+        let cell = ActorCell::create(&self.inner, props, None)?;
+        if let Some(name) = cell_name(&cell) {
+            g.names.insert(name.into(), cell.id);
+        }
+        g.children.insert(cell.id, cell.clone());
+        drop(g);
+        cell.schedule_first();
+        Ok(ActorRef { cell })
+    }
+
+    /// Stops an actor (children first); its queued messages go to dead letters.
+    pub fn stop<M: Send + 'static>(&self, actor: &ActorRef<M>) {
+        let cell: Arc<dyn Cell> = actor.cell.clone();
+        send_system(&cell, SystemMsg::Stop);
+    }
+
+    /// The scheduler, for delayed messages.
+    pub fn scheduler(&self) -> &Scheduler {
+        &self.inner.scheduler
+    }
+
+    /// Messages dropped because their recipient had stopped, so far.
+    pub fn dead_letter_count(&self) -> u64 {
+        self.inner.dead_letters.count()
+    }
+
+    /// Calls `listener` for every dead letter from now on (on the thread that
+    /// found the recipient stopped; keep it short).
+    pub fn on_dead_letter(&self, listener: impl Fn(&DeadLetter) + Send + Sync + 'static) {
+        self.inner.dead_letters.subscribe(Arc::new(listener));
+    }
+
+    /// The number of live top-level actors.
+    pub fn top_level_count(&self) -> usize {
+        self.inner.guardian.lock().unwrap_or_else(|e| e.into_inner()).children.len()
+    }
+
+    /// Starts a graceful shutdown (see the module docs); returns at once.
+    pub fn shutdown(&self) {
+        self.inner.begin_shutdown(TerminationReason::Requested);
+    }
+
+    /// Whether every actor has stopped and the threads were told to exit.
+    pub fn is_terminated(&self) -> bool {
+        self.inner.termination.lock().unwrap_or_else(|e| e.into_inner()).finished
+    }
+
+    /// Waits until the system has terminated and all its threads have exited.
+    pub fn await_termination(&self) -> Result<TerminationReason, AwaitError> {
+        self.await_termination_until(None)
+    }
+
+    /// As [`await_termination`](Self::await_termination), giving up after `timeout`.
+    pub fn await_termination_timeout(
+        &self,
+        timeout: Duration,
+    ) -> Result<TerminationReason, AwaitError> {
+        self.await_termination_until(Some(Instant::now() + timeout))
+    }
+
+    fn await_termination_until(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<TerminationReason, AwaitError> {
+        if on_worker_thread() {
+            return Err(AwaitError::WouldDeadlock);
+        }
+        let mut t = self.inner.termination.lock().unwrap_or_else(|e| e.into_inner());
+        while !t.finished {
+            t = match deadline {
+                None => self.inner.terminated.wait(t).unwrap_or_else(|e| e.into_inner()),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return Err(AwaitError::Timeout);
+                    }
+                    self.inner
+                        .terminated
+                        .wait_timeout(t, deadline - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
+        }
+        let reason = t.reason.clone().unwrap_or(TerminationReason::Requested);
+        drop(t);
+        self.join_threads();
+        Ok(reason)
+    }
+
+    fn join_threads(&self) {
+        for d in self.inner.dispatchers.values() {
+            if let Dispatcher::Pool(pool) = d {
+                pool.join();
+            }
+        }
+        let threads = std::mem::take(&mut *self.inner.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        for (_, handle) in threads.pinned {
+            let _ = handle.join();
+        }
+        if let Some(handle) = threads.scheduler {
+            let _ = handle.join();
+        }
+    }
+}
+
+fn cell_name<A: Actor>(cell: &ActorCell<A>) -> Option<&str> {
+    Cell::name(cell)
+}
+
+/// Builds an [`ActorSystem`]; see [`config`] for the file format.
+#[derive(Debug, Clone)]
+pub struct ActorSystemBuilder {
+    name: String,
+    dispatchers: Vec<(String, DispatcherConfig)>,
+}
+
+impl ActorSystemBuilder {
+    fn new() -> Self {
+        ActorSystemBuilder {
+            name: "troupe".to_string(),
+            dispatchers: vec![
+                ("default".to_string(), DispatcherConfig::pool_per_core()),
+                ("pinned".to_string(), DispatcherConfig::pinned()),
+            ],
+        }
+    }
+
+    /// The system's name (used in thread names and logs).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Adds or replaces a dispatcher.
+    pub fn dispatcher(mut self, name: impl Into<String>, config: DispatcherConfig) -> Self {
+        let name = name.into();
+        self.dispatchers.retain(|(n, _)| *n != name);
+        self.dispatchers.push((name, config));
+        self
+    }
+
+    fn update_default(mut self, f: impl FnOnce(DispatcherConfig) -> DispatcherConfig) -> Self {
+        if let Some((_, d)) = self.dispatchers.iter_mut().find(|(n, _)| n == "default") {
+            *d = f(d.clone());
+        }
+        self
+    }
+
+    /// Worker threads of the default dispatcher.
+    pub fn threads(self, threads: usize) -> Self {
+        self.update_default(|d| DispatcherConfig {
+            kind: DispatcherKind::Pool { threads },
+            ..d
+        })
+    }
+
+    /// Throughput budget of the default dispatcher.
+    pub fn throughput(self, throughput: usize) -> Self {
+        self.update_default(|d| d.throughput(throughput))
+    }
+
+    /// Applies a TOML configuration (see [`config`]) given as text.
+    pub fn config_str(mut self, text: &str) -> Result<Self, ConfigError> {
+        let parsed = config::parse(text, "configuration")?;
+        if let Some(name) = parsed.name {
+            self.name = name;
+        }
+        for (name, d) in parsed.dispatchers {
+            self = self.dispatcher(name, d);
+        }
+        Ok(self)
+    }
+
+    /// Applies a TOML configuration file (see [`config`]).
+    pub fn config_file(mut self, path: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        let parsed = config::load(path.as_ref())?;
+        if let Some(name) = parsed.name {
+            self.name = name;
+        }
+        for (name, d) in parsed.dispatchers {
+            self = self.dispatcher(name, d);
+        }
+        Ok(self)
+    }
+
+    /// Starts the system's threads.
+    pub fn build(self) -> Result<ActorSystem, ConfigError> {
+        let mut dispatchers = HashMap::new();
+        for (name, d) in &self.dispatchers {
+            d.validate(name)?;
+            let dispatcher = match d.kind {
+                DispatcherKind::Pool { threads } => Dispatcher::Pool(
+                    Pool::start(PoolSettings {
+                        name: format!("{}-{name}", self.name),
+                        threads,
+                        throughput: d.throughput,
+                        spin: d.spin,
+                    })
+                    .map_err(|e| ConfigError(format!("cannot start dispatcher {name}: {e}")))?,
+                ),
+                DispatcherKind::Pinned => Dispatcher::Pinned {
+                    throughput: d.throughput,
+                },
+            };
+            dispatchers.insert(name.clone(), dispatcher);
+        }
+        let (scheduler, scheduler_thread) = Scheduler::start(&self.name)
+            .map_err(|e| ConfigError(format!("cannot start the scheduler: {e}")))?;
+        let inner = Arc::new(SystemInner {
+            name: self.name,
+            scheduler,
+            dispatchers,
+            next_id: AtomicU64::new(1),
+            guardian: Mutex::new(Guardian::default()),
+            dead_letters: DeadLetters::default(),
+            termination: Mutex::new(Termination::default()),
+            terminated: Condvar::new(),
+            threads: Mutex::new(Threads {
+                scheduler: Some(scheduler_thread),
+                pinned: Vec::new(),
+            }),
+        });
+        Ok(ActorSystem { inner })
+    }
+}

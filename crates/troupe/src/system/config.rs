@@ -1,0 +1,232 @@
+//! Configuration of an actor system: the builder and the TOML file format.
+//!
+//! ```toml
+//! name = "trading"
+//!
+//! [dispatchers.default]      # the dispatcher actors use unless told otherwise
+//! threads = 2                # default: the number of cores
+//! throughput = 5             # messages per actor per run (default 5)
+//! spin = 64                  # backoff rounds an idle worker spins before parking
+//!
+//! [dispatchers.engines]
+//! kind = "pool"              # "pool" (work stealing) or "pinned" (a thread per actor)
+//! threads = 1
+//! throughput = 100
+//! ```
+//!
+//! Unknown keys and impossible values (zero threads, zero throughput) are
+//! errors that name the offending key.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::Deserialize;
+
+/// Default messages an actor handles per run before yielding its thread.
+pub const DEFAULT_THROUGHPUT: usize = 5;
+/// Default backoff rounds an idle worker spins before parking.
+pub const DEFAULT_SPIN: u32 = 64;
+
+/// What kind of threads a dispatcher runs actors on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DispatcherKind {
+    /// A work-stealing pool of this many worker threads.
+    Pool {
+        /// Worker threads.
+        threads: usize,
+    },
+    /// One dedicated thread per actor.
+    Pinned,
+}
+
+/// Settings of one dispatcher.
+///
+/// ```
+/// use troupe::DispatcherConfig;
+/// let fast = DispatcherConfig::pool(1).throughput(1).spin(256);
+/// assert_eq!(fast.throughput_budget(), 1);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DispatcherConfig {
+    pub(crate) kind: DispatcherKind,
+    pub(crate) throughput: usize,
+    pub(crate) spin: u32,
+}
+
+impl DispatcherConfig {
+    /// A work-stealing pool with `threads` workers.
+    pub fn pool(threads: usize) -> Self {
+        DispatcherConfig {
+            kind: DispatcherKind::Pool { threads },
+            throughput: DEFAULT_THROUGHPUT,
+            spin: DEFAULT_SPIN,
+        }
+    }
+
+    /// A pool with one worker per core.
+    pub fn pool_per_core() -> Self {
+        Self::pool(std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
+
+    /// A thread per actor.
+    pub fn pinned() -> Self {
+        DispatcherConfig {
+            kind: DispatcherKind::Pinned,
+            ..Self::pool(1)
+        }
+    }
+
+    /// Messages per actor per run before yielding the thread (at least 1).
+    pub fn throughput(mut self, throughput: usize) -> Self {
+        self.throughput = throughput;
+        self
+    }
+
+    /// Backoff rounds an idle worker spins before it parks.
+    pub fn spin(mut self, spin: u32) -> Self {
+        self.spin = spin;
+        self
+    }
+
+    /// The configured throughput budget.
+    pub fn throughput_budget(&self) -> usize {
+        self.throughput
+    }
+
+    /// The configured kind.
+    pub fn kind(&self) -> DispatcherKind {
+        self.kind
+    }
+
+    pub(crate) fn validate(&self, name: &str) -> Result<(), ConfigError> {
+        if self.throughput == 0 {
+            return Err(ConfigError(format!(
+                "dispatchers.{name}.throughput must be at least 1"
+            )));
+        }
+        if let DispatcherKind::Pool { threads: 0 } = self.kind {
+            return Err(ConfigError(format!(
+                "dispatchers.{name}.threads must be at least 1"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A configuration that cannot be used; the message names the problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub(crate) String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid troupe configuration: {}", self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    name: Option<String>,
+    #[serde(default)]
+    dispatchers: BTreeMap<String, FileDispatcher>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDispatcher {
+    kind: Option<String>,
+    threads: Option<usize>,
+    throughput: Option<usize>,
+    spin: Option<u32>,
+}
+
+/// Parsed file settings: an optional system name and dispatchers.
+#[derive(Debug)]
+pub(crate) struct Parsed {
+    pub(crate) name: Option<String>,
+    pub(crate) dispatchers: Vec<(String, DispatcherConfig)>,
+}
+
+/// Parses the TOML format in the module docs.
+pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, ConfigError> {
+    let file: FileConfig =
+        toml::from_str(text).map_err(|e| ConfigError(format!("{origin}: {e}")))?;
+    let mut dispatchers = Vec::new();
+    for (name, d) in file.dispatchers {
+        let mut config = match d.kind.as_deref() {
+            None | Some("pool") => match d.threads {
+                Some(threads) => DispatcherConfig::pool(threads),
+                None => DispatcherConfig::pool_per_core(),
+            },
+            Some("pinned") => {
+                if d.threads.is_some() {
+                    return Err(ConfigError(format!(
+                        "{origin}: dispatchers.{name}.threads does not apply to a pinned dispatcher"
+                    )));
+                }
+                DispatcherConfig::pinned()
+            }
+            Some(other) => {
+                return Err(ConfigError(format!(
+                    "{origin}: dispatchers.{name}.kind must be \"pool\" or \"pinned\", not {other:?}"
+                )))
+            }
+        };
+        if let Some(t) = d.throughput {
+            config = config.throughput(t);
+        }
+        if let Some(s) = d.spin {
+            config = config.spin(s);
+        }
+        config
+            .validate(&name)
+            .map_err(|e| ConfigError(format!("{origin}: {}", e.0)))?;
+        dispatchers.push((name, config));
+    }
+    Ok(Parsed {
+        name: file.name,
+        dispatchers,
+    })
+}
+
+/// Reads and parses a configuration file.
+pub(crate) fn load(path: &Path) -> Result<Parsed, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
+    parse(&text, &path.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_pools_and_pinned() {
+        let p = parse(
+            "name = \"x\"\n[dispatchers.default]\nthreads = 3\nthroughput = 7\n[dispatchers.io]\nkind = \"pinned\"\n",
+            "test",
+        )
+        .unwrap();
+        assert_eq!(p.name.as_deref(), Some("x"));
+        assert_eq!(p.dispatchers.len(), 2);
+        assert_eq!(p.dispatchers[0].1, DispatcherConfig::pool(3).throughput(7));
+        assert_eq!(p.dispatchers[1].1.kind, DispatcherKind::Pinned);
+    }
+
+    #[test]
+    fn rejects_bad_values_with_the_key_named() {
+        let e = parse("[dispatchers.default]\nthreads = 0\n", "f.toml").unwrap_err();
+        assert!(e.to_string().contains("dispatchers.default.threads"), "{e}");
+        let e = parse("[dispatchers.d]\nthroughput = 0\n", "f.toml").unwrap_err();
+        assert!(e.to_string().contains("throughput"), "{e}");
+        let e = parse("[dispatchers.d]\nkind = \"fast\"\n", "f.toml").unwrap_err();
+        assert!(e.to_string().contains("kind"), "{e}");
+        let e = parse("[dispatchers.d]\nthreds = 2\n", "f.toml").unwrap_err();
+        assert!(e.to_string().contains("threds"), "{e}");
+        let e = parse("[dispatchers.d]\nkind = \"pinned\"\nthreads = 2\n", "f.toml").unwrap_err();
+        assert!(e.to_string().contains("pinned"), "{e}");
+    }
+}
