@@ -18,6 +18,8 @@
 //!   lane is a plain mutex-protected vector: system traffic (watch, stop,
 //!   failure, termination) is rare, and a lock keeps it simple.
 
+#[cfg(test)]
+mod models;
 pub(crate) mod queue;
 pub(crate) mod state;
 

@@ -139,6 +139,12 @@ impl MailboxState {
         self.0.fetch_or(CLOSED, Ordering::AcqRel);
     }
 
+    /// Whether nobody owns the mailbox (a snapshot, for tests).
+    #[cfg(test)]
+    pub(crate) fn is_idle(&self) -> bool {
+        self.0.load(Ordering::Acquire) & SCHEDULED == 0
+    }
+
     /// Whether the mailbox is closed (a hint for senders: it may close right after).
     #[inline]
     pub(crate) fn is_closed(&self) -> bool {

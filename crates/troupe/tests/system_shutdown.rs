@@ -1,0 +1,292 @@
+//! Shutdown and dead letters: `shutdown` stops every actor children-first and
+//! `await_termination` reports `Requested`; messages still queued when an
+//! actor stops, and messages told to a stopped actor, become dead letters
+//! (counted, and shown to `on_dead_letter` listeners with their type);
+//! `try_tell` to a stopped actor hands the message back; and once
+//! `await_termination` has returned, no runtime thread is left.
+//!
+//! The thread census reads `/proc/self/task`, which also lists the threads of
+//! other tests of this binary, so every test here holds [`serial`] for its
+//! whole run.
+
+#[path = "support/probe.rs"]
+mod probe;
+
+use std::fs;
+use std::sync::{Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use probe::{system, terminate, watch_probe, EventLog, Latch, Probe, ProbeRef, PATIENCE};
+use troupe::{
+    Actor, ActorSystem, Context, DeadLetter, Props, ReplyTo, TerminationReason, TrySendError,
+};
+
+/// Serialises the tests of this file (see the header).
+fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A tree node that logs its `stopped` with its path.
+struct Node {
+    path: String,
+    depth: u32,
+    log: EventLog,
+    ready: ProbeRef<()>,
+}
+
+impl Node {
+    fn props(path: String, depth: u32, log: EventLog, ready: ProbeRef<()>) -> Props<Node> {
+        Props::new(move || Node {
+            path: path.clone(),
+            depth,
+            log: log.clone(),
+            ready: ready.clone(),
+        })
+    }
+}
+
+impl Actor for Node {
+    type Msg = ();
+
+    fn started(&mut self, ctx: &mut Context<'_, Self>) {
+        if self.depth == 0 {
+            self.ready.send(());
+        }
+        for i in 0..if self.depth > 0 { 2 } else { 0 } {
+            let props = Node::props(
+                format!("{}/{i}", self.path),
+                self.depth - 1,
+                self.log.clone(),
+                self.ready.clone(),
+            );
+            ctx.spawn(props).expect("spawn a child");
+        }
+    }
+
+    fn receive(&mut self, _ctx: &mut Context<'_, Self>, _msg: ()) {}
+
+    fn stopped(&mut self, _ctx: &mut Context<'_, Self>) {
+        self.log.push(self.path.clone());
+    }
+}
+
+#[test]
+fn shutdown_stops_a_three_level_tree_children_first() {
+    let _serial = serial();
+    let system = system();
+    let log = EventLog::new();
+    let ready = Probe::new("leaves started");
+    for root in ["a", "b"] {
+        system
+            .spawn(Node::props(root.into(), 2, log.clone(), ready.sender()).name(root))
+            .unwrap();
+    }
+    ready.expect_n(8);
+
+    assert_eq!(terminate(&system), TerminationReason::Requested);
+    assert!(system.is_terminated());
+    assert_eq!(system.top_level_count(), 0);
+    let stopped = log.snapshot();
+    assert_eq!(stopped.len(), 14, "every node stopped once: {stopped:?}");
+    for (i, path) in stopped.iter().enumerate() {
+        for descendant in stopped.iter().filter(|p| p.starts_with(&format!("{path}/"))) {
+            let j = log.position(descendant);
+            assert!(j < i, "{descendant} stopped after its ancestor {path}: {stopped:?}");
+        }
+    }
+}
+
+/// The message type whose name the dead-letter records must show.
+enum BlockerMsg {
+    /// Hold the handler until the latch opens.
+    Block(Latch),
+    Work(u32),
+}
+
+/// Counts the work it does; blocks when told to (it runs on a pinned thread,
+/// where blocking holds nobody else up).
+struct Blocker {
+    entered: ProbeRef<()>,
+    worked: ProbeRef<u32>,
+}
+
+impl Actor for Blocker {
+    type Msg = BlockerMsg;
+
+    fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: BlockerMsg) {
+        match msg {
+            BlockerMsg::Block(latch) => {
+                self.entered.send(());
+                latch.wait();
+            }
+            BlockerMsg::Work(n) => self.worked.send(n),
+        }
+    }
+}
+
+#[test]
+fn messages_queued_at_stop_become_counted_dead_letters() {
+    const QUEUED: usize = 50;
+    let _serial = serial();
+    let system = system();
+    let letters = Probe::<DeadLetter>::new("dead letters");
+    let out = letters.sender();
+    system.on_dead_letter(move |letter| out.send(letter.clone()));
+
+    let entered = Probe::new("handler entered");
+    let worked = Probe::new("work done");
+    let blocker = {
+        let (entered, worked) = (entered.sender(), worked.sender());
+        system
+            .spawn(
+                Props::new(move || Blocker {
+                    entered: entered.clone(),
+                    worked: worked.clone(),
+                })
+                .name("blocker")
+                .dispatcher("pinned"),
+            )
+            .unwrap()
+    };
+    let latch = Latch::new();
+    blocker.tell(BlockerMsg::Block(latch.clone()));
+    entered.expect();
+    for n in 0..QUEUED as u32 {
+        blocker.tell(BlockerMsg::Work(n));
+    }
+    system.stop(&blocker);
+    latch.open();
+
+    let got = letters.expect_n(QUEUED);
+    for letter in &got {
+        assert_eq!(letter.recipient, blocker.id());
+        assert_eq!(letter.recipient_name.as_deref(), Some("blocker"));
+        assert!(
+            letter.message_type.ends_with("BlockerMsg"),
+            "the record names the message type: {}",
+            letter.message_type
+        );
+    }
+    terminate(&system);
+    assert_eq!(system.dead_letter_count(), QUEUED as u64);
+    assert!(letters.received().is_empty(), "no other dead letter");
+    assert!(worked.received().is_empty(), "no queued work ran after the stop");
+}
+
+/// Echoes strings back through a probe.
+struct Echo {
+    out: ProbeRef<String>,
+}
+
+impl Actor for Echo {
+    type Msg = String;
+
+    fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: String) {
+        self.out.send(msg);
+    }
+}
+
+#[test]
+fn tells_to_a_stopped_actor_become_dead_letters_and_try_tell_hands_back() {
+    let _serial = serial();
+    let system = system();
+    let letters = Probe::<DeadLetter>::new("dead letters");
+    let out = letters.sender();
+    system.on_dead_letter(move |letter| out.send(letter.clone()));
+    let echoed = Probe::new("echo");
+    let echo = {
+        let out = echoed.sender();
+        system
+            .spawn(Props::new(move || Echo { out: out.clone() }).name("echo"))
+            .unwrap()
+    };
+    let terminated = watch_probe(&system, &echo);
+
+    assert_eq!(echo.try_tell("alive".to_string()), Ok(()));
+    assert_eq!(echoed.expect(), "alive");
+    assert!(!echo.is_terminated());
+
+    system.stop(&echo);
+    assert_eq!(terminated.expect(), echo.id());
+    assert!(echo.is_terminated(), "terminated once watchers hear of it");
+
+    assert_eq!(
+        echo.try_tell("late".to_string()),
+        Err(TrySendError::Closed("late".to_string())),
+        "the message is handed back"
+    );
+    for _ in 0..3 {
+        echo.tell("too late".to_string());
+    }
+    let got = letters.expect_n(3);
+    assert!(got.iter().all(|l| l.recipient == echo.id() && l.message_type.contains("String")));
+    terminate(&system);
+    assert_eq!(system.dead_letter_count(), 3, "try_tell's refusal is no dead letter");
+    assert!(echoed.received().is_empty());
+}
+
+/// Names of this process's threads whose name starts with `troupe-`. Linux
+/// shows at most 15 bytes of a name, enough for the prefix.
+fn troupe_threads() -> Vec<String> {
+    let tasks = fs::read_dir("/proc/self/task").expect("list /proc/self/task");
+    tasks
+        .filter_map(|task| fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|comm| comm.trim_end().to_string())
+        .filter(|comm| comm.starts_with("troupe-"))
+        .collect()
+}
+
+enum Census {
+    /// Reply with the name of the thread the handler runs on.
+    Where(ReplyTo<String>),
+    Nothing,
+}
+
+/// Tells where it runs.
+struct WhereAmI;
+
+impl Actor for WhereAmI {
+    type Msg = Census;
+
+    fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: Census) {
+        if let Census::Where(reply) = msg {
+            reply.reply(thread::current().name().unwrap_or("?").to_string());
+        }
+    }
+}
+
+#[test]
+fn no_troupe_thread_survives_await_termination() {
+    let _serial = serial();
+    let system = ActorSystem::builder().name("census").threads(2).build().unwrap();
+    let pooled = system.spawn(Props::new(|| WhereAmI)).unwrap();
+    let pinned = system
+        .spawn(Props::new(|| WhereAmI).name("p").dispatcher("pinned"))
+        .unwrap();
+    let pooled_on = pooled.ask(Census::Where, PATIENCE).wait().unwrap();
+    assert!(pooled_on.starts_with("troupe-census-default-"), "{pooled_on}");
+    assert_eq!(pinned.ask(Census::Where, PATIENCE).wait().unwrap(), "troupe-pinned-p");
+    // A timer still pending at shutdown must not keep the scheduler alive.
+    system
+        .scheduler()
+        .schedule_once(Duration::from_secs(3600), &pooled, Census::Nothing);
+    let before = troupe_threads();
+    // The census sees the runtime's threads (a worker that has not been
+    // scheduled yet still carries its parent's name, so count kinds only).
+    for kind in ["troupe-census-d", "troupe-census-s", "troupe-pinned-p"] {
+        assert!(before.iter().any(|t| t == kind), "{kind} missing from {before:?}");
+    }
+
+    assert_eq!(terminate(&system), TerminationReason::Requested);
+    // `await_termination` joined every thread; the kernel unlists a joined
+    // thread a few microseconds after the join returns, hence the re-reads.
+    let deadline = Instant::now() + PATIENCE;
+    let mut left = troupe_threads();
+    while !left.is_empty() && Instant::now() < deadline {
+        thread::yield_now();
+        left = troupe_threads();
+    }
+    assert!(left.is_empty(), "threads left after termination: {left:?}");
+}
