@@ -33,7 +33,10 @@ impl Actor for Player {
 }
 
 fn main() {
-    let args: Vec<u64> = std::env::args().skip(1).map(|a| a.parse().expect("a number")).collect();
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .map(|a| a.parse().expect("a number"))
+        .collect();
     let hops = args.first().copied().unwrap_or(10_000_000);
     let threads = args.get(1).copied().unwrap_or(1) as usize;
     let throughput = args.get(2).copied().unwrap_or(5) as usize;
@@ -46,7 +49,10 @@ fn main() {
     let spawn_player = || {
         let tx = tx.clone();
         system
-            .spawn(Props::new(move || Player { peer: None, done: tx.clone() }))
+            .spawn(Props::new(move || Player {
+                peer: None,
+                done: tx.clone(),
+            }))
             .expect("spawn")
     };
     let (a, b) = (spawn_player(), spawn_player());

@@ -151,7 +151,10 @@ impl<R> ReplyTo<R> {
     /// Answers the ask. Returns `false` if the asker is no longer waiting (it
     /// timed out); the value is then dropped.
     pub fn reply(mut self, value: R) -> bool {
-        let promise = self.promise.take().expect("a ReplyTo is consumed only by reply");
+        let promise = self
+            .promise
+            .take()
+            .expect("a ReplyTo is consumed only by reply");
         promise.complete(State::Ready(value)).is_ok()
     }
 }

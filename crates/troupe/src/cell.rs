@@ -36,13 +36,14 @@
 use std::any::type_name;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::actor::{Actor, Context, Signal};
 use crate::actor_ref::{ActorId, ActorRef};
-use crate::dispatch::{Executor, Runnable};
+use crate::dispatch::{Executor, Runnable, Task};
 use crate::mailbox::{Mailbox, Request};
 use crate::props::{Factory, Props};
 use crate::supervision::{Directive, Failure, SupervisorStrategy};
@@ -92,7 +93,10 @@ pub(crate) trait TypedCell<M>: Cell {
 pub(crate) fn send_system(cell: &Arc<dyn Cell>, msg: SystemMsg) {
     match cell.push_system(msg) {
         Request::Owned => {}
-        Request::Schedule => cell.executor().execute(cell.clone()),
+        Request::Schedule => {
+            let ptr: *const dyn Cell = Arc::as_ptr(cell);
+            cell.executor().execute(Task::new(ptr));
+        }
         Request::Drain => cell.drain_closed(),
     }
 }
@@ -102,7 +106,10 @@ pub(crate) fn send_system(cell: &Arc<dyn Cell>, msg: SystemMsg) {
 pub(crate) fn deliver<M: Send + 'static>(cell: &Arc<dyn TypedCell<M>>, msg: M) {
     match cell.push_user(msg) {
         Request::Owned => {}
-        Request::Schedule => cell.executor().execute(cell.clone()),
+        Request::Schedule => {
+            let ptr: *const dyn TypedCell<M> = Arc::as_ptr(cell);
+            cell.executor().execute(Task::new(ptr));
+        }
         Request::Drain => cell.drain_closed(),
     }
 }
@@ -114,7 +121,10 @@ enum Phase {
     /// Waiting for the restart backoff; keeps the failure for `after_restart`.
     Suspended(Failure),
     Terminating(After),
-    Stopped,
+    /// Stopped for good. Holds a strong reference to the cell until the final
+    /// run returns: the parent may drop its reference as soon as it learns of
+    /// the termination, and dispatcher tasks do not own their cells.
+    Stopped(Option<Arc<dyn Cell>>),
 }
 
 /// What a terminating actor does once its children are gone.
@@ -133,6 +143,9 @@ struct Links {
     watchers: Vec<Arc<dyn Cell>>,
     /// Actors this one watches (a `Terminated` for anything else is ignored).
     watching: HashSet<ActorId>,
+    /// Signals that arrived while the actor was restarting; delivered, in
+    /// order, to the new instance.
+    deferred: Vec<Signal>,
 }
 
 /// The actor's bookkeeping, owned by the mailbox owner.
@@ -218,7 +231,8 @@ impl<A: Actor> ActorCell<A> {
         parent: Option<Arc<dyn Cell>>,
     ) -> Result<Arc<Self>, SpawnError> {
         let id = system.next_id();
-        let executor = system.executor_for(props.dispatcher.as_deref(), props.name.as_deref(), id)?;
+        let executor =
+            system.executor_for(props.dispatcher.as_deref(), props.name.as_deref(), id)?;
         Ok(Arc::new(ActorCell {
             id,
             name: props.name.map(String::into_boxed_str),
@@ -229,7 +243,9 @@ impl<A: Actor> ActorCell<A> {
             run: std::cell::UnsafeCell::new(RunState {
                 actor: None,
                 factory: Some(props.factory),
-                strategy: props.strategy.unwrap_or_else(SupervisorStrategy::shared_default),
+                strategy: props
+                    .strategy
+                    .unwrap_or_else(SupervisorStrategy::shared_default),
                 book: Book {
                     stop_requested: false,
                     phase: Phase::Starting,
@@ -243,7 +259,8 @@ impl<A: Actor> ActorCell<A> {
 
     /// Hands a freshly created cell (owned since creation) to its executor.
     pub(crate) fn schedule_first(self: &Arc<Self>) {
-        self.executor.execute(self.clone());
+        let ptr: *const Self = Arc::as_ptr(self);
+        self.executor.execute(Task::new(ptr));
     }
 
     /// Calls `f` with the actor and a context, catching a panic as a failure.
@@ -278,7 +295,10 @@ impl<A: Actor> ActorCell<A> {
     }
 
     fn start(self: &Arc<Self>, run: &mut RunState<A>) {
-        let factory = run.factory.clone().expect("a starting actor has its factory");
+        let factory = run
+            .factory
+            .clone()
+            .expect("a starting actor has its factory");
         match catch_unwind(AssertUnwindSafe(|| factory())) {
             Ok(actor) => {
                 run.actor = Some(actor);
@@ -287,13 +307,18 @@ impl<A: Actor> ActorCell<A> {
                     self.fail(run, failure);
                 }
                 self.after_handler(run);
+                self.deliver_deferred(run);
             }
             Err(payload) => self.factory_failed(run, payload),
         }
     }
 
     /// A factory that panics cannot be helped by restarting: stop.
-    fn factory_failed(self: &Arc<Self>, run: &mut RunState<A>, payload: Box<dyn std::any::Any + Send>) {
+    fn factory_failed(
+        self: &Arc<Self>,
+        run: &mut RunState<A>,
+        payload: Box<dyn std::any::Any + Send>,
+    ) {
         let failure = Failure::from_panic(self.id, payload);
         tracing::error!(actor = %self, "actor factory panicked, stopping: {}", failure.message);
         self.notify_parent_failed(failure, Directive::Stop);
@@ -335,7 +360,9 @@ impl<A: Actor> ActorCell<A> {
             }
         }
         run.book.restarts += 1;
-        run.strategy.max_restarts().is_none_or(|max| run.book.restarts <= max)
+        run.strategy
+            .max_restarts()
+            .is_none_or(|max| run.book.restarts <= max)
     }
 
     fn notify_parent_failed(&self, failure: Failure, directive: Directive) {
@@ -362,7 +389,7 @@ impl<A: Actor> ActorCell<A> {
 
     fn begin_stop(self: &Arc<Self>, run: &mut RunState<A>) {
         match run.book.phase {
-            Phase::Stopped | Phase::Terminating(After::Stop) => return,
+            Phase::Stopped(_) | Phase::Terminating(After::Stop) => return,
             Phase::Terminating(After::Restart(_)) => {}
             _ => self.stop_children(run),
         }
@@ -382,9 +409,11 @@ impl<A: Actor> ActorCell<A> {
                     Some(delay) => {
                         run.book.phase = Phase::Suspended(failure);
                         let me: Arc<dyn Cell> = self.clone();
-                        self.system.scheduler.run_at(Instant::now() + delay, move || {
-                            send_system(&me, SystemMsg::Recreate)
-                        });
+                        self.system
+                            .scheduler
+                            .run_at(Instant::now() + delay, move || {
+                                send_system(&me, SystemMsg::Recreate)
+                            });
                     }
                     None => self.recreate(run, failure),
                 }
@@ -394,7 +423,10 @@ impl<A: Actor> ActorCell<A> {
     }
 
     fn recreate(self: &Arc<Self>, run: &mut RunState<A>, failure: Failure) {
-        let factory = run.factory.clone().expect("a restarting actor has its factory");
+        let factory = run
+            .factory
+            .clone()
+            .expect("a restarting actor has its factory");
         match catch_unwind(AssertUnwindSafe(|| factory())) {
             Ok(actor) => {
                 run.actor = Some(actor);
@@ -403,6 +435,7 @@ impl<A: Actor> ActorCell<A> {
                     self.fail(run, again);
                 }
                 self.after_handler(run);
+                self.deliver_deferred(run);
             }
             Err(payload) => self.factory_failed(run, payload),
         }
@@ -415,7 +448,8 @@ impl<A: Actor> ActorCell<A> {
         }
         run.actor = None;
         run.factory = None;
-        run.book.phase = Phase::Stopped;
+        let keep_alive: Arc<dyn Cell> = self.clone();
+        run.book.phase = Phase::Stopped(Some(keep_alive));
         self.mailbox.state.close();
         self.drain_contents();
         if let Some(links) = run.book.links.take() {
@@ -425,7 +459,9 @@ impl<A: Actor> ActorCell<A> {
         }
         match &self.parent {
             Some(parent) => send_system(parent, SystemMsg::ChildTerminated(self.id)),
-            None => self.system.guardian_child_terminated(self.id, self.name.as_deref()),
+            None => self
+                .system
+                .guardian_child_terminated(self.id, self.name.as_deref()),
         }
     }
 
@@ -450,6 +486,14 @@ impl<A: Actor> ActorCell<A> {
     }
 
     fn handle_system(self: &Arc<Self>, run: &mut RunState<A>, msg: SystemMsg) {
+        if let Phase::Stopped(_) = run.book.phase {
+            // Arrived in the same batch as the stop that finalized the actor:
+            // treat it as a message to a closed mailbox.
+            if let SystemMsg::Watch(watcher) = msg {
+                send_system(&watcher, SystemMsg::Terminated(self.id));
+            }
+            return;
+        }
         match msg {
             SystemMsg::Stop => self.begin_stop(run),
             SystemMsg::Watch(watcher) => {
@@ -464,7 +508,11 @@ impl<A: Actor> ActorCell<A> {
                 }
             }
             SystemMsg::Terminated(id) => {
-                let watched = run.book.links.as_mut().is_some_and(|l| l.watching.remove(&id));
+                let watched = run
+                    .book
+                    .links
+                    .as_mut()
+                    .is_some_and(|l| l.watching.remove(&id));
                 if watched {
                     self.signal(run, Signal::Terminated(id));
                 }
@@ -514,15 +562,35 @@ impl<A: Actor> ActorCell<A> {
         }
     }
 
-    /// Delivers a signal to a live, running actor.
+    /// Delivers a signal to a running actor, defers it while the actor is
+    /// starting or restarting, and drops it once the actor is stopping.
     fn signal(self: &Arc<Self>, run: &mut RunState<A>, signal: Signal) {
-        if !matches!(run.book.phase, Phase::Running) {
-            return;
+        match run.book.phase {
+            Phase::Running => {}
+            Phase::Starting | Phase::Suspended(_) | Phase::Terminating(After::Restart(_)) => {
+                run.book.links().deferred.push(signal);
+                return;
+            }
+            Phase::Terminating(After::Stop) | Phase::Stopped(_) => return,
         }
         if let Err(failure) = self.call(run, |a, ctx| a.signal(ctx, signal)) {
             self.fail(run, failure);
         }
         self.after_handler(run);
+    }
+
+    /// Delivers the signals deferred during a start or restart.
+    fn deliver_deferred(self: &Arc<Self>, run: &mut RunState<A>) {
+        let Some(links) = run.book.links.as_mut() else {
+            return;
+        };
+        if links.deferred.is_empty() {
+            return;
+        }
+        let deferred = std::mem::take(&mut links.deferred);
+        for signal in deferred {
+            self.signal(run, signal);
+        }
     }
 
     /// Gives up ownership of a closed mailbox, draining late arrivals.
@@ -534,35 +602,42 @@ impl<A: Actor> ActorCell<A> {
 }
 
 impl<A: Actor> Runnable for ActorCell<A> {
-    fn run(self: Arc<Self>) {
+    unsafe fn run(&self, me: Task) -> bool {
+        // SAFETY: `me` is this cell's task (the caller's contract), made from
+        // `Arc::as_ptr` of the `Arc` that owns the cell, so the pointer may
+        // rebuild that `Arc`. It is wrapped in `ManuallyDrop`: a borrowed
+        // `Arc`, which changes no reference count.
+        let this = ManuallyDrop::new(unsafe { Arc::from_raw(me.as_ptr() as *const Self) });
+        let this: &Arc<Self> = &this;
         // SAFETY: the dispatcher runs this cell only for the mailbox owner
         // (module ground rules), so no other thread touches the run state
         // until this run releases ownership; this is the only `&mut` to it.
-        let run = unsafe { &mut *self.run.get() };
-        let budget = self.executor.throughput().max(1);
+        let run = unsafe { &mut *this.run.get() };
+        let budget = this.executor.throughput().max(1);
         let mut sys = Vec::new();
         loop {
             // SAFETY: the dispatcher runs this cell only for the mailbox owner.
-            unsafe { self.mailbox.take_system(&mut sys) };
+            unsafe { this.mailbox.take_system(&mut sys) };
             for msg in sys.drain(..) {
-                self.handle_system(run, msg);
+                this.handle_system(run, msg);
             }
             if matches!(run.book.phase, Phase::Starting) {
-                self.start(run);
+                this.start(run);
             }
-            if matches!(run.book.phase, Phase::Stopped) {
-                self.release_closed();
-                return;
+            if let Phase::Stopped(keep_alive) = &mut run.book.phase {
+                let keep_alive = keep_alive.take();
+                this.release_closed();
+                drop(keep_alive);
+                return true;
             }
-            let running = matches!(run.book.phase, Phase::Running);
-            if running {
+            if matches!(run.book.phase, Phase::Running) {
                 let mut handled = 0;
-                while handled < budget && !self.mailbox.state.system_pending() {
+                while handled < budget && !this.mailbox.state.system_pending() {
                     // SAFETY: mailbox owner, as above.
-                    let Some(msg) = (unsafe { self.mailbox.pop_user() }) else {
+                    let Some(msg) = (unsafe { this.mailbox.pop_user() }) else {
                         break;
                     };
-                    self.invoke(run, msg);
+                    this.invoke(run, msg);
                     handled += 1;
                     if !matches!(run.book.phase, Phase::Running) {
                         break;
@@ -571,24 +646,20 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 if handled == budget
                     && matches!(run.book.phase, Phase::Running)
                     // SAFETY: mailbox owner, as above.
-                    && !unsafe { self.mailbox.user_is_empty() }
+                    && !unsafe { this.mailbox.user_is_empty() }
                 {
                     // Budget spent with work left: yield the thread, keep ownership.
-                    self.executor.reschedule(self.clone());
-                    return;
+                    this.executor.reschedule(me);
+                    return false;
                 }
             }
             let user_runnable = matches!(run.book.phase, Phase::Running);
             // SAFETY: mailbox owner, as above. After a successful release this
             // run touches nothing of the cell again.
-            if unsafe { self.mailbox.try_release(user_runnable) } {
-                return;
+            if unsafe { this.mailbox.try_release(user_runnable) } {
+                return false;
             }
         }
-    }
-
-    fn is_finished(&self) -> bool {
-        self.mailbox.state.is_closed()
     }
 }
 
@@ -641,7 +712,11 @@ pub(crate) fn spawn_child<A: Actor, C: Actor>(
     }
     if let Some(name) = &props.name {
         validate_name(name)?;
-        if book.links.as_ref().is_some_and(|l| l.child_names.contains_key(name.as_str())) {
+        if book
+            .links
+            .as_ref()
+            .is_some_and(|l| l.child_names.contains_key(name.as_str()))
+        {
             return Err(SpawnError::NameTaken(name.clone()));
         }
     }
@@ -669,7 +744,11 @@ pub(crate) fn watch<A: Actor>(me: &Arc<ActorCell<A>>, book: &mut Book, target: A
 
 /// `Context::unwatch`.
 pub(crate) fn unwatch<A: Actor>(me: &Arc<ActorCell<A>>, book: &mut Book, target: Arc<dyn Cell>) {
-    if book.links.as_mut().is_some_and(|l| l.watching.remove(&target.id())) {
+    if book
+        .links
+        .as_mut()
+        .is_some_and(|l| l.watching.remove(&target.id()))
+    {
         send_system(&target, SystemMsg::Unwatch(me.id));
     }
 }

@@ -11,25 +11,68 @@
 //! Dispatchers know nothing about actors: a task is anything [`Runnable`].
 //! The actor cell (`cell.rs`) decides how many messages one run handles (the
 //! dispatcher's `throughput`) and whether to come back ([`Executor::reschedule`]).
+//! A queued [`Task`] does not own its actor; see its docs for why that is sound.
 
 pub(crate) mod pinned;
 pub(crate) mod pool;
 
-use std::sync::Arc;
+use std::ptr::NonNull;
 
 /// Something a dispatcher can run: one batch of an actor's mailbox.
 pub(crate) trait Runnable: Send + Sync + 'static {
     /// Runs one batch. The task reschedules itself through its executor if
-    /// it still owns work after the batch.
-    fn run(self: Arc<Self>);
-
-    /// Whether the task has finished for good (its actor has stopped), so a
-    /// thread dedicated to it may exit.
-    fn is_finished(&self) -> bool;
+    /// it still owns work after the batch. Returns true if the task has
+    /// finished for good (its actor stopped): a thread dedicated to it may
+    /// exit, and `me` must not be used again.
+    ///
+    /// # Safety
+    ///
+    /// `me` must be the [`Task`] of `self` (made by [`Task::of`] from the
+    /// `Arc` that owns `self`), and the caller must hold the right to run it
+    /// (it was handed to an executor and taken off its queue).
+    unsafe fn run(&self, me: Task) -> bool;
 }
 
-/// A runnable actor, as queued in a dispatcher.
-pub(crate) type Task = Arc<dyn Runnable>;
+/// A scheduled runnable, as queued in a dispatcher: a *non-owning* pointer.
+///
+/// Queuing an actor costs no reference-count traffic. This is sound because
+/// of the cell's liveness rule (see `cell.rs`): a cell can only be scheduled
+/// while its mailbox is open, and an open cell is owned by its parent (or the
+/// system's guardian) until its final run, which holds a strong reference of
+/// its own until it returns.
+#[derive(Clone, Copy)]
+pub(crate) struct Task(NonNull<dyn Runnable>);
+
+// SAFETY: a `Task` only ever points to a `Runnable`, which is `Send + Sync`,
+// and it is used (run) by one thread at a time: the one that took it off a
+// queue.
+unsafe impl Send for Task {}
+
+impl Task {
+    /// The task of the runnable at `ptr`, which must come from `Arc::as_ptr`
+    /// (callers pass `Arc::as_ptr(&arc)`, coerced to `dyn Runnable`), so that
+    /// it keeps the provenance of the whole allocation: the runnable rebuilds
+    /// a borrowed `Arc` from it (see `ActorCell::run`).
+    pub(crate) fn new(ptr: *const dyn Runnable) -> Task {
+        Task(NonNull::new(ptr.cast_mut()).expect("an Arc is never null"))
+    }
+
+    /// The raw pointer, for the runnable to rebuild its `Arc`.
+    pub(crate) fn as_ptr(self) -> *const dyn Runnable {
+        self.0.as_ptr()
+    }
+
+    /// Runs the task.
+    ///
+    /// # Safety
+    ///
+    /// The caller must hold the right to run it (see [`Runnable::run`]); the
+    /// pointee is alive by the liveness rule above.
+    pub(crate) unsafe fn run(self) -> bool {
+        // SAFETY: the pointee is alive (liveness rule) and `self` is its task.
+        unsafe { self.0.as_ref().run(self) }
+    }
+}
 
 /// A dispatcher, as seen by actor cells.
 pub(crate) trait Executor: Send + Sync + 'static {

@@ -67,7 +67,10 @@ impl<M, S> Mailbox<M, S> {
 
     /// Publishes a system message and requests a run.
     pub(crate) fn push_system(&self, msg: S) -> Request {
-        self.system.lock().unwrap_or_else(|e| e.into_inner()).push(msg);
+        self.system
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(msg);
         self.state.request(SYSTEM)
     }
 

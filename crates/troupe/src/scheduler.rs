@@ -121,7 +121,11 @@ impl Scheduler {
 
     /// Runs `action` on the driver thread at `deadline` (or later). The action
     /// must be short: it delays every entry due after it.
-    pub(crate) fn run_at(&self, deadline: Instant, action: impl FnOnce() + Send + 'static) -> Cancellable {
+    pub(crate) fn run_at(
+        &self,
+        deadline: Instant,
+        action: impl FnOnce() + Send + 'static,
+    ) -> Cancellable {
         let cancelled = Arc::new(AtomicBool::new(false));
         let mut queue = self.inner.queue.lock().unwrap_or_else(|e| e.into_inner());
         let seq = queue.next_seq;
@@ -155,7 +159,12 @@ impl Scheduler {
     /// Number of entries not yet fired or skipped (cancelled ones included
     /// until their deadline).
     pub fn pending(&self) -> usize {
-        self.inner.queue.lock().unwrap_or_else(|e| e.into_inner()).heap.len()
+        self.inner
+            .queue
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .heap
+            .len()
     }
 
     /// Stops the driver; entries not yet due are dropped.
@@ -186,7 +195,11 @@ fn drive(inner: &Inner) {
             }
             Some(top) => {
                 let wait = top.deadline - now;
-                queue = inner.wake.wait_timeout(queue, wait).unwrap_or_else(|e| e.into_inner()).0;
+                queue = inner
+                    .wake
+                    .wait_timeout(queue, wait)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
             }
             None => {
                 queue = inner.wake.wait(queue).unwrap_or_else(|e| e.into_inner());

@@ -160,7 +160,10 @@ impl SupervisorStrategy {
     /// Wait before each restart: `min`, doubling per restart within the
     /// window, capped at `max`.
     pub fn with_backoff(mut self, min: Duration, max: Duration) -> Self {
-        self.backoff = Some(Backoff { min, max: max.max(min) });
+        self.backoff = Some(Backoff {
+            min,
+            max: max.max(min),
+        });
         self
     }
 
@@ -188,14 +191,18 @@ impl SupervisorStrategy {
     /// The delay before restart number `n` (1-based) within the window.
     pub(crate) fn backoff_delay(&self, n: u32) -> Option<Duration> {
         let b = self.backoff?;
-        let factor = 1u32.checked_shl(n.saturating_sub(1).min(31)).unwrap_or(u32::MAX);
+        let factor = 1u32
+            .checked_shl(n.saturating_sub(1).min(31))
+            .unwrap_or(u32::MAX);
         Some(b.min.saturating_mul(factor).min(b.max))
     }
 
     /// The shared default strategy (restart, no limit), allocated once.
     pub(crate) fn shared_default() -> Arc<SupervisorStrategy> {
         static DEFAULT: OnceLock<Arc<SupervisorStrategy>> = OnceLock::new();
-        DEFAULT.get_or_init(|| Arc::new(SupervisorStrategy::restart())).clone()
+        DEFAULT
+            .get_or_init(|| Arc::new(SupervisorStrategy::restart()))
+            .clone()
     }
 }
 

@@ -38,8 +38,8 @@ use crate::props::Props;
 use crate::scheduler::Scheduler;
 use crate::supervision::{Directive, Failure};
 pub use config::{ConfigError, DispatcherConfig, DispatcherKind};
-use dead_letters::DeadLetters;
 pub use dead_letters::DeadLetter;
+use dead_letters::DeadLetters;
 
 /// Why an actor could not be spawned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,7 +116,7 @@ impl std::error::Error for AwaitError {}
 
 enum Dispatcher {
     Pool(Arc<Pool>),
-    Pinned { throughput: usize },
+    Pinned { throughput: usize, spin: u32 },
 }
 
 #[derive(Default)]
@@ -166,9 +166,9 @@ impl SystemInner {
         let name = name.unwrap_or("default");
         match self.dispatchers.get(name) {
             Some(Dispatcher::Pool(pool)) => Ok(pool.clone()),
-            Some(Dispatcher::Pinned { throughput }) => {
+            Some(Dispatcher::Pinned { throughput, spin }) => {
                 let label = actor_name.map_or_else(|| id.0.to_string(), str::to_string);
-                let (exec, handle) = PinnedThread::start(&label, *throughput)
+                let (exec, handle) = PinnedThread::start(&label, *throughput, *spin)
                     .map_err(|e| SpawnError::Thread(e.to_string()))?;
                 self.threads
                     .lock()
@@ -215,7 +215,10 @@ impl SystemInner {
                 return;
             }
             g.stopping = true;
-            self.termination.lock().unwrap_or_else(|e| e.into_inner()).reason = Some(reason);
+            self.termination
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .reason = Some(reason);
             let children: Vec<_> = g.children.values().cloned().collect();
             let finish = children.is_empty();
             (children, finish)
@@ -235,7 +238,12 @@ impl SystemInner {
                 pool.shutdown();
             }
         }
-        for (pinned, _) in &self.threads.lock().unwrap_or_else(|e| e.into_inner()).pinned {
+        for (pinned, _) in &self
+            .threads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pinned
+        {
             pinned.stop();
         }
         self.scheduler.shutdown();
@@ -267,7 +275,9 @@ pub struct ActorSystem {
 
 impl fmt::Debug for ActorSystem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ActorSystem").field("name", &self.inner.name).finish()
+        f.debug_struct("ActorSystem")
+            .field("name", &self.inner.name)
+            .finish()
     }
 }
 
@@ -292,7 +302,11 @@ impl ActorSystem {
         if let Some(name) = &props.name {
             validate_name(name)?;
         }
-        let mut g = self.inner.guardian.lock().unwrap_or_else(|e| e.into_inner());
+        let mut g = self
+            .inner
+            .guardian
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if g.stopping {
             return Err(SpawnError::ShuttingDown);
         }
@@ -335,7 +349,12 @@ impl ActorSystem {
 
     /// The number of live top-level actors.
     pub fn top_level_count(&self) -> usize {
-        self.inner.guardian.lock().unwrap_or_else(|e| e.into_inner()).children.len()
+        self.inner
+            .guardian
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .children
+            .len()
     }
 
     /// Starts a graceful shutdown (see the module docs); returns at once.
@@ -345,7 +364,11 @@ impl ActorSystem {
 
     /// Whether every actor has stopped and the threads were told to exit.
     pub fn is_terminated(&self) -> bool {
-        self.inner.termination.lock().unwrap_or_else(|e| e.into_inner()).finished
+        self.inner
+            .termination
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .finished
     }
 
     /// Waits until the system has terminated and all its threads have exited.
@@ -368,10 +391,18 @@ impl ActorSystem {
         if on_worker_thread() {
             return Err(AwaitError::WouldDeadlock);
         }
-        let mut t = self.inner.termination.lock().unwrap_or_else(|e| e.into_inner());
+        let mut t = self
+            .inner
+            .termination
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         while !t.finished {
             t = match deadline {
-                None => self.inner.terminated.wait(t).unwrap_or_else(|e| e.into_inner()),
+                None => self
+                    .inner
+                    .terminated
+                    .wait(t)
+                    .unwrap_or_else(|e| e.into_inner()),
                 Some(deadline) => {
                     let now = Instant::now();
                     if now >= deadline {
@@ -397,7 +428,8 @@ impl ActorSystem {
                 pool.join();
             }
         }
-        let threads = std::mem::take(&mut *self.inner.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        let threads =
+            std::mem::take(&mut *self.inner.threads.lock().unwrap_or_else(|e| e.into_inner()));
         for (_, handle) in threads.pinned {
             let _ = handle.join();
         }
@@ -504,6 +536,7 @@ impl ActorSystemBuilder {
                 ),
                 DispatcherKind::Pinned => Dispatcher::Pinned {
                     throughput: d.throughput,
+                    spin: d.spin,
                 },
             };
             dispatchers.insert(name.clone(), dispatcher);

@@ -112,7 +112,11 @@ fn check_delivery(dispatcher: Option<DispatcherConfig>, senders: Senders) {
         builder = builder.dispatcher("under-test", config);
     }
     let system = builder.build().expect("valid configuration");
-    let on = if dispatcher.is_some() { "under-test" } else { "default" };
+    let on = if dispatcher.is_some() {
+        "under-test"
+    } else {
+        "default"
+    };
 
     let observed = Arc::new(Observed::default());
     let done = Probe::new("all messages received");
@@ -177,7 +181,10 @@ fn check_delivery(dispatcher: Option<DispatcherConfig>, senders: Senders) {
     assert_eq!(terminate(&system), troupe::TerminationReason::Requested);
 
     let violations = observed.violations.lock().unwrap().clone();
-    assert!(violations.is_empty(), "per-sender FIFO violated: {violations:?}");
+    assert!(
+        violations.is_empty(),
+        "per-sender FIFO violated: {violations:?}"
+    );
     assert_eq!(
         observed.handled.load(Ordering::Relaxed),
         expected_total,

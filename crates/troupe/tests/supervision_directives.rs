@@ -18,7 +18,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use probe::{await_end, system, terminate, watch_probe, EventLog, Latch, Probe, ProbeRef, PATIENCE};
+use probe::{
+    await_end, system, terminate, watch_probe, EventLog, Latch, Probe, ProbeRef, PATIENCE,
+};
 use troupe::{
     Actor, ActorRef, Context, Directive, Failure, Props, ReplyTo, Signal, SpawnError,
     SupervisorStrategy, TerminationReason,
@@ -95,13 +97,17 @@ impl Actor for Flaky {
     }
 
     fn before_restart(&mut self, _ctx: &mut Context<'_, Self>, failure: &Failure) {
-        self.log
-            .push(format!("before_restart#{}:{}", self.incarnation, failure.message));
+        self.log.push(format!(
+            "before_restart#{}:{}",
+            self.incarnation, failure.message
+        ));
     }
 
     fn after_restart(&mut self, ctx: &mut Context<'_, Self>, failure: &Failure) {
-        self.log
-            .push(format!("after_restart#{}:{}", self.incarnation, failure.message));
+        self.log.push(format!(
+            "after_restart#{}:{}",
+            self.incarnation, failure.message
+        ));
         self.time("restart");
         self.started(ctx);
     }
@@ -112,7 +118,10 @@ impl Actor for Flaky {
 }
 
 fn get(actor: &ActorRef<Cmd>) -> u64 {
-    actor.ask(Cmd::Get, PATIENCE).wait().expect("the counter answers")
+    actor
+        .ask(Cmd::Get, PATIENCE)
+        .wait()
+        .expect("the counter answers")
 }
 
 /// Holds `actor` (on a pinned thread) inside a handler; the returned latch
@@ -155,9 +164,17 @@ fn restart_builds_a_fresh_instance_and_keeps_the_mailbox() {
         actor.tell(cmd);
     }
     latch.open();
-    assert_eq!(get(&actor), 2, "the fresh instance counted the two queued after the failure");
+    assert_eq!(
+        get(&actor),
+        2,
+        "the fresh instance counted the two queued after the failure"
+    );
     terminate(&system);
-    assert_eq!(calls.load(Ordering::SeqCst), 2, "the factory built a second instance");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "the factory built a second instance"
+    );
     assert_eq!(
         log.snapshot(),
         [
@@ -245,7 +262,8 @@ impl<C: Actor> Actor for Supervisor<C> {
     fn started(&mut self, ctx: &mut Context<'_, Self>) {
         self.log.push("started");
         for props in &self.children {
-            self.spawned.send(ctx.spawn(props.clone()).expect("spawn a child"));
+            self.spawned
+                .send(ctx.spawn(props.clone()).expect("spawn a child"));
         }
     }
 
@@ -303,12 +321,24 @@ fn restart_limit_stops_the_actor_on_the_failure_after_the_last_restart() {
     }
     assert_eq!(
         directives,
-        [Directive::Restart, Directive::Restart, Directive::Restart, Directive::Stop]
+        [
+            Directive::Restart,
+            Directive::Restart,
+            Directive::Restart,
+            Directive::Stop
+        ]
     );
     assert_eq!(terminated.expect(), child.id());
     terminate(&system);
-    assert_eq!(calls.load(Ordering::SeqCst), 4, "the first instance and three restarts");
-    assert!(probes.signals.received().is_empty(), "the parent saw four failures, no more");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        4,
+        "the first instance and three restarts"
+    );
+    assert!(
+        probes.signals.received().is_empty(),
+        "the parent saw four failures, no more"
+    );
     assert_eq!(log.snapshot().last().map(String::as_str), Some("stopped#4"));
 }
 
@@ -332,8 +362,15 @@ fn backoff_delays_the_restart_by_at_least_its_minimum() {
     let (what, restarted_at) = times.expect();
     assert_eq!(what, "restart");
     let waited = restarted_at.duration_since(failed_at);
-    assert!(waited >= MIN, "restarted {waited:?} after the failure, before the backoff");
-    assert_eq!(get(&actor), 1, "the message queued during the backoff ran on the new instance");
+    assert!(
+        waited >= MIN,
+        "restarted {waited:?} after the failure, before the backoff"
+    );
+    assert_eq!(
+        get(&actor),
+        1,
+        "the message queued during the backoff ran on the new instance"
+    );
     terminate(&system);
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
@@ -344,7 +381,9 @@ fn escalation_fails_the_parent_which_applies_its_own_strategy() {
     let log = EventLog::new();
     let (child, child_calls) = flaky(SupervisorStrategy::escalate(), &log, None);
     let (parent, probes) = supervisor(vec![child]);
-    let parent = system.spawn(parent.supervisor(SupervisorStrategy::restart())).unwrap();
+    let parent = system
+        .spawn(parent.supervisor(SupervisorStrategy::restart()))
+        .unwrap();
     let first_child = probes.spawned.expect();
 
     first_child.tell(Cmd::Fail("kaboom"));
@@ -356,18 +395,35 @@ fn escalation_fails_the_parent_which_applies_its_own_strategy() {
     let second_child = probes.spawned.expect();
     assert_ne!(second_child.id(), first_child.id());
     assert_eq!(get(&second_child), 0);
-    assert!(first_child.is_terminated(), "an escalating child is stopped");
+    assert!(
+        first_child.is_terminated(),
+        "an escalating child is stopped"
+    );
     assert!(!parent.is_terminated());
 
     let events = probes.log.snapshot();
     assert_eq!(events.len(), 4, "{events:?}");
     assert_eq!(events[0], "started");
-    assert!(events[1].starts_with("before_restart:") && events[1].contains("kaboom"), "{events:?}");
-    assert!(events[2].starts_with("after_restart:") && events[2].contains("kaboom"), "{events:?}");
+    assert!(
+        events[1].starts_with("before_restart:") && events[1].contains("kaboom"),
+        "{events:?}"
+    );
+    assert!(
+        events[2].starts_with("after_restart:") && events[2].contains("kaboom"),
+        "{events:?}"
+    );
     assert_eq!(events[3], "started");
     terminate(&system);
-    assert_eq!(probes.calls.load(Ordering::SeqCst), 2, "the parent was rebuilt once");
-    assert_eq!(child_calls.load(Ordering::SeqCst), 2, "one child per parent instance");
+    assert_eq!(
+        probes.calls.load(Ordering::SeqCst),
+        2,
+        "the parent was rebuilt once"
+    );
+    assert_eq!(
+        child_calls.load(Ordering::SeqCst),
+        2,
+        "one child per parent instance"
+    );
 }
 
 #[test]
@@ -430,11 +486,21 @@ fn the_parent_is_told_each_child_failure_with_the_applied_directive() {
         let Signal::ChildFailed { child, .. } = &signal else {
             panic!("expected ChildFailed, got {signal:?}");
         };
-        let child = refs.iter().find(|r| r.id() == *child).expect("one of the children").clone();
-        applied.insert(child.name().unwrap().to_string(), child_failed(signal, &child, "fatal: child failure"));
+        let child = refs
+            .iter()
+            .find(|r| r.id() == *child)
+            .expect("one of the children")
+            .clone();
+        applied.insert(
+            child.name().unwrap().to_string(),
+            child_failed(signal, &child, "fatal: child failure"),
+        );
     }
     for (name, _, expected) in &strategies {
-        assert_eq!(applied[*name], *expected, "directive applied to child {name}");
+        assert_eq!(
+            applied[*name], *expected,
+            "directive applied to child {name}"
+        );
     }
     terminate(&system);
     assert!(probes.signals.received().is_empty());

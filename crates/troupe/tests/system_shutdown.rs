@@ -91,9 +91,15 @@ fn shutdown_stops_a_three_level_tree_children_first() {
     let stopped = log.snapshot();
     assert_eq!(stopped.len(), 14, "every node stopped once: {stopped:?}");
     for (i, path) in stopped.iter().enumerate() {
-        for descendant in stopped.iter().filter(|p| p.starts_with(&format!("{path}/"))) {
+        for descendant in stopped
+            .iter()
+            .filter(|p| p.starts_with(&format!("{path}/")))
+        {
             let j = log.position(descendant);
-            assert!(j < i, "{descendant} stopped after its ancestor {path}: {stopped:?}");
+            assert!(
+                j < i,
+                "{descendant} stopped after its ancestor {path}: {stopped:?}"
+            );
         }
     }
 }
@@ -172,7 +178,10 @@ fn messages_queued_at_stop_become_counted_dead_letters() {
     terminate(&system);
     assert_eq!(system.dead_letter_count(), QUEUED as u64);
     assert!(letters.received().is_empty(), "no other dead letter");
-    assert!(worked.received().is_empty(), "no queued work ran after the stop");
+    assert!(
+        worked.received().is_empty(),
+        "no queued work ran after the stop"
+    );
 }
 
 /// Echoes strings back through a probe.
@@ -221,9 +230,15 @@ fn tells_to_a_stopped_actor_become_dead_letters_and_try_tell_hands_back() {
         echo.tell("too late".to_string());
     }
     let got = letters.expect_n(3);
-    assert!(got.iter().all(|l| l.recipient == echo.id() && l.message_type.contains("String")));
+    assert!(got
+        .iter()
+        .all(|l| l.recipient == echo.id() && l.message_type.contains("String")));
     terminate(&system);
-    assert_eq!(system.dead_letter_count(), 3, "try_tell's refusal is no dead letter");
+    assert_eq!(
+        system.dead_letter_count(),
+        3,
+        "try_tell's refusal is no dead letter"
+    );
     assert!(echoed.received().is_empty());
 }
 
@@ -241,6 +256,8 @@ fn troupe_threads() -> Vec<String> {
 enum Census {
     /// Reply with the name of the thread the handler runs on.
     Where(ReplyTo<String>),
+    /// Report on the probe.
+    Ping(ProbeRef<()>),
     Nothing,
 }
 
@@ -251,8 +268,12 @@ impl Actor for WhereAmI {
     type Msg = Census;
 
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: Census) {
-        if let Census::Where(reply) = msg {
-            reply.reply(thread::current().name().unwrap_or("?").to_string());
+        match msg {
+            Census::Where(reply) => {
+                reply.reply(thread::current().name().unwrap_or("?").to_string());
+            }
+            Census::Ping(out) => out.send(()),
+            Census::Nothing => {}
         }
     }
 }
@@ -260,23 +281,45 @@ impl Actor for WhereAmI {
 #[test]
 fn no_troupe_thread_survives_await_termination() {
     let _serial = serial();
-    let system = ActorSystem::builder().name("census").threads(2).build().unwrap();
+    let system = ActorSystem::builder()
+        .name("census")
+        .threads(2)
+        .build()
+        .unwrap();
     let pooled = system.spawn(Props::new(|| WhereAmI)).unwrap();
     let pinned = system
         .spawn(Props::new(|| WhereAmI).name("p").dispatcher("pinned"))
         .unwrap();
     let pooled_on = pooled.ask(Census::Where, PATIENCE).wait().unwrap();
-    assert!(pooled_on.starts_with("troupe-census-default-"), "{pooled_on}");
-    assert_eq!(pinned.ask(Census::Where, PATIENCE).wait().unwrap(), "troupe-pinned-p");
+    assert!(
+        pooled_on.starts_with("troupe-census-default-"),
+        "{pooled_on}"
+    );
+    assert_eq!(
+        pinned.ask(Census::Where, PATIENCE).wait().unwrap(),
+        "troupe-pinned-p"
+    );
+    // A timer that fired shows that the scheduler thread has run (a thread
+    // carries its parent's name until it first runs and names itself).
+    let pinged = Probe::new("timer fired");
+    system.scheduler().schedule_once(
+        Duration::from_millis(1),
+        &pooled,
+        Census::Ping(pinged.sender()),
+    );
+    pinged.expect();
     // A timer still pending at shutdown must not keep the scheduler alive.
     system
         .scheduler()
         .schedule_once(Duration::from_secs(3600), &pooled, Census::Nothing);
     let before = troupe_threads();
-    // The census sees the runtime's threads (a worker that has not been
-    // scheduled yet still carries its parent's name, so count kinds only).
+    // The census sees the runtime's threads (count kinds only: the second
+    // worker may not have run yet).
     for kind in ["troupe-census-d", "troupe-census-s", "troupe-pinned-p"] {
-        assert!(before.iter().any(|t| t == kind), "{kind} missing from {before:?}");
+        assert!(
+            before.iter().any(|t| t == kind),
+            "{kind} missing from {before:?}"
+        );
     }
 
     assert_eq!(terminate(&system), TerminationReason::Requested);

@@ -3,8 +3,9 @@
 //! Some actors must own a thread: they block on IO, or run a hot loop that
 //! should not share its core with other actors. A [`PinnedThread`] is an
 //! executor with exactly one task, its actor. `execute` stores the task in a
-//! one-slot mailbox for the thread and wakes it; the thread runs the task and
-//! parks when there is nothing to do. The thread exits once its actor has
+//! one-slot mailbox for the thread and wakes it; the thread runs the task,
+//! spins briefly (exponential backoff) when there is nothing to do, and then
+//! parks: a reply that comes back within the spin costs no wake-up. The thread exits once its actor has
 //! finished (stopped for good) or the system shuts down.
 //!
 //! Handing over needs no queue: the mailbox state word (see `mailbox/state.rs`)
@@ -15,13 +16,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{self, JoinHandle, Thread};
 
+use crossbeam_utils::Backoff;
+
 use super::{Executor, Task};
 
 /// An executor owning one thread for one actor.
 pub(crate) struct PinnedThread {
     throughput: usize,
+    /// Backoff rounds to spin for a task before parking.
+    spin: u32,
     /// The scheduled task, set by `execute`/`reschedule`, taken by the thread.
     slot: Mutex<Option<Task>>,
+    /// Whether `slot` holds a task: set (release) after filling it, so the
+    /// spinning thread polls a flag instead of the lock.
+    ready: AtomicBool,
     /// Set by `stop`; read by the thread.
     stopping: AtomicBool,
     /// Written once when the thread starts; read by wakers.
@@ -33,10 +41,13 @@ impl PinnedThread {
     pub(crate) fn start(
         name: &str,
         throughput: usize,
+        spin: u32,
     ) -> std::io::Result<(Arc<PinnedThread>, JoinHandle<()>)> {
         let exec = Arc::new(PinnedThread {
             throughput,
+            spin,
             slot: Mutex::new(None),
+            ready: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             thread: OnceLock::new(),
         });
@@ -60,11 +71,20 @@ impl PinnedThread {
 
     fn run_thread(&self) {
         loop {
+            let backoff = Backoff::new();
+            for _ in 0..self.spin {
+                if self.ready.load(Ordering::Acquire) {
+                    break;
+                }
+                backoff.snooze();
+            }
+            self.ready.store(false, Ordering::Relaxed);
             let task = self.slot.lock().unwrap_or_else(|e| e.into_inner()).take();
             match task {
                 Some(task) => {
-                    task.clone().run();
-                    if task.is_finished() {
+                    // SAFETY: the task was handed over to this thread, the only
+                    // one that runs it.
+                    if unsafe { task.run() } {
                         return;
                     }
                 }
@@ -76,8 +96,13 @@ impl PinnedThread {
     }
 
     fn hand_over(&self, task: Task) {
-        let previous = self.slot.lock().unwrap_or_else(|e| e.into_inner()).replace(task);
+        let previous = self
+            .slot
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .replace(task);
         debug_assert!(previous.is_none(), "a pinned task was scheduled twice");
+        self.ready.store(true, Ordering::Release);
         if let Some(t) = self.thread.get() {
             t.unpark();
         }

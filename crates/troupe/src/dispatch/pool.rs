@@ -150,7 +150,10 @@ impl Pool {
             let handle = thread::Builder::new()
                 .name(format!("troupe-{}-{}", pool.settings.name, index))
                 .spawn(move || run_worker(worker_pool, index, queue))?;
-            pool.threads.lock().unwrap_or_else(|e| e.into_inner()).push(handle);
+            pool.threads
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(handle);
         }
         Ok(pool)
     }
@@ -247,12 +250,15 @@ fn run_worker(pool: Arc<Pool>, index: usize, queue: Worker<Task>) {
     let mut streak = 0u32;
     loop {
         if let Some(task) = next_task(&pool, &local, &mut streak) {
-            task.run();
+            // SAFETY: the task was handed to this pool and taken off its
+            // queues by this worker alone, which gives the right to run it.
+            unsafe { task.run() };
             continue;
         }
         if let Some(task) = spin_for_task(&pool, &local) {
             streak = 0;
-            task.run();
+            // SAFETY: as above.
+            unsafe { task.run() };
             continue;
         }
         if pool.shutdown.load(Ordering::SeqCst) {
@@ -261,9 +267,8 @@ fn run_worker(pool: Arc<Pool>, index: usize, queue: Worker<Task>) {
         park(&pool, &local);
     }
     CURRENT.with(|c| c.set(ptr::null()));
-    // Tasks still queued belong to actors that have stopped (shutdown comes
-    // last); dropping them releases their cells.
-    drop(local.lifo.take());
+    // No task can be left: the pool shuts down only after every actor on it
+    // has stopped. Tasks do not own their cells, so there is nothing to drop.
 }
 
 /// The next task by the worker's priority order (see the module header).

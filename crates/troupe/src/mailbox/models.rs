@@ -128,7 +128,10 @@ impl Harness {
 
     /// The cell's run loop, minus the actor.
     fn run(&self) {
-        assert!(!self.owner_present.swap(true, Ordering::SeqCst), "two owners");
+        assert!(
+            !self.owner_present.swap(true, Ordering::SeqCst),
+            "two owners"
+        );
         loop {
             let mut sys = Vec::new();
             // SAFETY: we own the mailbox (we won `SCHEDULED`).
@@ -143,13 +146,19 @@ impl Harness {
             if unsafe { self.mailbox.try_release(true) } {
                 return;
             }
-            assert!(!self.owner_present.swap(true, Ordering::SeqCst), "two owners");
+            assert!(
+                !self.owner_present.swap(true, Ordering::SeqCst),
+                "two owners"
+            );
         }
     }
 
     /// The owner closes the mailbox, as `finalize` does.
     fn run_and_close(&self) {
-        assert!(!self.owner_present.swap(true, Ordering::SeqCst), "two owners");
+        assert!(
+            !self.owner_present.swap(true, Ordering::SeqCst),
+            "two owners"
+        );
         self.mailbox.state.close();
         self.owner_present.store(false, Ordering::SeqCst);
         self.drain_closed();

@@ -234,9 +234,9 @@ impl<T> SegQueue<T> {
                 let old = head.block;
                 head.block = next;
                 head.pos += 1; // skip the sentinel position
-                // SAFETY: every slot of `old` has been read, so no producer
-                // still touches it (see the module's lifetime rule), and the tail
-                // has moved on to `next`; it came from `Box::into_raw`.
+                               // SAFETY: every slot of `old` has been read, so no producer
+                               // still touches it (see the module's lifetime rule), and the tail
+                               // has moved on to `next`; it came from `Box::into_raw`.
                 drop(unsafe { Box::from_raw(old) });
             }
             Some(value)

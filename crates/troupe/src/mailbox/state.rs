@@ -130,7 +130,12 @@ impl MailboxState {
     #[inline]
     pub(crate) fn try_release_closed(&self) -> bool {
         self.0
-            .compare_exchange(SCHEDULED | CLOSED, CLOSED, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(
+                SCHEDULED | CLOSED,
+                CLOSED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
             .is_ok()
     }
 

@@ -169,11 +169,9 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, ConfigError> {
                 }
                 DispatcherConfig::pinned()
             }
-            Some(other) => {
-                return Err(ConfigError(format!(
-                    "{origin}: dispatchers.{name}.kind must be \"pool\" or \"pinned\", not {other:?}"
-                )))
-            }
+            Some(other) => return Err(ConfigError(format!(
+                "{origin}: dispatchers.{name}.kind must be \"pool\" or \"pinned\", not {other:?}"
+            ))),
         };
         if let Some(t) = d.throughput {
             config = config.throughput(t);
@@ -226,7 +224,11 @@ mod tests {
         assert!(e.to_string().contains("kind"), "{e}");
         let e = parse("[dispatchers.d]\nthreds = 2\n", "f.toml").unwrap_err();
         assert!(e.to_string().contains("threds"), "{e}");
-        let e = parse("[dispatchers.d]\nkind = \"pinned\"\nthreads = 2\n", "f.toml").unwrap_err();
+        let e = parse(
+            "[dispatchers.d]\nkind = \"pinned\"\nthreads = 2\n",
+            "f.toml",
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("pinned"), "{e}");
     }
 }

@@ -30,7 +30,12 @@ pub(crate) struct DeadLetters {
 }
 
 impl DeadLetters {
-    pub(crate) fn record(&self, recipient: ActorId, name: Option<&str>, message_type: &'static str) {
+    pub(crate) fn record(
+        &self,
+        recipient: ActorId,
+        name: Option<&str>,
+        message_type: &'static str,
+    ) {
         let n = self.count.fetch_add(1, Ordering::Relaxed) + 1;
         tracing::debug!(%recipient, name, message_type, total = n, "dead letter");
         if self.has_listeners.load(Ordering::Acquire) {
@@ -39,7 +44,11 @@ impl DeadLetters {
                 recipient_name: name.map(str::to_string),
                 message_type,
             };
-            let listeners = self.listeners.read().unwrap_or_else(|e| e.into_inner()).clone();
+            let listeners = self
+                .listeners
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
             for listener in listeners {
                 listener(&letter);
             }
@@ -51,7 +60,10 @@ impl DeadLetters {
     }
 
     pub(crate) fn subscribe(&self, listener: Listener) {
-        self.listeners.write().unwrap_or_else(|e| e.into_inner()).push(listener);
+        self.listeners
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(listener);
         self.has_listeners.store(true, Ordering::Release);
     }
 }

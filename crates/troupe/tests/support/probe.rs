@@ -22,9 +22,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use troupe::{
-    Actor, ActorId, ActorRef, ActorSystem, Context, Props, Signal, TerminationReason,
-};
+use troupe::{Actor, ActorId, ActorRef, ActorSystem, Context, Props, Signal, TerminationReason};
 
 /// How long a test waits for an outcome before it fails.
 pub const PATIENCE: Duration = Duration::from_secs(10);
@@ -80,10 +78,9 @@ impl<T> Probe<T> {
     pub fn expect(&self) -> T {
         match self.rx.recv_timeout(PATIENCE) {
             Ok(value) => value,
-            Err(RecvTimeoutError::Timeout) => panic!(
-                "probe `{}`: nothing arrived within {PATIENCE:?}",
-                self.name
-            ),
+            Err(RecvTimeoutError::Timeout) => {
+                panic!("probe `{}`: nothing arrived within {PATIENCE:?}", self.name)
+            }
             Err(RecvTimeoutError::Disconnected) => {
                 unreachable!("a probe keeps a sender of its own")
             }
@@ -106,7 +103,11 @@ impl<T: Debug + PartialEq> Probe<T> {
     /// The next value, which must equal `expected`.
     pub fn expect_eq(&self, expected: T) {
         let got = self.expect();
-        assert_eq!(got, expected, "probe `{}` got an unexpected value", self.name);
+        assert_eq!(
+            got, expected,
+            "probe `{}` got an unexpected value",
+            self.name
+        );
     }
 }
 
@@ -199,22 +200,32 @@ pub fn await_end(system: &ActorSystem) -> TerminationReason {
 
 /// A top-level actor that watches `target` and reports its termination:
 /// the returned probe receives the target's id once it has stopped.
-pub fn watch_probe<M: Send + 'static>(system: &ActorSystem, target: &ActorRef<M>) -> Probe<ActorId> {
+///
+/// Returns once the watch has been sent, so a stop sent afterwards reaches
+/// the target behind the watch.
+pub fn watch_probe<M: Send + 'static>(
+    system: &ActorSystem,
+    target: &ActorRef<M>,
+) -> Probe<ActorId> {
     let probe = Probe::new(&format!("terminated({target:?})"));
-    let out = probe.sender();
+    let watching = Probe::new(&format!("watching({target:?})"));
+    let (out, ack) = (probe.sender(), watching.sender());
     let target = target.clone();
     system
         .spawn(Props::new(move || DeathProbe {
             target: target.clone(),
             out: out.clone(),
+            watching: ack.clone(),
         }))
         .expect("spawn the death-watch probe");
+    watching.expect();
     probe
 }
 
 struct DeathProbe<M: Send + 'static> {
     target: ActorRef<M>,
     out: ProbeRef<ActorId>,
+    watching: ProbeRef<()>,
 }
 
 impl<M: Send + 'static> Actor for DeathProbe<M> {
@@ -224,6 +235,7 @@ impl<M: Send + 'static> Actor for DeathProbe<M> {
 
     fn started(&mut self, ctx: &mut Context<'_, Self>) {
         ctx.watch(&self.target);
+        self.watching.send(());
     }
 
     fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: Signal) {

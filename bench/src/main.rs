@@ -1,0 +1,144 @@
+//! troupe-bench: the command line that runs the seed experiments of
+//! `EXPERIMENTS.md` on troupe and on baselines without actors, prints one
+//! table per experiment and optionally writes the results as JSON.
+//!
+//! This file only parses arguments and wires the pieces together: timing and
+//! statistics live in `runner`, output in `report`, and each experiment in its
+//! own module.
+
+#![forbid(unsafe_code)]
+
+mod baselines;
+mod pingpong;
+mod progress;
+mod report;
+mod rss;
+mod runner;
+
+use std::error::Error;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::report::{Machine, Report, Row, RunInfo};
+use crate::runner::{RunOptions, Scale};
+
+/// Benchmarks troupe against plain threads and tokio on the seed experiments.
+#[derive(Debug, Parser)]
+#[command(name = "troupe-bench", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Ping-pong (seed 001): two parties bounce a message; reports ns per one-way hop.
+    Pingpong {
+        #[command(flatten)]
+        common: CommonArgs,
+        /// Round trips per run for every row, instead of the scale's sizes.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        repetitions: Option<u64>,
+    },
+    /// Every experiment at its default sizes (today: ping-pong).
+    All {
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+}
+
+/// Options every subcommand takes.
+#[derive(Debug, Args)]
+struct CommonArgs {
+    /// Also write the results to FILE as JSON: {"machine": {...}, "run": {...}, "rows": [...]}.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Measured runs per row, after one warm-up run.
+    #[arg(long, value_name = "N", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    repeats: u32,
+    /// Smaller sizes, for CI smoke runs.
+    #[arg(long, conflicts_with = "full")]
+    quick: bool,
+    /// The original posts' sizes, however long they take.
+    #[arg(long)]
+    full: bool,
+    /// Run only the rows whose variant contains TEXT.
+    #[arg(long, value_name = "TEXT")]
+    filter: Option<String>,
+}
+
+impl CommonArgs {
+    fn scale(&self) -> Scale {
+        match (self.quick, self.full) {
+            (true, _) => Scale::Quick,
+            (_, true) => Scale::Full,
+            _ => Scale::Default,
+        }
+    }
+
+    fn options(&self) -> RunOptions {
+        RunOptions {
+            repeats: self.repeats,
+            filter: self.filter.clone(),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("troupe-bench: error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
+    let started = SystemTime::now();
+    let (common, rows) = match cli.command {
+        Command::Pingpong {
+            common,
+            repetitions,
+        } => {
+            let sizes = match repetitions {
+                Some(n) => pingpong::Sizes::uniform(n),
+                None => pingpong::Sizes::for_scale(common.scale()),
+            };
+            let rows = run_pingpong(&sizes, &common.options())?;
+            (common, rows)
+        }
+        Command::All { common } => {
+            let sizes = pingpong::Sizes::for_scale(common.scale());
+            let rows = run_pingpong(&sizes, &common.options())?;
+            (common, rows)
+        }
+    };
+    if rows.is_empty() {
+        let filter = common.filter.as_deref().unwrap_or_default();
+        return Err(format!("no rows match --filter {filter:?}").into());
+    }
+    if let Some(path) = &common.json {
+        let mut report = Report {
+            machine: Machine::detect(),
+            run: RunInfo::new(started),
+            rows,
+        };
+        report.write_json(path)?;
+        eprintln!("troupe-bench: wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// Runs ping-pong and prints its table (when any row was selected).
+fn run_pingpong(sizes: &pingpong::Sizes, options: &RunOptions) -> Result<Vec<Row>, Box<dyn Error>> {
+    let rows = pingpong::run(sizes, options)?;
+    if !rows.is_empty() {
+        report::print_table(pingpong::EXPERIMENT, &rows);
+    }
+    Ok(rows)
+}

@@ -1,0 +1,214 @@
+//! Ask: request-reply with a timeout. The answer can be waited for on a
+//! plain thread or awaited on a tokio runtime; no reply in time gives
+//! `AskError::Timeout` and a late `reply` reports `false`; a request that is
+//! dropped unanswered (the actor has stopped, or its handler dropped the
+//! `ReplyTo`) gives `AskError::NoReply` at once, not after the timeout; and a
+//! blocking `wait` on a dispatcher worker is refused with
+//! `AskError::WouldBlockDispatcher`.
+
+#[path = "support/probe.rs"]
+mod probe;
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use probe::{system, terminate, watch_probe, Probe, ProbeRef, PATIENCE};
+use troupe::{Actor, ActorRef, AskError, Context, Props, ReplyTo};
+
+/// A short timeout, for asks that are meant to time out.
+const SHORT: Duration = Duration::from_millis(50);
+
+enum Req {
+    /// Reply with the number doubled.
+    Double(u64, ReplyTo<u64>),
+    /// Keep the reply handle without answering.
+    Hold(ReplyTo<u64>),
+    /// Answer the held request with this value; report what `reply` said.
+    ReplyHeld(u64, ProbeRef<bool>),
+    /// Drop the reply handle without answering.
+    Ignore(ReplyTo<u64>),
+    /// Ask `other` and block on the answer, inside this handler; report it.
+    WaitInside(ActorRef<Req>, ProbeRef<Result<u64, AskError>>),
+}
+
+#[derive(Default)]
+struct Server {
+    held: Option<ReplyTo<u64>>,
+}
+
+impl Actor for Server {
+    type Msg = Req;
+
+    fn receive(&mut self, _ctx: &mut Context<'_, Self>, req: Req) {
+        match req {
+            Req::Double(n, reply) => {
+                reply.reply(n * 2);
+            }
+            Req::Hold(reply) => self.held = Some(reply),
+            Req::ReplyHeld(n, out) => {
+                let held = self.held.take().expect("a request is held");
+                out.send(held.reply(n));
+            }
+            Req::Ignore(reply) => drop(reply),
+            Req::WaitInside(other, out) => {
+                out.send(other.ask(|r| Req::Double(1, r), PATIENCE).wait());
+            }
+        }
+    }
+}
+
+fn spawn_server(system: &troupe::ActorSystem) -> ActorRef<Req> {
+    system.spawn(Props::new(Server::default)).unwrap()
+}
+
+#[test]
+fn ask_from_a_plain_thread_waits_for_the_reply() {
+    let system = system();
+    let server = spawn_server(&system);
+    assert_eq!(server.ask(|r| Req::Double(21, r), PATIENCE).wait(), Ok(42));
+    // From several threads at once, each gets its own answer.
+    let askers: Vec<_> = (0..4u64)
+        .map(|i| {
+            let server = server.clone();
+            thread::spawn(move || {
+                (0..100u64)
+                    .map(|k| {
+                        server
+                            .ask(|r| Req::Double(i * 1000 + k, r), PATIENCE)
+                            .wait()
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    for (i, asker) in askers.into_iter().enumerate() {
+        let answers = asker.join().unwrap();
+        let expected: Vec<_> = (0..100u64).map(|k| Ok((i as u64 * 1000 + k) * 2)).collect();
+        assert_eq!(answers, expected);
+    }
+    terminate(&system);
+}
+
+#[test]
+fn ask_awaited_on_a_tokio_runtime() {
+    let system = system();
+    let server = spawn_server(&system);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (single, joined, timed_out) = runtime.block_on(async {
+        let single = server.ask(|r| Req::Double(5, r), PATIENCE).await;
+        let joined = tokio::join!(
+            server.ask(|r| Req::Double(1, r), PATIENCE),
+            server.ask(|r| Req::Double(2, r), PATIENCE),
+            server.ask(|r| Req::Double(3, r), PATIENCE),
+        );
+        // An awaited ask times out through the system's scheduler.
+        let timed_out = server.ask(Req::Hold, SHORT).await;
+        (single, joined, timed_out)
+    });
+    assert_eq!(single, Ok(10));
+    assert_eq!(joined, (Ok(2), Ok(4), Ok(6)));
+    assert_eq!(
+        timed_out,
+        Err(AskError::Timeout {
+            target: server.id(),
+            after: SHORT
+        })
+    );
+    terminate(&system);
+}
+
+#[test]
+fn no_reply_in_time_is_a_timeout_and_a_late_reply_reports_false() {
+    let system = system();
+    let server = spawn_server(&system);
+    let start = Instant::now();
+    let answer = server.ask(Req::Hold, SHORT).wait();
+    let waited = start.elapsed();
+    assert_eq!(
+        answer,
+        Err(AskError::Timeout {
+            target: server.id(),
+            after: SHORT
+        })
+    );
+    assert!(waited >= SHORT, "timed out early, after {waited:?}");
+
+    let replied = Probe::new("late reply accepted");
+    server.tell(Req::ReplyHeld(7, replied.sender()));
+    assert!(!replied.expect(), "nobody waits for the late reply");
+    terminate(&system);
+}
+
+#[test]
+fn a_reply_in_time_reports_true() {
+    let system = system();
+    let server = spawn_server(&system);
+    let pending = server.ask(Req::Hold, PATIENCE);
+    let replied = Probe::new("reply accepted");
+    server.tell(Req::ReplyHeld(9, replied.sender()));
+    assert!(replied.expect());
+    assert_eq!(pending.wait(), Ok(9));
+    terminate(&system);
+}
+
+#[test]
+fn ask_to_a_stopped_actor_fails_with_no_reply_at_once() {
+    let system = system();
+    let server = spawn_server(&system);
+    let terminated = watch_probe(&system, &server);
+    system.stop(&server);
+    assert_eq!(terminated.expect(), server.id());
+
+    let start = Instant::now();
+    let answer = server.ask(|r| Req::Double(1, r), PATIENCE).wait();
+    assert_eq!(
+        answer,
+        Err(AskError::NoReply {
+            target: server.id()
+        })
+    );
+    assert!(
+        start.elapsed() < PATIENCE / 2,
+        "NoReply came after {:?}, as late as a timeout",
+        start.elapsed()
+    );
+    terminate(&system);
+    assert_eq!(
+        system.dead_letter_count(),
+        1,
+        "the request itself is a dead letter"
+    );
+}
+
+#[test]
+fn a_dropped_reply_handle_fails_the_ask_with_no_reply() {
+    let system = system();
+    let server = spawn_server(&system);
+    let start = Instant::now();
+    assert_eq!(
+        server.ask(Req::Ignore, PATIENCE).wait(),
+        Err(AskError::NoReply {
+            target: server.id()
+        })
+    );
+    assert!(start.elapsed() < PATIENCE / 2);
+    terminate(&system);
+    assert_eq!(system.dead_letter_count(), 0);
+}
+
+#[test]
+fn waiting_inside_a_handler_on_a_worker_is_refused() {
+    let system = system();
+    let server = spawn_server(&system);
+    let other = spawn_server(&system);
+    let outcome = Probe::new("wait inside a handler");
+    server.tell(Req::WaitInside(other.clone(), outcome.sender()));
+    assert_eq!(outcome.expect(), Err(AskError::WouldBlockDispatcher));
+    // Refusing the wait harmed nothing: both still answer.
+    assert_eq!(server.ask(|r| Req::Double(2, r), PATIENCE).wait(), Ok(4));
+    assert_eq!(other.ask(|r| Req::Double(3, r), PATIENCE).wait(), Ok(6));
+    terminate(&system);
+}

@@ -1,0 +1,395 @@
+//! Death watch: a watcher gets exactly one `Signal::Terminated` when a
+//! watched actor stops (watching twice changes nothing), gets it at once for
+//! an actor that has already stopped, and gets none after `unwatch`.
+//!
+//! # Proving that nothing arrives
+//!
+//! Absence is shown without waiting for a quiet period, with a *fence*: the
+//! watcher also watches a second actor that is stopped only after the first
+//! one's termination has been observed elsewhere. Signals reach an actor
+//! through its system lane, a FIFO that the actor drains in order; the first
+//! actor's notifications are pushed (in `finalize`, before anyone can learn
+//! that it stopped) before the fence is even told to stop. So by the time the
+//! watcher handles the fence's `Terminated`, any `Terminated` of the first
+//! actor would already have been handled. The watcher's full record is also
+//! checked after termination.
+
+#[path = "support/probe.rs"]
+mod probe;
+
+use std::sync::Arc;
+use std::thread;
+use std::time::Instant;
+
+use probe::{system, terminate, watch_probe, EventLog, Latch, Probe, ProbeRef, PATIENCE};
+use troupe::{Actor, ActorId, ActorRef, Context, Directive, Failure, Props, SupervisorStrategy};
+
+/// An actor that does nothing; optionally holds its handler on a latch.
+struct Target;
+
+impl Actor for Target {
+    type Msg = Option<(ProbeRef<()>, Latch)>;
+
+    fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: Self::Msg) {
+        if let Some((entered, latch)) = msg {
+            entered.send(());
+            latch.wait();
+        }
+    }
+}
+
+fn spawn_target(system: &troupe::ActorSystem) -> ActorRef<<Target as Actor>::Msg> {
+    system
+        .spawn(Props::new(|| Target).dispatcher("pinned"))
+        .unwrap()
+}
+
+enum WatcherMsg {
+    Watch(ActorRef<<Target as Actor>::Msg>),
+    Unwatch(ActorRef<<Target as Actor>::Msg>),
+    /// Panic (to test a watcher that is restarting).
+    Fail,
+}
+
+/// Watches and unwatches on command; reports every `Terminated` it handles
+/// and acknowledges each command once it has been carried out.
+struct Watcher {
+    terminated: ProbeRef<ActorId>,
+    record: EventLog,
+    acks: ProbeRef<()>,
+    /// Spawned in `started` when set: a child whose handler is held, which
+    /// keeps a restart of this actor waiting for the child to stop.
+    held_child: Option<(ProbeRef<()>, Latch)>,
+}
+
+impl Actor for Watcher {
+    type Msg = WatcherMsg;
+
+    fn started(&mut self, ctx: &mut Context<'_, Self>) {
+        if let Some(hold) = self.held_child.take() {
+            let child = ctx
+                .spawn(Props::new(|| Target).dispatcher("pinned"))
+                .unwrap();
+            child.tell(Some(hold));
+        }
+    }
+
+    fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: WatcherMsg) {
+        match msg {
+            WatcherMsg::Watch(target) => ctx.watch(&target),
+            WatcherMsg::Unwatch(target) => ctx.unwatch(&target),
+            WatcherMsg::Fail => panic!("watcher fails on purpose"),
+        }
+        self.acks.send(());
+    }
+
+    fn before_restart(&mut self, _ctx: &mut Context<'_, Self>, _failure: &Failure) {
+        self.acks.send(());
+    }
+
+    fn after_restart(&mut self, _ctx: &mut Context<'_, Self>, _failure: &Failure) {
+        self.record.push("restarted");
+        self.acks.send(());
+    }
+
+    fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: troupe::Signal) {
+        if let troupe::Signal::Terminated(id) = signal {
+            self.record.push(format!("terminated:{id}"));
+            self.terminated.send(id);
+        }
+    }
+}
+
+struct WatcherProbes {
+    terminated: Probe<ActorId>,
+    record: EventLog,
+    acks: Probe<()>,
+}
+
+fn spawn_watcher(
+    system: &troupe::ActorSystem,
+    held_child: Option<(ProbeRef<()>, Latch)>,
+) -> (ActorRef<WatcherMsg>, WatcherProbes) {
+    let probes = WatcherProbes {
+        terminated: Probe::new("watcher's Terminated"),
+        record: EventLog::new(),
+        acks: Probe::new("watcher acks"),
+    };
+    let (terminated, record, acks) = (
+        probes.terminated.sender(),
+        probes.record.clone(),
+        probes.acks.sender(),
+    );
+    let held_child = std::sync::Mutex::new(held_child);
+    let watcher = system
+        .spawn(Props::new(move || Watcher {
+            terminated: terminated.clone(),
+            record: record.clone(),
+            acks: acks.clone(),
+            held_child: held_child.lock().unwrap().take(),
+        }))
+        .unwrap();
+    (watcher, probes)
+}
+
+/// Tells the watcher `msg` and waits until it has carried it out.
+fn command(watcher: &ActorRef<WatcherMsg>, probes: &WatcherProbes, msg: WatcherMsg) {
+    watcher.tell(msg);
+    probes.acks.expect();
+}
+
+fn terminated_entry(id: ActorId) -> String {
+    format!("terminated:{id}")
+}
+
+#[test]
+fn watching_twice_still_delivers_exactly_one_terminated() {
+    let system = system();
+    let (watcher, probes) = spawn_watcher(&system, None);
+    let target = spawn_target(&system);
+    let fence = spawn_target(&system);
+    command(&watcher, &probes, WatcherMsg::Watch(target.clone()));
+    command(&watcher, &probes, WatcherMsg::Watch(target.clone()));
+    command(&watcher, &probes, WatcherMsg::Watch(fence.clone()));
+
+    system.stop(&target);
+    assert_eq!(probes.terminated.expect(), target.id());
+    system.stop(&fence);
+    assert_eq!(
+        probes.terminated.expect(),
+        fence.id(),
+        "no second Terminated for the target"
+    );
+    terminate(&system);
+    assert_eq!(
+        probes.record.snapshot(),
+        [terminated_entry(target.id()), terminated_entry(fence.id())]
+    );
+}
+
+#[test]
+fn watching_an_actor_that_already_stopped_delivers_terminated_at_once() {
+    let system = system();
+    let target = spawn_target(&system);
+    let elsewhere = watch_probe(&system, &target);
+    system.stop(&target);
+    assert_eq!(elsewhere.expect(), target.id());
+
+    let (watcher, probes) = spawn_watcher(&system, None);
+    watcher.tell(WatcherMsg::Watch(target.clone()));
+    assert_eq!(probes.terminated.expect(), target.id());
+    terminate(&system);
+    assert_eq!(probes.record.snapshot(), [terminated_entry(target.id())]);
+}
+
+#[test]
+fn unwatch_before_the_stop_means_no_terminated() {
+    let system = system();
+    let (watcher, probes) = spawn_watcher(&system, None);
+    let target = spawn_target(&system);
+    let fence = spawn_target(&system);
+    command(&watcher, &probes, WatcherMsg::Watch(target.clone()));
+    command(&watcher, &probes, WatcherMsg::Watch(fence.clone()));
+    command(&watcher, &probes, WatcherMsg::Unwatch(target.clone()));
+    // Spawned after the watcher's watch, so it would be notified after it.
+    let elsewhere = watch_probe(&system, &target);
+
+    system.stop(&target);
+    assert_eq!(elsewhere.expect(), target.id());
+    system.stop(&fence);
+    assert_eq!(
+        probes.terminated.expect(),
+        fence.id(),
+        "the fence's Terminated comes first: the target's never came"
+    );
+    terminate(&system);
+    assert_eq!(probes.record.snapshot(), [terminated_entry(fence.id())]);
+}
+
+/// Runtime bug (see the report): a `Watch` that reaches the target in the
+/// same batch of system messages as the `Stop` that ends it is handled after
+/// `finalize` has already notified the watchers, and is lost.
+#[test]
+fn a_watch_arriving_with_the_stop_still_delivers_terminated() {
+    let system = system();
+    let target = spawn_target(&system);
+    let fence = spawn_target(&system);
+    let elsewhere = watch_probe(&system, &target);
+    let (watcher, probes) = spawn_watcher(&system, None);
+    command(&watcher, &probes, WatcherMsg::Watch(fence.clone()));
+    // Hold the target in a handler so that what follows queues up in its
+    // system lane: first the Stop, then the watcher's Watch.
+    let entered = Probe::new("target's handler entered");
+    let latch = Latch::new();
+    target.tell(Some((entered.sender(), latch.clone())));
+    entered.expect();
+    system.stop(&target);
+    command(&watcher, &probes, WatcherMsg::Watch(target.clone()));
+    latch.open();
+    assert_eq!(elsewhere.expect(), target.id());
+
+    system.stop(&fence);
+    assert_eq!(
+        probes.terminated.expect(),
+        target.id(),
+        "the target's Terminated must come before the fence's"
+    );
+    assert_eq!(probes.terminated.expect(), fence.id());
+    terminate(&system);
+    assert_eq!(
+        probes.record.snapshot(),
+        [terminated_entry(target.id()), terminated_entry(fence.id())]
+    );
+}
+
+/// Runtime bug (see the report): a `Terminated` that reaches a watcher while
+/// the watcher is restarting is consumed and dropped, although the watch
+/// survives the restart (a `Terminated` arriving after the restart is
+/// delivered to the new instance, as the fence shows).
+#[test]
+fn a_terminated_arriving_during_the_watchers_restart_is_delivered_after_it() {
+    let system = system();
+    // The watcher's child is held in its handler, so the watcher's restart
+    // waits (children stop first) until the latch opens.
+    let child_entered = Probe::new("child's handler entered");
+    let latch = Latch::new();
+    let (watcher, probes) = spawn_watcher(&system, Some((child_entered.sender(), latch.clone())));
+    child_entered.expect();
+    let target = spawn_target(&system);
+    let fence = spawn_target(&system);
+    command(&watcher, &probes, WatcherMsg::Watch(target.clone()));
+    command(&watcher, &probes, WatcherMsg::Watch(fence.clone()));
+    let elsewhere = watch_probe(&system, &target);
+
+    // The watcher fails: `before_restart` acks, then the restart waits for
+    // the held child.
+    command(&watcher, &probes, WatcherMsg::Fail);
+    // The target stops; its Terminated reaches the restarting watcher
+    // (pushed before the one for `elsewhere`).
+    system.stop(&target);
+    assert_eq!(elsewhere.expect(), target.id());
+    latch.open();
+    probes.acks.expect(); // after_restart ran
+
+    system.stop(&fence);
+    assert_eq!(
+        probes.terminated.expect(),
+        target.id(),
+        "the watch survives the restart, so the target's Terminated must come \
+         (before the fence's)"
+    );
+    assert_eq!(probes.terminated.expect(), fence.id());
+    terminate(&system);
+    assert_eq!(
+        probes.record.snapshot(),
+        [
+            "restarted".to_string(),
+            terminated_entry(target.id()),
+            terminated_entry(fence.id())
+        ]
+    );
+}
+
+#[test]
+fn a_watcher_that_stops_first_is_not_a_problem() {
+    let system = system();
+    let (watcher, probes) = spawn_watcher(&system, None);
+    let target = spawn_target(&system);
+    command(&watcher, &probes, WatcherMsg::Watch(target.clone()));
+    let watcher_gone = watch_probe(&system, &watcher);
+    system.stop(&watcher);
+    assert_eq!(watcher_gone.expect(), watcher.id());
+    let target_gone = watch_probe(&system, &target);
+    system.stop(&target);
+    assert_eq!(target_gone.expect(), target.id());
+    terminate(&system);
+    assert!(
+        probes.record.snapshot().is_empty(),
+        "a stopped watcher is told nothing"
+    );
+    assert_eq!(
+        system.dead_letter_count(),
+        0,
+        "signals are not dead letters"
+    );
+}
+
+/// Watches a target on command and acknowledges; reports its `stopped`.
+struct ShortLived {
+    acks: ProbeRef<()>,
+}
+
+impl Actor for ShortLived {
+    type Msg = ActorRef<<Target as Actor>::Msg>;
+
+    fn receive(&mut self, ctx: &mut Context<'_, Self>, target: Self::Msg) {
+        ctx.watch(&target);
+        self.acks.send(());
+    }
+
+    fn stopped(&mut self, _ctx: &mut Context<'_, Self>) {
+        self.acks.send(());
+    }
+}
+
+/// Whether `token` is still shared, re-checked until [`PATIENCE`] runs out:
+/// the runtime lets go of a stopped actor's cell a moment after its
+/// `stopped` hook (after the run returns), with no event to wait for.
+fn still_shared(token: &Arc<()>) -> bool {
+    let deadline = Instant::now() + PATIENCE;
+    while Arc::strong_count(token) > 1 {
+        if Instant::now() >= deadline {
+            return true;
+        }
+        thread::yield_now();
+    }
+    false
+}
+
+/// Runtime bug (see the report): a watcher that stops stays referenced by
+/// every actor it watched (their watcher lists keep its cell) until those
+/// actors stop, so short-lived watchers of a long-lived actor leak.
+///
+/// The watcher's supervisor strategy holds a token; the strategy lives as
+/// long as the watcher's cell, so the token's count shows whether anything
+/// still holds the cell.
+#[test]
+fn a_stopped_watcher_is_not_kept_alive_by_the_actor_it_watched() {
+    let system = system();
+    let target = spawn_target(&system);
+    let token = Arc::new(());
+    let strategy = {
+        let token = token.clone();
+        SupervisorStrategy::deciding(move |_| {
+            let _held = &token;
+            Directive::Restart
+        })
+    };
+    let acks = Probe::new("short-lived watcher");
+    let out = acks.sender();
+    let watcher = system
+        .spawn(Props::new(move || ShortLived { acks: out.clone() }).supervisor(strategy))
+        .unwrap();
+    watcher.tell(target.clone());
+    acks.expect(); // watching
+    system.stop(&watcher);
+    drop(watcher);
+    acks.expect(); // stopped
+
+    let held_by_live_target = still_shared(&token);
+    let target_gone = watch_probe(&system, &target);
+    system.stop(&target);
+    assert_eq!(target_gone.expect(), target.id());
+    let held_after_target_stopped = still_shared(&token);
+    terminate(&system);
+    assert!(
+        !held_by_live_target,
+        "the stopped watcher's cell is still referenced while the watched actor lives{}",
+        if held_after_target_stopped {
+            ""
+        } else {
+            " (and released once the watched actor stopped: its watcher list kept it)"
+        }
+    );
+    assert!(!held_after_target_stopped);
+}
