@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 mod baselines;
+mod micro;
 mod pingpong;
 mod progress;
 mod report;
@@ -43,7 +44,19 @@ enum Command {
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
         repetitions: Option<u64>,
     },
-    /// Every experiment at its default sizes (today: ping-pong).
+    /// Micro-benchmarks: spawn cost, idle-actor memory, ask round trip from a thread.
+    Micro {
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Internal: measures one spawn run in a fresh process and prints JSON.
+    #[command(hide = true)]
+    SpawnProbe {
+        /// Actors to spawn.
+        #[arg(long)]
+        actors: usize,
+    },
+    /// Every experiment at its default sizes (today: ping-pong and the micro-benchmarks).
     All {
         #[command(flatten)]
         common: CommonArgs,
@@ -112,9 +125,22 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
             let rows = run_pingpong(&sizes, &common.options())?;
             (common, rows)
         }
+        Command::SpawnProbe { actors } => {
+            let probe = micro::spawn_probe(actors)?;
+            println!("{}", serde_json::to_string(&probe)?);
+            return Ok(());
+        }
+        Command::Micro { common } => {
+            let rows = run_micro(&micro::Sizes::for_scale(common.scale()), &common.options())?;
+            (common, rows)
+        }
         Command::All { common } => {
             let sizes = pingpong::Sizes::for_scale(common.scale());
-            let rows = run_pingpong(&sizes, &common.options())?;
+            let mut rows = run_pingpong(&sizes, &common.options())?;
+            rows.extend(run_micro(
+                &micro::Sizes::for_scale(common.scale()),
+                &common.options(),
+            )?);
             (common, rows)
         }
     };
@@ -139,6 +165,16 @@ fn run_pingpong(sizes: &pingpong::Sizes, options: &RunOptions) -> Result<Vec<Row
     let rows = pingpong::run(sizes, options)?;
     if !rows.is_empty() {
         report::print_table(pingpong::EXPERIMENT, &rows);
+    }
+    Ok(rows)
+}
+
+/// Runs the micro-benchmarks and prints their table and extra figures.
+fn run_micro(sizes: &micro::Sizes, options: &RunOptions) -> Result<Vec<Row>, Box<dyn Error>> {
+    let rows = micro::run(sizes, options)?;
+    if !rows.is_empty() {
+        report::print_table(micro::EXPERIMENT, &rows);
+        micro::print_extras(&rows);
     }
     Ok(rows)
 }

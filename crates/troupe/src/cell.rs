@@ -34,7 +34,7 @@
 //! it to dead letters itself.
 
 use std::any::type_name;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -114,12 +114,21 @@ pub(crate) fn deliver<M: Send + 'static>(cell: &Arc<dyn TypedCell<M>>, msg: M) {
     }
 }
 
+/// Who supervises an actor.
+pub(crate) enum Parent {
+    /// A child's parent actor.
+    Actor(Arc<dyn Cell>),
+    /// A top-level actor's parent is the system's guardian, which holds the
+    /// actor in this registry slot.
+    Guardian { slot: u32 },
+}
+
 /// Where an actor is in its life (see the module header).
 enum Phase {
     Starting,
     Running,
     /// Waiting for the restart backoff; keeps the failure for `after_restart`.
-    Suspended(Failure),
+    Suspended(Box<Failure>),
     Terminating(After),
     /// Stopped for good. Holds a strong reference to the cell until the final
     /// run returns: the parent may drop its reference as soon as it learns of
@@ -130,7 +139,14 @@ enum Phase {
 /// What a terminating actor does once its children are gone.
 enum After {
     Stop,
-    Restart(Failure),
+    /// Boxed: a failure is rare, and an idle actor should stay small.
+    Restart(Box<Failure>),
+}
+
+/// Restarts counted in the strategy's current window.
+struct RestartWindow {
+    count: u32,
+    start: Instant,
 }
 
 /// Children and death-watch links, allocated on first use so that an actor
@@ -142,7 +158,9 @@ struct Links {
     /// Actors to notify when this one stops.
     watchers: Vec<Arc<dyn Cell>>,
     /// Actors this one watches (a `Terminated` for anything else is ignored).
-    watching: HashSet<ActorId>,
+    /// Their cells are kept so that a stopping watcher can unwatch them and
+    /// not stay referenced from their watcher lists.
+    watching: HashMap<ActorId, Arc<dyn Cell>>,
     /// Signals that arrived while the actor was restarting; delivered, in
     /// order, to the new instance.
     deferred: Vec<Signal>,
@@ -153,9 +171,8 @@ pub(crate) struct Book {
     /// Set by `Context::stop`, acted on after the handler returns.
     pub(crate) stop_requested: bool,
     phase: Phase,
-    /// Restarts in the current window, and when the window began.
-    restarts: u32,
-    window_start: Option<Instant>,
+    /// Allocated at the first restart.
+    restarts: Option<Box<RestartWindow>>,
     links: Option<Box<Links>>,
 }
 
@@ -199,8 +216,7 @@ pub(crate) struct ActorCell<A: Actor> {
     pub(crate) id: ActorId,
     name: Option<Box<str>>,
     pub(crate) system: Arc<SystemInner>,
-    /// `None` for a top-level actor, whose parent is the system's guardian.
-    parent: Option<Arc<dyn Cell>>,
+    parent: Parent,
     executor: Arc<dyn Executor>,
     mailbox: Mailbox<A::Msg, SystemMsg>,
     run: std::cell::UnsafeCell<RunState<A>>,
@@ -228,7 +244,7 @@ impl<A: Actor> ActorCell<A> {
     pub(crate) fn create(
         system: &Arc<SystemInner>,
         props: Props<A>,
-        parent: Option<Arc<dyn Cell>>,
+        parent: Parent,
     ) -> Result<Arc<Self>, SpawnError> {
         let id = system.next_id();
         let executor =
@@ -249,8 +265,7 @@ impl<A: Actor> ActorCell<A> {
                 book: Book {
                     stop_requested: false,
                     phase: Phase::Starting,
-                    restarts: 0,
-                    window_start: None,
+                    restarts: None,
                     links: None,
                 },
             }),
@@ -339,7 +354,7 @@ impl<A: Actor> ActorCell<A> {
                     tracing::error!(actor = %self, "before_restart panicked: {}", again.message);
                 }
                 run.actor = None;
-                run.book.phase = Phase::Terminating(After::Restart(failure.clone()));
+                run.book.phase = Phase::Terminating(After::Restart(Box::new(failure.clone())));
                 self.stop_children(run);
                 self.children_gone(run);
             }
@@ -352,22 +367,24 @@ impl<A: Actor> ActorCell<A> {
     fn count_restart(&self, run: &mut RunState<A>) -> bool {
         let now = Instant::now();
         let within = run.strategy.within();
-        match run.book.window_start {
-            Some(start) if now.duration_since(start) <= within => {}
-            _ => {
-                run.book.window_start = Some(now);
-                run.book.restarts = 0;
-            }
+        let window = run.book.restarts.get_or_insert_with(|| {
+            Box::new(RestartWindow {
+                count: 0,
+                start: now,
+            })
+        });
+        if now.duration_since(window.start) > within {
+            window.start = now;
+            window.count = 0;
         }
-        run.book.restarts += 1;
-        run.strategy
-            .max_restarts()
-            .is_none_or(|max| run.book.restarts <= max)
+        window.count += 1;
+        let count = window.count;
+        run.strategy.max_restarts().is_none_or(|max| count <= max)
     }
 
     fn notify_parent_failed(&self, failure: Failure, directive: Directive) {
         match &self.parent {
-            Some(parent) => send_system(
+            Parent::Actor(parent) => send_system(
                 parent,
                 SystemMsg::ChildFailed {
                     child: self.id,
@@ -375,7 +392,7 @@ impl<A: Actor> ActorCell<A> {
                     directive,
                 },
             ),
-            None => self.system.guardian_child_failed(failure, directive),
+            Parent::Guardian { .. } => self.system.guardian_child_failed(failure, directive),
         }
     }
 
@@ -405,17 +422,24 @@ impl<A: Actor> ActorCell<A> {
         match std::mem::replace(&mut run.book.phase, Phase::Running) {
             Phase::Terminating(After::Stop) => self.finalize(run),
             Phase::Terminating(After::Restart(failure)) => {
-                match run.strategy.backoff_delay(run.book.restarts) {
+                // The new instance is built when the `Recreate` comes back
+                // through the system lane, from the run loop: a restart that
+                // fails again then starts over from the loop instead of
+                // nesting inside the failed one (no stack growth in a
+                // restart storm).
+                run.book.phase = Phase::Suspended(failure);
+                let me: Arc<dyn Cell> = self.clone();
+                let count = run.book.restarts.as_ref().map_or(1, |w| w.count);
+                match run.strategy.backoff_delay(count) {
                     Some(delay) => {
-                        run.book.phase = Phase::Suspended(failure);
-                        let me: Arc<dyn Cell> = self.clone();
                         self.system
                             .scheduler
                             .run_at(Instant::now() + delay, move || {
                                 send_system(&me, SystemMsg::Recreate)
                             });
                     }
-                    None => self.recreate(run, failure),
+                    // We own the mailbox, so this only enqueues.
+                    None => send_system(&me, SystemMsg::Recreate),
                 }
             }
             other => run.book.phase = other,
@@ -456,12 +480,16 @@ impl<A: Actor> ActorCell<A> {
             for watcher in &links.watchers {
                 send_system(watcher, SystemMsg::Terminated(self.id));
             }
+            // A stopped watcher must not stay referenced by what it watched.
+            for watched in links.watching.values() {
+                send_system(watched, SystemMsg::Unwatch(self.id));
+            }
         }
         match &self.parent {
-            Some(parent) => send_system(parent, SystemMsg::ChildTerminated(self.id)),
-            None => self
+            Parent::Actor(parent) => send_system(parent, SystemMsg::ChildTerminated(self.id)),
+            Parent::Guardian { slot } => self
                 .system
-                .guardian_child_terminated(self.id, self.name.as_deref()),
+                .guardian_child_terminated(*slot, self.name.as_deref()),
         }
     }
 
@@ -512,7 +540,7 @@ impl<A: Actor> ActorCell<A> {
                     .book
                     .links
                     .as_mut()
-                    .is_some_and(|l| l.watching.remove(&id));
+                    .is_some_and(|l| l.watching.remove(&id).is_some());
                 if watched {
                     self.signal(run, Signal::Terminated(id));
                 }
@@ -556,7 +584,7 @@ impl<A: Actor> ActorCell<A> {
                     else {
                         unreachable!("matched above")
                     };
-                    self.recreate(run, failure);
+                    self.recreate(run, *failure);
                 }
             }
         }
@@ -721,7 +749,7 @@ pub(crate) fn spawn_child<A: Actor, C: Actor>(
         }
     }
     let me: Arc<dyn Cell> = parent.clone();
-    let child = ActorCell::create(&parent.system, props, Some(me))?;
+    let child = ActorCell::create(&parent.system, props, Parent::Actor(me))?;
     let links = book.links();
     if let Some(name) = &child.name {
         links.child_names.insert(name.clone(), child.id);
@@ -736,7 +764,9 @@ pub(crate) fn watch<A: Actor>(me: &Arc<ActorCell<A>>, book: &mut Book, target: A
     if target.id() == me.id {
         return;
     }
-    if book.links().watching.insert(target.id()) {
+    let links = book.links();
+    if let std::collections::hash_map::Entry::Vacant(entry) = links.watching.entry(target.id()) {
+        entry.insert(target.clone());
         let watcher: Arc<dyn Cell> = me.clone();
         send_system(&target, SystemMsg::Watch(watcher));
     }
@@ -747,8 +777,33 @@ pub(crate) fn unwatch<A: Actor>(me: &Arc<ActorCell<A>>, book: &mut Book, target:
     if book
         .links
         .as_mut()
-        .is_some_and(|l| l.watching.remove(&target.id()))
+        .is_some_and(|l| l.watching.remove(&target.id()).is_some())
     {
         send_system(&target, SystemMsg::Unwatch(me.id));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Empty;
+    impl Actor for Empty {
+        type Msg = ();
+        fn receive(&mut self, _ctx: &mut Context<'_, Self>, _msg: ()) {}
+    }
+
+    #[test]
+    fn an_idle_cell_stays_small() {
+        // The idle-actor memory target (256 bytes, registry entry and
+        // allocator overhead included) leaves the cell itself about 200.
+        let size = std::mem::size_of::<ActorCell<Empty>>();
+        eprintln!(
+            "ActorCell<Empty>: {size} bytes; Book: {}; Phase: {}; Mailbox: {}",
+            std::mem::size_of::<Book>(),
+            std::mem::size_of::<Phase>(),
+            std::mem::size_of::<Mailbox<(), SystemMsg>>()
+        );
+        assert!(size <= 200, "ActorCell<Empty> grew to {size} bytes");
     }
 }

@@ -14,19 +14,20 @@
 //! * Everything `unsafe` here is an owner-only operation: the caller must own
 //!   the mailbox in the sense of `state.rs` (it won the `SCHEDULED` bit and has
 //!   not released it).
-//! * System messages are always handled before user messages, and the system
-//!   lane is a plain mutex-protected vector: system traffic (watch, stop,
-//!   failure, termination) is rare, and a lock keeps it simple.
+//! * System messages are always handled before user messages. The system
+//!   lane ([`system_lane`]) is a one-pointer lock-free stack: system traffic
+//!   (watch, stop, failure, termination) is rare and idle actors are many.
 
 #[cfg(test)]
 mod models;
 pub(crate) mod queue;
 pub(crate) mod state;
+pub(crate) mod system_lane;
 
-use crate::sync::Mutex;
 use queue::SegQueue;
 pub(crate) use state::Request;
 use state::{MailboxState, PENDING, SYSTEM};
+use system_lane::SystemLane;
 
 /// User queue + system lane + state word.
 pub(crate) struct Mailbox<M, S> {
@@ -35,7 +36,7 @@ pub(crate) struct Mailbox<M, S> {
     /// Written by any sender, read by the owner.
     user: SegQueue<M>,
     /// Written by any sender, drained by the owner.
-    system: Mutex<Vec<S>>,
+    system: SystemLane<S>,
 }
 
 impl<M, S> Mailbox<M, S> {
@@ -44,7 +45,7 @@ impl<M, S> Mailbox<M, S> {
         Mailbox {
             state: MailboxState::new_owned(),
             user: SegQueue::new(),
-            system: Mutex::new(Vec::new()),
+            system: SystemLane::new(),
         }
     }
 
@@ -54,7 +55,7 @@ impl<M, S> Mailbox<M, S> {
         Mailbox {
             state: MailboxState::new(),
             user: SegQueue::new(),
-            system: Mutex::new(Vec::new()),
+            system: SystemLane::new(),
         }
     }
 
@@ -67,10 +68,7 @@ impl<M, S> Mailbox<M, S> {
 
     /// Publishes a system message and requests a run.
     pub(crate) fn push_system(&self, msg: S) -> Request {
-        self.system
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(msg);
+        self.system.push(msg);
         self.state.request(SYSTEM)
     }
 
@@ -82,8 +80,7 @@ impl<M, S> Mailbox<M, S> {
     /// The caller must own the mailbox (see `state.rs`).
     pub(crate) unsafe fn take_system(&self, out: &mut Vec<S>) {
         if self.state.take_flags() {
-            let mut lane = self.system.lock().unwrap_or_else(|e| e.into_inner());
-            out.append(&mut lane);
+            self.system.take_all(out);
         }
     }
 

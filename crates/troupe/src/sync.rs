@@ -28,12 +28,6 @@ pub(crate) fn spin_hint() {
 #[cfg(loom)]
 pub(crate) use loom::cell::UnsafeCell;
 
-#[cfg(loom)]
-pub(crate) use loom::sync::Mutex;
-
-#[cfg(not(loom))]
-pub(crate) use std::sync::Mutex;
-
 /// `std::cell::UnsafeCell` with loom's closure-based access API.
 #[cfg(not(loom))]
 #[derive(Debug)]

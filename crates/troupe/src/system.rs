@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 
 use crate::actor::Actor;
 use crate::actor_ref::{ActorId, ActorRef};
-use crate::cell::{send_system, ActorCell, Cell, SystemMsg};
-use crate::dispatch::pinned::PinnedThread;
+use crate::cell::{send_system, ActorCell, Cell, Parent, SystemMsg};
+use crate::dispatch::pinned::{on_pinned_thread, PinnedThread};
 use crate::dispatch::pool::{on_worker_thread, Pool, PoolSettings};
 use crate::dispatch::Executor;
 use crate::props::Props;
@@ -56,6 +56,8 @@ pub enum SpawnError {
     ParentStopping,
     /// The operating system refused a thread (pinned dispatcher).
     Thread(String),
+    /// More than 2^32 live top-level actors.
+    TooManyActors,
 }
 
 impl fmt::Display for SpawnError {
@@ -70,6 +72,7 @@ impl fmt::Display for SpawnError {
             SpawnError::ShuttingDown => f.write_str("the actor system is shutting down"),
             SpawnError::ParentStopping => f.write_str("the parent actor is stopping or restarting"),
             SpawnError::Thread(e) => write!(f, "cannot start a pinned thread: {e}"),
+            SpawnError::TooManyActors => f.write_str("too many live top-level actors"),
         }
     }
 }
@@ -95,7 +98,8 @@ pub enum TerminationReason {
 /// Why waiting for termination failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AwaitError {
-    /// Called on a dispatcher worker thread, which the system must stop.
+    /// Called on an actor's thread (a pool worker or a pinned thread), which
+    /// the system must stop first.
     WouldDeadlock,
     /// The system did not terminate within the given time.
     Timeout,
@@ -105,7 +109,7 @@ impl fmt::Display for AwaitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AwaitError::WouldDeadlock => {
-                f.write_str("cannot wait for termination on a dispatcher thread")
+                f.write_str("cannot wait for termination on an actor's thread")
             }
             AwaitError::Timeout => f.write_str("the actor system did not terminate in time"),
         }
@@ -119,9 +123,16 @@ enum Dispatcher {
     Pinned { throughput: usize, spin: u32 },
 }
 
+/// The parent of the top-level actors.
 #[derive(Default)]
 struct Guardian {
-    children: HashMap<ActorId, Arc<dyn Cell>>,
+    /// Top-level cells by registry slot: a slab, so that a million idle
+    /// actors cost 16 bytes each here (a hash map would cost about 50).
+    slots: Vec<Option<Arc<dyn Cell>>>,
+    /// Empty slots, reused first.
+    free: Vec<u32>,
+    /// Occupied slots.
+    live: usize,
     names: HashMap<Box<str>, ActorId>,
     stopping: bool,
 }
@@ -186,14 +197,17 @@ impl SystemInner {
     }
 
     /// A top-level actor has stopped.
-    pub(crate) fn guardian_child_terminated(&self, id: ActorId, name: Option<&str>) {
+    pub(crate) fn guardian_child_terminated(&self, slot: u32, name: Option<&str>) {
         let finish = {
             let mut g = self.guardian.lock().unwrap_or_else(|e| e.into_inner());
-            g.children.remove(&id);
+            if g.slots[slot as usize].take().is_some() {
+                g.free.push(slot);
+                g.live -= 1;
+            }
             if let Some(name) = name {
                 g.names.remove(name);
             }
-            g.stopping && g.children.is_empty()
+            g.stopping && g.live == 0
         };
         if finish {
             self.finish();
@@ -219,7 +233,7 @@ impl SystemInner {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .reason = Some(reason);
-            let children: Vec<_> = g.children.values().cloned().collect();
+            let children: Vec<_> = g.slots.iter().flatten().cloned().collect();
             let finish = children.is_empty();
             (children, finish)
         };
@@ -315,11 +329,26 @@ impl ActorSystem {
                 return Err(SpawnError::NameTaken(name.clone()));
             }
         }
-        let cell = ActorCell::create(&self.inner, props, None)?;
+        let slot = match g.free.pop() {
+            Some(slot) => slot,
+            None => {
+                let slot = u32::try_from(g.slots.len()).map_err(|_| SpawnError::TooManyActors)?;
+                g.slots.push(None);
+                slot
+            }
+        };
+        let cell = match ActorCell::create(&self.inner, props, Parent::Guardian { slot }) {
+            Ok(cell) => cell,
+            Err(e) => {
+                g.free.push(slot);
+                return Err(e);
+            }
+        };
         if let Some(name) = cell_name(&cell) {
             g.names.insert(name.into(), cell.id);
         }
-        g.children.insert(cell.id, cell.clone());
+        g.slots[slot as usize] = Some(cell.clone());
+        g.live += 1;
         drop(g);
         cell.schedule_first();
         Ok(ActorRef { cell })
@@ -353,8 +382,7 @@ impl ActorSystem {
             .guardian
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .children
-            .len()
+            .live
     }
 
     /// Starts a graceful shutdown (see the module docs); returns at once.
@@ -388,7 +416,7 @@ impl ActorSystem {
         &self,
         deadline: Option<Instant>,
     ) -> Result<TerminationReason, AwaitError> {
-        if on_worker_thread() {
+        if on_worker_thread() || on_pinned_thread() {
             return Err(AwaitError::WouldDeadlock);
         }
         let mut t = self

@@ -256,7 +256,7 @@ fn system_stop_stops_an_actor_from_outside() {
     assert_eq!(log.snapshot(), ["started:x", "stopped:x"]);
 }
 
-/// Spawns two children with the given names when it starts and reports each
+/// Spawns a child for each of the given names when it starts and reports each
 /// spawn's outcome.
 struct Spawner {
     names: Vec<String>,

@@ -3,8 +3,9 @@
 //! `AskError::Timeout` and a late `reply` reports `false`; a request that is
 //! dropped unanswered (the actor has stopped, or its handler dropped the
 //! `ReplyTo`) gives `AskError::NoReply` at once, not after the timeout; and a
-//! blocking `wait` on a dispatcher worker is refused with
-//! `AskError::WouldBlockDispatcher`.
+//! blocking `wait` on a pool worker is refused with
+//! `AskError::WouldBlockDispatcher` (a pinned actor, owning its thread, may
+//! wait).
 
 #[path = "support/probe.rs"]
 mod probe;
@@ -210,5 +211,22 @@ fn waiting_inside_a_handler_on_a_worker_is_refused() {
     // Refusing the wait harmed nothing: both still answer.
     assert_eq!(server.ask(|r| Req::Double(2, r), PATIENCE).wait(), Ok(4));
     assert_eq!(other.ask(|r| Req::Double(3, r), PATIENCE).wait(), Ok(6));
+    terminate(&system);
+}
+
+#[test]
+fn waiting_inside_a_handler_on_a_pinned_thread_is_allowed() {
+    let system = system();
+    let pinned = system
+        .spawn(Props::new(Server::default).dispatcher("pinned"))
+        .unwrap();
+    let other = spawn_server(&system);
+    let outcome = Probe::new("wait inside a pinned handler");
+    pinned.tell(Req::WaitInside(other, outcome.sender()));
+    assert_eq!(
+        outcome.expect(),
+        Ok(2),
+        "a pinned actor owns its thread and may block"
+    );
     terminate(&system);
 }

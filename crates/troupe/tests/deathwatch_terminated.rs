@@ -1,6 +1,9 @@
 //! Death watch: a watcher gets exactly one `Signal::Terminated` when a
 //! watched actor stops (watching twice changes nothing), gets it at once for
-//! an actor that has already stopped, and gets none after `unwatch`.
+//! an actor that has already stopped, and gets none after `unwatch`. The
+//! edges: a watch that arrives together with the stop, a `Terminated` that
+//! arrives while the watcher restarts, a watcher that stops first (and must
+//! then not be kept alive by the actor it watched).
 //!
 //! # Proving that nothing arrives
 //!
@@ -206,9 +209,9 @@ fn unwatch_before_the_stop_means_no_terminated() {
     assert_eq!(probes.record.snapshot(), [terminated_entry(fence.id())]);
 }
 
-/// Runtime bug (see the report): a `Watch` that reaches the target in the
-/// same batch of system messages as the `Stop` that ends it is handled after
-/// `finalize` has already notified the watchers, and is lost.
+/// Regression test: a `Watch` that reaches the target in the same batch of
+/// system messages as the `Stop` that ends it, and so is handled after
+/// `finalize` has notified the watchers, must still be answered.
 #[test]
 fn a_watch_arriving_with_the_stop_still_delivers_terminated() {
     let system = system();
@@ -242,10 +245,9 @@ fn a_watch_arriving_with_the_stop_still_delivers_terminated() {
     );
 }
 
-/// Runtime bug (see the report): a `Terminated` that reaches a watcher while
-/// the watcher is restarting is consumed and dropped, although the watch
-/// survives the restart (a `Terminated` arriving after the restart is
-/// delivered to the new instance, as the fence shows).
+/// Regression test: a `Terminated` that reaches a watcher while the watcher
+/// is restarting must be delivered to the new instance, as one arriving after
+/// the restart is (the fence): the watch survives the restart.
 #[test]
 fn a_terminated_arriving_during_the_watchers_restart_is_delivered_after_it() {
     let system = system();
@@ -346,9 +348,9 @@ fn still_shared(token: &Arc<()>) -> bool {
     false
 }
 
-/// Runtime bug (see the report): a watcher that stops stays referenced by
-/// every actor it watched (their watcher lists keep its cell) until those
-/// actors stop, so short-lived watchers of a long-lived actor leak.
+/// A watcher that stops must not stay referenced by the actors it watched
+/// (in their watcher lists) until those stop: short-lived watchers of a
+/// long-lived actor would leak.
 ///
 /// The watcher's supervisor strategy holds a token; the strategy lives as
 /// long as the watcher's cell, so the token's count shows whether anything

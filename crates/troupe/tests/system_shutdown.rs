@@ -2,8 +2,9 @@
 //! `await_termination` reports `Requested`; messages still queued when an
 //! actor stops, and messages told to a stopped actor, become dead letters
 //! (counted, and shown to `on_dead_letter` listeners with their type);
-//! `try_tell` to a stopped actor hands the message back; and once
-//! `await_termination` has returned, no runtime thread is left.
+//! `try_tell` to a stopped actor hands the message back; once
+//! `await_termination` has returned, no runtime thread is left; and waiting
+//! for termination inside an actor, which could never end, is refused.
 //!
 //! The thread census reads `/proc/self/task`, which also lists the threads of
 //! other tests of this binary, so every test here holds [`serial`] for its
@@ -19,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use probe::{system, terminate, watch_probe, EventLog, Latch, Probe, ProbeRef, PATIENCE};
 use troupe::{
-    Actor, ActorSystem, Context, DeadLetter, Props, ReplyTo, TerminationReason, TrySendError,
+    Actor, ActorSystem, AwaitError, Context, DeadLetter, Props, ReplyTo, TerminationReason,
+    TrySendError,
 };
 
 /// Serialises the tests of this file (see the header).
@@ -332,4 +334,52 @@ fn no_troupe_thread_survives_await_termination() {
         left = troupe_threads();
     }
     assert!(left.is_empty(), "threads left after termination: {left:?}");
+}
+
+/// Waits for its own system's termination inside its handler.
+struct Awaiter;
+
+impl Actor for Awaiter {
+    type Msg = ProbeRef<Result<TerminationReason, AwaitError>>;
+
+    fn receive(&mut self, ctx: &mut Context<'_, Self>, out: Self::Msg) {
+        // The system cannot terminate while this handler runs, so any wait
+        // here could only end by timing out.
+        out.send(
+            ctx.system()
+                .await_termination_timeout(Duration::from_millis(200)),
+        );
+    }
+}
+
+fn await_inside_an_actor_on(dispatcher: &str) -> Result<TerminationReason, AwaitError> {
+    let system = system();
+    let awaiter = system
+        .spawn(Props::new(|| Awaiter).dispatcher(dispatcher))
+        .unwrap();
+    let outcome = Probe::new("await_termination inside a handler");
+    awaiter.tell(outcome.sender());
+    let got = outcome.expect();
+    terminate(&system);
+    got
+}
+
+#[test]
+fn await_termination_inside_a_pool_actor_is_refused() {
+    let _serial = serial();
+    assert_eq!(
+        await_inside_an_actor_on("default"),
+        Err(AwaitError::WouldDeadlock)
+    );
+}
+
+/// On a pinned thread, too, the wait must be refused: it blocks the very
+/// actor the system would have to stop (without a timeout, a deadlock).
+#[test]
+fn await_termination_inside_a_pinned_actor_is_refused() {
+    let _serial = serial();
+    assert_eq!(
+        await_inside_an_actor_on("pinned"),
+        Err(AwaitError::WouldDeadlock)
+    );
 }

@@ -20,6 +20,16 @@ use crossbeam_utils::Backoff;
 
 use super::{Executor, Task};
 
+thread_local! {
+    /// Set on pinned threads, for refusing waits that would deadlock them.
+    static ON_PINNED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the current thread is a pinned actor's thread.
+pub(crate) fn on_pinned_thread() -> bool {
+    ON_PINNED.with(|p| p.get())
+}
+
 /// An executor owning one thread for one actor.
 pub(crate) struct PinnedThread {
     throughput: usize,
@@ -70,6 +80,7 @@ impl PinnedThread {
     }
 
     fn run_thread(&self) {
+        ON_PINNED.with(|p| p.set(true));
         loop {
             let backoff = Backoff::new();
             for _ in 0..self.spin {

@@ -169,9 +169,11 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, ConfigError> {
                 }
                 DispatcherConfig::pinned()
             }
-            Some(other) => return Err(ConfigError(format!(
+            Some(other) => {
+                return Err(ConfigError(format!(
                 "{origin}: dispatchers.{name}.kind must be \"pool\" or \"pinned\", not {other:?}"
-            ))),
+            )))
+            }
         };
         if let Some(t) = d.throughput {
             config = config.throughput(t);
