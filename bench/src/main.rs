@@ -12,6 +12,7 @@ mod baselines;
 mod micro;
 mod pingpong;
 mod progress;
+mod readme;
 mod report;
 mod rss;
 mod runner;
@@ -82,6 +83,10 @@ struct CommonArgs {
     /// Run only the rows whose variant contains TEXT.
     #[arg(long, value_name = "TEXT")]
     filter: Option<String>,
+    /// Rewrite the results section of this README (between its
+    /// `<!-- results:start -->` and `<!-- results:end -->` markers).
+    #[arg(long, value_name = "FILE")]
+    readme: Option<PathBuf>,
 }
 
 impl CommonArgs {
@@ -147,6 +152,11 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
     if rows.is_empty() {
         let filter = common.filter.as_deref().unwrap_or_default();
         return Err(format!("no rows match --filter {filter:?}").into());
+    }
+    if let Some(path) = &common.readme {
+        let section = readme::render(&Machine::detect(), &RunInfo::new(started), &rows);
+        readme::update(path, &section)?;
+        eprintln!("troupe-bench: updated the results in {}", path.display());
     }
     if let Some(path) = &common.json {
         let mut report = Report {

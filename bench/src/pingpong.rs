@@ -211,7 +211,13 @@ mod tests {
         assert!(rows.len() >= 3);
         for row in &rows {
             assert_eq!(row.experiment, "pingpong");
-            assert_eq!(row.msgs, 400, "{}", row.variant);
+            // Many-pairs rows play the repetitions on every pair.
+            let pairs = row
+                .params
+                .get("pairs")
+                .and_then(|p| p.as_u64())
+                .unwrap_or(1);
+            assert_eq!(row.msgs, 400 * pairs, "{}", row.variant);
             assert_eq!(row.params["repetitions"], 200, "{}", row.variant);
             assert!(row.ns_per_msg > 0.0);
         }

@@ -622,9 +622,17 @@ impl<A: Actor> ActorCell<A> {
     }
 
     /// Gives up ownership of a closed mailbox, draining late arrivals.
+    ///
+    /// It always drains before it tries: the run loop clears the arrival
+    /// flags when it takes system messages, so a user message that arrived
+    /// since then is only found by looking at the queue (the same
+    /// look-then-release order as `try_release`, and as the loom model).
     fn release_closed(&self) {
-        while !self.mailbox.state.try_release_closed() {
+        loop {
             self.drain_contents();
+            if self.mailbox.state.try_release_closed() {
+                return;
+            }
         }
     }
 }
@@ -713,7 +721,6 @@ impl<A: Actor> Cell for ActorCell<A> {
     }
 
     fn drain_closed(&self) {
-        self.drain_contents();
         self.release_closed();
     }
 

@@ -65,3 +65,8 @@ pub mod prelude {
         Signal, SupervisorStrategy,
     };
 }
+
+/// The README's example, compiled and run as a doctest so it stays true.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

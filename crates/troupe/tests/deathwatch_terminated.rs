@@ -16,6 +16,9 @@
 //! watcher handles the fence's `Terminated`, any `Terminated` of the first
 //! actor would already have been handled. The watcher's full record is also
 //! checked after termination.
+//!
+//! One check has no event to wait for: that a stopped watcher's cell is
+//! released. It re-reads a reference count, yielding, until a deadline.
 
 #[path = "support/probe.rs"]
 mod probe;

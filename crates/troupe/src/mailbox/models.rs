@@ -153,18 +153,26 @@ impl Harness {
         }
     }
 
-    /// The owner closes the mailbox, as `finalize` does.
+    /// The owner closes the mailbox as the cell's run loop does: it takes
+    /// the system lane first (which clears the arrival flags), then the
+    /// handler stops the actor (close), then the final release drains before
+    /// it tries (`drain_closed`, the same order as `ActorCell::release_closed`).
     fn run_and_close(&self) {
         assert!(
             !self.owner_present.swap(true, Ordering::SeqCst),
             "two owners"
         );
+        let mut sys = Vec::new();
+        // SAFETY: we own the mailbox.
+        unsafe { self.mailbox.take_system(&mut sys) };
+        self.handled.fetch_add(sys.len(), Ordering::SeqCst);
         self.mailbox.state.close();
         self.owner_present.store(false, Ordering::SeqCst);
         self.drain_closed();
     }
 
-    /// The drain of a closed mailbox (by its last owner or by a sender).
+    /// The drain of a closed mailbox (by its last owner or by a sender):
+    /// drain, then try to release.
     fn drain_closed(&self) {
         loop {
             let mut sys = Vec::new();
@@ -213,8 +221,10 @@ fn messages_racing_a_close_are_handled_or_dead_lettered() {
         let sender = {
             let h = h.clone();
             thread::spawn(move || {
-                h.act(h.mailbox.push_user(2));
+                // The user message last: nothing after it can rescue it if
+                // the owner's final release forgets to look at the queue.
                 h.act(h.mailbox.push_system(3));
+                h.act(h.mailbox.push_user(2));
             })
         };
         // SAFETY: we own the mailbox.
