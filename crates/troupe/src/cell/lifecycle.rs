@@ -1,0 +1,346 @@
+//! The actor lifecycle, as the owner of a cell's mailbox drives it: start,
+//! failure and the supervisor's directive, restart, stop (children first),
+//! finalization, and the handling of system messages.
+//!
+//! Every method here runs on the thread that owns the mailbox (see the
+//! ground rules in `cell.rs`), with the run state passed in explicitly.
+
+use std::any::type_name;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{
+    send_system, ActorCell, After, Cell, Parent, Phase, RestartWindow, RunState, SystemMsg,
+};
+use crate::actor::{Actor, Signal};
+use crate::supervision::{Directive, Failure};
+
+impl<A: Actor> ActorCell<A> {
+    pub(super) fn start(self: &Arc<Self>, run: &mut RunState<A>) {
+        let factory = run
+            .factory
+            .clone()
+            .expect("a starting actor has its factory");
+        match catch_unwind(AssertUnwindSafe(|| factory())) {
+            Ok(actor) => {
+                run.actor = Some(actor);
+                run.book.phase = Phase::Running;
+                if let Err(failure) = self.call(run, |a, ctx| a.started(ctx)) {
+                    self.fail(run, failure);
+                }
+                self.after_handler(run);
+                self.deliver_deferred(run);
+            }
+            Err(payload) => self.factory_failed(run, payload),
+        }
+    }
+
+    /// A factory that panics cannot be helped by restarting: stop.
+    fn factory_failed(
+        self: &Arc<Self>,
+        run: &mut RunState<A>,
+        payload: Box<dyn std::any::Any + Send>,
+    ) {
+        let failure = Failure::from_panic(self.id, payload);
+        tracing::error!(actor = %self, "actor factory panicked, stopping: {}", failure.message);
+        self.notify_parent_failed(failure, Directive::Stop);
+        self.begin_stop(run);
+    }
+
+    /// Applies the supervisor strategy to a failure.
+    pub(super) fn fail(self: &Arc<Self>, run: &mut RunState<A>, failure: Failure) {
+        let mut directive = run.strategy.decide(&failure);
+        if directive == Directive::Restart && !self.count_restart(run) {
+            directive = Directive::Stop;
+        }
+        tracing::error!(actor = %self, ?directive, "{failure}");
+        match directive {
+            Directive::Resume => {}
+            Directive::Restart => {
+                if let Err(again) = self.call(run, |a, ctx| a.before_restart(ctx, &failure)) {
+                    tracing::error!(actor = %self, "before_restart panicked: {}", again.message);
+                }
+                run.actor = None;
+                run.book.phase = Phase::Terminating(After::Restart(Box::new(failure.clone())));
+                self.stop_children(run);
+                self.children_gone(run);
+            }
+            Directive::Stop | Directive::Escalate => self.begin_stop(run),
+        }
+        self.notify_parent_failed(failure, directive);
+    }
+
+    /// Counts a restart in the strategy's window; false if over the limit.
+    fn count_restart(&self, run: &mut RunState<A>) -> bool {
+        let now = Instant::now();
+        let within = run.strategy.within();
+        let window = run.book.restarts.get_or_insert_with(|| {
+            Box::new(RestartWindow {
+                count: 0,
+                start: now,
+            })
+        });
+        if now.duration_since(window.start) > within {
+            window.start = now;
+            window.count = 0;
+        }
+        window.count += 1;
+        let count = window.count;
+        run.strategy.max_restarts().is_none_or(|max| count <= max)
+    }
+
+    fn notify_parent_failed(&self, failure: Failure, directive: Directive) {
+        match &self.parent {
+            Parent::Actor(parent) => send_system(
+                parent,
+                SystemMsg::ChildFailed {
+                    child: self.id,
+                    failure,
+                    directive,
+                },
+            ),
+            Parent::Guardian { .. } => self.system.guardian_child_failed(failure, directive),
+        }
+    }
+
+    fn stop_children(&self, run: &mut RunState<A>) {
+        if let Some(links) = &run.book.links {
+            for child in links.children.values() {
+                send_system(child, SystemMsg::Stop);
+            }
+        }
+    }
+
+    pub(super) fn begin_stop(self: &Arc<Self>, run: &mut RunState<A>) {
+        match run.book.phase {
+            Phase::Stopped(_) | Phase::Terminating(After::Stop) => return,
+            Phase::Terminating(After::Restart(_)) => {}
+            _ => self.stop_children(run),
+        }
+        run.book.phase = Phase::Terminating(After::Stop);
+        self.children_gone(run);
+    }
+
+    /// Moves a terminating actor on once its last child has stopped.
+    fn children_gone(self: &Arc<Self>, run: &mut RunState<A>) {
+        if run.book.has_children() {
+            return;
+        }
+        match std::mem::replace(&mut run.book.phase, Phase::Running) {
+            Phase::Terminating(After::Stop) => self.finalize(run),
+            Phase::Terminating(After::Restart(failure)) => {
+                // The new instance is built when the `Recreate` comes back
+                // through the system lane, from the run loop: a restart that
+                // fails again then starts over from the loop instead of
+                // nesting inside the failed one (no stack growth in a
+                // restart storm).
+                run.book.phase = Phase::Suspended(failure);
+                let me: Arc<dyn Cell> = self.clone();
+                let count = run.book.restarts.as_ref().map_or(1, |w| w.count);
+                match run.strategy.backoff_delay(count) {
+                    Some(delay) => {
+                        self.system
+                            .scheduler
+                            .run_at(Instant::now() + delay, move || {
+                                send_system(&me, SystemMsg::Recreate)
+                            });
+                    }
+                    // We own the mailbox, so this only enqueues.
+                    None => send_system(&me, SystemMsg::Recreate),
+                }
+            }
+            other => run.book.phase = other,
+        }
+    }
+
+    fn recreate(self: &Arc<Self>, run: &mut RunState<A>, failure: Failure) {
+        let factory = run
+            .factory
+            .clone()
+            .expect("a restarting actor has its factory");
+        match catch_unwind(AssertUnwindSafe(|| factory())) {
+            Ok(actor) => {
+                run.actor = Some(actor);
+                run.book.phase = Phase::Running;
+                if let Err(again) = self.call(run, |a, ctx| a.after_restart(ctx, &failure)) {
+                    self.fail(run, again);
+                }
+                self.after_handler(run);
+                self.deliver_deferred(run);
+            }
+            Err(payload) => self.factory_failed(run, payload),
+        }
+    }
+
+    /// The actor and its children have stopped: close and notify.
+    fn finalize(self: &Arc<Self>, run: &mut RunState<A>) {
+        if let Err(failure) = self.call(run, |a, ctx| a.stopped(ctx)) {
+            tracing::error!(actor = %self, "stopped hook panicked: {}", failure.message);
+        }
+        run.actor = None;
+        run.factory = None;
+        let keep_alive: Arc<dyn Cell> = self.clone();
+        run.book.phase = Phase::Stopped(Some(keep_alive));
+        self.mailbox.state.close();
+        self.drain_contents();
+        if let Some(links) = run.book.links.take() {
+            for watcher in &links.watchers {
+                send_system(watcher, SystemMsg::Terminated(self.id));
+            }
+            // A stopped watcher must not stay referenced by what it watched.
+            for watched in links.watching.values() {
+                send_system(watched, SystemMsg::Unwatch(self.id));
+            }
+        }
+        match &self.parent {
+            Parent::Actor(parent) => send_system(parent, SystemMsg::ChildTerminated(self.id)),
+            Parent::Guardian { slot } => self
+                .system
+                .guardian_child_terminated(*slot, self.name.as_deref()),
+        }
+    }
+
+    /// Owner of a closed mailbox: dead-letters user messages, answers late
+    /// watchers. Clears the arrival flags first.
+    fn drain_contents(&self) {
+        let mut sys = Vec::new();
+        // SAFETY: only the mailbox owner calls this (from `finalize`, or from
+        // `drain_closed` after a send acquired the closed mailbox).
+        unsafe { self.mailbox.take_system(&mut sys) };
+        for msg in sys {
+            if let SystemMsg::Watch(watcher) = msg {
+                send_system(&watcher, SystemMsg::Terminated(self.id));
+            }
+        }
+        // SAFETY: as above.
+        while let Some(msg) = unsafe { self.mailbox.pop_user() } {
+            self.system
+                .dead_letter(self.id, self.name.as_deref(), type_name::<A::Msg>());
+            drop(msg);
+        }
+    }
+
+    pub(super) fn handle_system(self: &Arc<Self>, run: &mut RunState<A>, msg: SystemMsg) {
+        if let Phase::Stopped(_) = run.book.phase {
+            // Arrived in the same batch as the stop that finalized the actor:
+            // treat it as a message to a closed mailbox.
+            if let SystemMsg::Watch(watcher) = msg {
+                send_system(&watcher, SystemMsg::Terminated(self.id));
+            }
+            return;
+        }
+        match msg {
+            SystemMsg::Stop => self.begin_stop(run),
+            SystemMsg::Watch(watcher) => {
+                let links = run.book.links();
+                if !links.watchers.iter().any(|w| w.id() == watcher.id()) {
+                    links.watchers.push(watcher);
+                }
+            }
+            SystemMsg::Unwatch(id) => {
+                if let Some(links) = run.book.links.as_mut() {
+                    links.watchers.retain(|w| w.id() != id);
+                }
+            }
+            SystemMsg::Terminated(id) => {
+                let watched = run
+                    .book
+                    .links
+                    .as_mut()
+                    .is_some_and(|l| l.watching.remove(&id).is_some());
+                if watched {
+                    self.signal(run, Signal::Terminated(id));
+                }
+            }
+            SystemMsg::ChildTerminated(id) => {
+                if let Some(links) = run.book.links.as_mut() {
+                    links.children.remove(&id);
+                    links.child_names.retain(|_, child| *child != id);
+                }
+                if matches!(run.book.phase, Phase::Terminating(_)) {
+                    self.children_gone(run);
+                }
+            }
+            SystemMsg::ChildFailed {
+                child,
+                failure,
+                directive,
+            } => {
+                let escalated = directive == Directive::Escalate;
+                let message = failure.message.clone();
+                self.signal(
+                    run,
+                    Signal::ChildFailed {
+                        child,
+                        failure,
+                        directive,
+                    },
+                );
+                if escalated && matches!(run.book.phase, Phase::Running) {
+                    let failure = Failure {
+                        actor: self.id,
+                        message: format!("child {child} escalated: {message}"),
+                    };
+                    self.fail(run, failure);
+                }
+            }
+            SystemMsg::Recreate => {
+                if let Phase::Suspended(_) = run.book.phase {
+                    let Phase::Suspended(failure) =
+                        std::mem::replace(&mut run.book.phase, Phase::Running)
+                    else {
+                        unreachable!("matched above")
+                    };
+                    self.recreate(run, *failure);
+                }
+            }
+        }
+    }
+
+    /// Delivers a signal to a running actor, defers it while the actor is
+    /// starting or restarting, and drops it once the actor is stopping.
+    fn signal(self: &Arc<Self>, run: &mut RunState<A>, signal: Signal) {
+        match run.book.phase {
+            Phase::Running => {}
+            Phase::Starting | Phase::Suspended(_) | Phase::Terminating(After::Restart(_)) => {
+                run.book.links().deferred.push(signal);
+                return;
+            }
+            Phase::Terminating(After::Stop) | Phase::Stopped(_) => return,
+        }
+        if let Err(failure) = self.call(run, |a, ctx| a.signal(ctx, signal)) {
+            self.fail(run, failure);
+        }
+        self.after_handler(run);
+    }
+
+    /// Delivers the signals deferred during a start or restart.
+    fn deliver_deferred(self: &Arc<Self>, run: &mut RunState<A>) {
+        let Some(links) = run.book.links.as_mut() else {
+            return;
+        };
+        if links.deferred.is_empty() {
+            return;
+        }
+        let deferred = std::mem::take(&mut links.deferred);
+        for signal in deferred {
+            self.signal(run, signal);
+        }
+    }
+
+    /// Gives up ownership of a closed mailbox, draining late arrivals.
+    ///
+    /// It always drains before it tries: the run loop clears the arrival
+    /// flags when it takes system messages, so a user message that arrived
+    /// since then is only found by looking at the queue (the same
+    /// look-then-release order as `try_release`, and as the loom model).
+    pub(super) fn release_closed(&self) {
+        loop {
+            self.drain_contents();
+            if self.mailbox.state.try_release_closed() {
+                return;
+            }
+        }
+    }
+}
