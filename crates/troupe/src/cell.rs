@@ -328,8 +328,10 @@ impl<A: Actor> Runnable for ActorCell<A> {
         loop {
             // SAFETY: the dispatcher runs this cell only for the mailbox owner.
             unsafe { this.mailbox.take_system(&mut sys) };
-            for msg in sys.drain(..) {
-                this.handle_system(run, msg);
+            if !sys.is_empty() {
+                for msg in sys.drain(..) {
+                    this.handle_system(run, msg);
+                }
             }
             if matches!(run.book.phase, Phase::Starting) {
                 this.start(run);
