@@ -8,6 +8,11 @@ use std::time::Duration;
 
 use crate::ask::{self, Ask, ReplyTo};
 use crate::cell::{self, TypedCell};
+use crate::mailbox::bound::Overflow;
+use crate::system::DeadLetterReason;
+
+mod waiting;
+pub use waiting::{SendError, SendFuture};
 
 /// An actor's identity, unique within its actor system for the system's life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -90,23 +95,40 @@ pub struct ActorRef<M: Send + 'static> {
 }
 
 impl<M: Send + 'static> ActorRef<M> {
-    /// Sends `msg`. Never blocks; if the actor has stopped, the message goes
-    /// to dead letters.
+    /// Sends `msg`. Never blocks and never fails: if the actor has stopped,
+    /// or its bounded mailbox is full and its overflow policy refuses the
+    /// message, the message goes to dead letters.
     #[inline]
     pub fn tell(&self, msg: M) {
         cell::deliver(&self.cell, msg);
     }
 
-    /// Sends `msg` unless the actor has stopped (or, for a bounded mailbox,
-    /// is full); the error hands the message back.
+    /// Sends `msg` unless the actor has stopped or its bounded mailbox is
+    /// full; the error hands the message back. Under the `DropNewest` and
+    /// `DropOldest` policies a full mailbox is not an error: the policy drops
+    /// a message to dead letters and this returns `Ok`.
     pub fn try_tell(&self, msg: M) -> Result<(), TrySendError<M>> {
         if self.cell.is_closed() {
             return Err(TrySendError::Closed(msg));
         }
         // The actor may stop right after the check: then the message goes to
         // dead letters, as for `tell`.
-        cell::deliver(&self.cell, msg);
-        Ok(())
+        match cell::offer(&self.cell, msg) {
+            Ok(()) => Ok(()),
+            Err(msg) => match self.cell.bound().map(|b| b.overflow) {
+                Some(Overflow::DropNewest) => {
+                    self.cell.dead_letter(msg, DeadLetterReason::MailboxFull);
+                    Ok(())
+                }
+                _ => Err(TrySendError::Full(msg)),
+            },
+        }
+    }
+
+    /// Messages queued in a bounded mailbox (a snapshot); `None` for an
+    /// unbounded one, which does not count.
+    pub fn queued(&self) -> Option<usize> {
+        self.cell.bound().map(|b| b.len())
     }
 
     /// Sends the message built by `make` around a fresh reply handle, and

@@ -33,6 +33,7 @@
 //! gets `ChildTerminated`. A send that later finds the mailbox closed drains
 //! it to dead letters itself.
 
+use std::any::type_name;
 use std::collections::HashMap;
 use std::fmt;
 use std::mem::ManuallyDrop;
@@ -43,10 +44,11 @@ use std::time::Instant;
 use crate::actor::{Actor, Context, Signal};
 use crate::actor_ref::{ActorId, ActorRef};
 use crate::dispatch::{Executor, Runnable, Task};
-use crate::mailbox::{Mailbox, Request};
+use crate::mailbox::bound::Bound;
+use crate::mailbox::{Mailbox, Offer, Request};
 use crate::props::{Factory, Props};
 use crate::supervision::{Directive, Failure, SupervisorStrategy};
-use crate::system::{validate_name, SpawnError, SystemInner};
+use crate::system::{validate_name, DeadLetterReason, SpawnError, SystemInner};
 
 mod lifecycle;
 
@@ -87,7 +89,12 @@ pub(crate) trait Cell: Runnable {
 
 /// A cell that accepts user messages of type `M`: what an `ActorRef<M>` holds.
 pub(crate) trait TypedCell<M>: Cell {
-    fn push_user(&self, msg: M) -> Request;
+    /// Offers a message to the mailbox (see `Mailbox::offer_user`).
+    fn offer_user(&self, msg: M) -> Offer<M>;
+    /// The bound of a bounded mailbox.
+    fn bound(&self) -> Option<&Bound>;
+    /// Drops an undeliverable message, recording it as a dead letter.
+    fn dead_letter(&self, msg: M, reason: DeadLetterReason);
 }
 
 /// Sends a system message and acts on the mailbox's answer.
@@ -102,16 +109,28 @@ pub(crate) fn send_system(cell: &Arc<dyn Cell>, msg: SystemMsg) {
     }
 }
 
-/// Sends a user message and acts on the mailbox's answer (the `tell` path).
+/// Offers a user message and acts on the mailbox's answer; a full bounded
+/// mailbox hands the message back.
 #[inline]
-pub(crate) fn deliver<M: Send + 'static>(cell: &Arc<dyn TypedCell<M>>, msg: M) {
-    match cell.push_user(msg) {
-        Request::Owned => {}
-        Request::Schedule => {
+pub(crate) fn offer<M: Send + 'static>(cell: &Arc<dyn TypedCell<M>>, msg: M) -> Result<(), M> {
+    match cell.offer_user(msg) {
+        Offer::Pushed(Request::Owned) => {}
+        Offer::Pushed(Request::Schedule) => {
             let ptr: *const dyn TypedCell<M> = Arc::as_ptr(cell);
             cell.executor().execute(Task::new(ptr));
         }
-        Request::Drain => cell.drain_closed(),
+        Offer::Pushed(Request::Drain) => cell.drain_closed(),
+        Offer::Full(msg) => return Err(msg),
+    }
+    Ok(())
+}
+
+/// The `tell` path: a message that finds a bounded mailbox full becomes a
+/// dead letter (the overflow policies that keep it apply inside `offer`).
+#[inline]
+pub(crate) fn deliver<M: Send + 'static>(cell: &Arc<dyn TypedCell<M>>, msg: M) {
+    if let Err(msg) = offer(cell, msg) {
+        cell.dead_letter(msg, DeadLetterReason::MailboxFull);
     }
 }
 
@@ -134,7 +153,8 @@ enum Phase {
     /// Stopped for good. Holds a strong reference to the cell until the final
     /// run returns: the parent may drop its reference as soon as it learns of
     /// the termination, and dispatcher tasks do not own their cells.
-    Stopped(Option<Arc<dyn Cell>>),
+    /// (Boxed, so that the phase stays two words on every idle actor.)
+    Stopped(Option<Box<Arc<dyn Cell>>>),
 }
 
 /// What a terminating actor does once its children are gone.
@@ -165,6 +185,8 @@ struct Links {
     /// Signals that arrived while the actor was restarting; delivered, in
     /// order, to the new instance.
     deferred: Vec<Signal>,
+    /// Restarts in the supervisor strategy's current window.
+    restarts: Option<RestartWindow>,
 }
 
 /// The actor's bookkeeping, owned by the mailbox owner.
@@ -172,8 +194,6 @@ pub(crate) struct Book {
     /// Set by `Context::stop`, acted on after the handler returns.
     pub(crate) stop_requested: bool,
     phase: Phase,
-    /// Allocated at the first restart.
-    restarts: Option<Box<RestartWindow>>,
     links: Option<Box<Links>>,
 }
 
@@ -256,7 +276,7 @@ impl<A: Actor> ActorCell<A> {
             system: system.clone(),
             parent,
             executor,
-            mailbox: Mailbox::new_owned(),
+            mailbox: Mailbox::new_owned(props.mailbox),
             run: std::cell::UnsafeCell::new(RunState {
                 actor: None,
                 factory: Some(props.factory),
@@ -266,7 +286,6 @@ impl<A: Actor> ActorCell<A> {
                 book: Book {
                     stop_requested: false,
                     phase: Phase::Starting,
-                    restarts: None,
                     links: None,
                 },
             }),
@@ -346,6 +365,11 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 let mut handled = 0;
                 while handled < budget && !this.mailbox.state.system_pending() {
                     // SAFETY: mailbox owner, as above.
+                    if let Some(oldest) = unsafe { this.mailbox.pop_overflowed() } {
+                        this.dead_letter(oldest, DeadLetterReason::MailboxFull);
+                        continue;
+                    }
+                    // SAFETY: mailbox owner, as above.
                     let Some(msg) = (unsafe { this.mailbox.pop_user() }) else {
                         break;
                     };
@@ -407,8 +431,18 @@ impl<A: Actor> Cell for ActorCell<A> {
 
 impl<A: Actor> TypedCell<A::Msg> for ActorCell<A> {
     #[inline]
-    fn push_user(&self, msg: A::Msg) -> Request {
-        self.mailbox.push_user(msg)
+    fn offer_user(&self, msg: A::Msg) -> Offer<A::Msg> {
+        self.mailbox.offer_user(msg)
+    }
+
+    fn bound(&self) -> Option<&Bound> {
+        self.mailbox.bound()
+    }
+
+    fn dead_letter(&self, msg: A::Msg, reason: DeadLetterReason) {
+        self.system
+            .dead_letter(self.id, self.name.as_deref(), type_name::<A::Msg>(), reason);
+        drop(msg);
     }
 }
 

@@ -40,7 +40,7 @@ pub mod actor_ref;
 pub mod ask;
 mod cell;
 mod dispatch;
-mod mailbox;
+pub mod mailbox;
 pub mod props;
 pub mod scheduler;
 pub mod supervision;
@@ -48,14 +48,15 @@ mod sync;
 pub mod system;
 
 pub use actor::{Actor, Context, Signal};
-pub use actor_ref::{ActorId, ActorRef, TrySendError};
+pub use actor_ref::{ActorId, ActorRef, SendError, SendFuture, TrySendError};
 pub use ask::{Ask, AskError, ReplyTo};
+pub use mailbox::bound::{MailboxConfig, Overflow};
 pub use props::Props;
 pub use scheduler::{Cancellable, Scheduler};
 pub use supervision::{Directive, Failure, SupervisorStrategy};
 pub use system::{
-    ActorSystem, ActorSystemBuilder, AwaitError, ConfigError, DeadLetter, DispatcherConfig,
-    DispatcherKind, SpawnError, TerminationReason,
+    ActorSystem, ActorSystemBuilder, AwaitError, ConfigError, DeadLetter, DeadLetterReason,
+    DispatcherConfig, DispatcherKind, SpawnError, TerminationReason,
 };
 
 /// The names most programs need.

@@ -18,12 +18,14 @@
 //!   lane ([`system_lane`]) is a one-pointer lock-free stack: system traffic
 //!   (watch, stop, failure, termination) is rare and idle actors are many.
 
+pub mod bound;
 #[cfg(test)]
 mod models;
 pub(crate) mod queue;
 pub(crate) mod state;
 pub(crate) mod system_lane;
 
+use bound::{Bound, MailboxConfig, Overflow};
 use queue::SegQueue;
 pub(crate) use state::Request;
 use state::{MailboxState, PENDING, SYSTEM};
@@ -37,16 +39,52 @@ pub(crate) struct Mailbox<M, S> {
     user: SegQueue<M>,
     /// Written by any sender, drained by the owner.
     system: SystemLane<S>,
+    /// Present for bounded mailboxes only (one pointer on every other actor).
+    bound: Option<Box<Bound>>,
+}
+
+/// What became of a user message offered to a mailbox.
+pub(crate) enum Offer<M> {
+    /// Queued; act on the request.
+    Pushed(Request),
+    /// The bounded mailbox is full; the message is handed back.
+    Full(M),
 }
 
 impl<M, S> Mailbox<M, S> {
     /// A mailbox owned by its creator from the start (see `MailboxState::new_owned`).
-    pub(crate) fn new_owned() -> Self {
+    pub(crate) fn new_owned(config: MailboxConfig) -> Self {
         Mailbox {
             state: MailboxState::new_owned(),
             user: SegQueue::new(),
             system: SystemLane::new(),
+            bound: match config {
+                MailboxConfig::Unbounded => None,
+                MailboxConfig::Bounded { capacity, overflow } => {
+                    Some(Box::new(Bound::new(capacity, overflow)))
+                }
+            },
         }
+    }
+
+    /// The bound of a bounded mailbox.
+    pub(crate) fn bound(&self) -> Option<&Bound> {
+        self.bound.as_deref()
+    }
+
+    /// Offers a user message: reserves a place in a bounded mailbox (under
+    /// `DropOldest`, past a full one), then publishes and requests a run.
+    #[inline]
+    pub(crate) fn offer_user(&self, msg: M) -> Offer<M> {
+        if let Some(bound) = &self.bound {
+            if !bound.try_reserve() {
+                if bound.overflow != Overflow::DropOldest {
+                    return Offer::Full(msg);
+                }
+                bound.force_reserve();
+            }
+        }
+        Offer::Pushed(self.push_user(msg))
     }
 
     /// An idle mailbox nobody owns.
@@ -56,10 +94,12 @@ impl<M, S> Mailbox<M, S> {
             state: MailboxState::new(),
             user: SegQueue::new(),
             system: SystemLane::new(),
+            bound: None,
         }
     }
 
-    /// Publishes a user message and requests a run.
+    /// Publishes a user message and requests a run (no bound check: use
+    /// `offer_user` for actor mailboxes).
     #[inline]
     pub(crate) fn push_user(&self, msg: M) -> Request {
         self.user.push(msg);
@@ -92,7 +132,28 @@ impl<M, S> Mailbox<M, S> {
     #[inline]
     pub(crate) unsafe fn pop_user(&self) -> Option<M> {
         // SAFETY: the owner is the queue's single consumer (module ground rules).
-        unsafe { self.user.pop() }
+        let msg = unsafe { self.user.pop() }?;
+        if let Some(bound) = &self.bound {
+            bound.release();
+        }
+        Some(msg)
+    }
+
+    /// Owner only: under `DropOldest`, the oldest message while the mailbox
+    /// holds more than its capacity (the caller dead-letters it).
+    ///
+    /// # Safety
+    ///
+    /// The caller must own the mailbox (see `state.rs`).
+    #[inline]
+    pub(crate) unsafe fn pop_overflowed(&self) -> Option<M> {
+        let bound = self.bound.as_deref()?;
+        if bound.overflow == Overflow::DropOldest && bound.over_capacity() {
+            // SAFETY: forwarded owner-only precondition.
+            unsafe { self.pop_user() }
+        } else {
+            None
+        }
     }
 
     /// Owner only: whether the user queue looks empty.

@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::actor::Actor;
+use crate::mailbox::bound::MailboxConfig;
 use crate::supervision::SupervisorStrategy;
 
 /// The factory that builds (and on restart rebuilds) an actor instance.
@@ -35,6 +36,7 @@ pub struct Props<A: Actor> {
     pub(crate) name: Option<String>,
     pub(crate) dispatcher: Option<String>,
     pub(crate) strategy: Option<Arc<SupervisorStrategy>>,
+    pub(crate) mailbox: MailboxConfig,
 }
 
 impl<A: Actor> Props<A> {
@@ -45,6 +47,7 @@ impl<A: Actor> Props<A> {
             name: None,
             dispatcher: None,
             strategy: None,
+            mailbox: MailboxConfig::Unbounded,
         }
     }
 
@@ -62,6 +65,13 @@ impl<A: Actor> Props<A> {
         self
     }
 
+    /// The actor's mailbox: unbounded (the default) or bounded with an
+    /// overflow policy (see [`MailboxConfig`]).
+    pub fn mailbox(mut self, mailbox: MailboxConfig) -> Self {
+        self.mailbox = mailbox;
+        self
+    }
+
     /// The strategy applied when this actor fails (default: restart).
     pub fn supervisor(mut self, strategy: SupervisorStrategy) -> Self {
         self.strategy = Some(Arc::new(strategy));
@@ -76,6 +86,7 @@ impl<A: Actor> Clone for Props<A> {
             name: self.name.clone(),
             dispatcher: self.dispatcher.clone(),
             strategy: self.strategy.clone(),
+            mailbox: self.mailbox,
         }
     }
 }
@@ -87,6 +98,7 @@ impl<A: Actor> fmt::Debug for Props<A> {
             .field("name", &self.name)
             .field("dispatcher", &self.dispatcher)
             .field("strategy", &self.strategy)
+            .field("mailbox", &self.mailbox)
             .finish()
     }
 }

@@ -38,8 +38,8 @@ use crate::props::Props;
 use crate::scheduler::Scheduler;
 use crate::supervision::{Directive, Failure};
 pub use config::{ConfigError, DispatcherConfig, DispatcherKind};
-pub use dead_letters::DeadLetter;
 use dead_letters::DeadLetters;
+pub use dead_letters::{DeadLetter, DeadLetterReason};
 
 /// Why an actor could not be spawned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -192,8 +192,14 @@ impl SystemInner {
         }
     }
 
-    pub(crate) fn dead_letter(&self, recipient: ActorId, name: Option<&str>, ty: &'static str) {
-        self.dead_letters.record(recipient, name, ty);
+    pub(crate) fn dead_letter(
+        &self,
+        recipient: ActorId,
+        name: Option<&str>,
+        ty: &'static str,
+        reason: DeadLetterReason,
+    ) {
+        self.dead_letters.record(recipient, name, ty, reason);
     }
 
     /// A top-level actor has stopped.

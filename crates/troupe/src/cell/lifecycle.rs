@@ -15,6 +15,7 @@ use super::{
 };
 use crate::actor::{Actor, Signal};
 use crate::supervision::{Directive, Failure};
+use crate::system::DeadLetterReason;
 
 impl<A: Actor> ActorCell<A> {
     pub(super) fn start(self: &Arc<Self>, run: &mut RunState<A>) {
@@ -75,11 +76,9 @@ impl<A: Actor> ActorCell<A> {
     fn count_restart(&self, run: &mut RunState<A>) -> bool {
         let now = Instant::now();
         let within = run.strategy.within();
-        let window = run.book.restarts.get_or_insert_with(|| {
-            Box::new(RestartWindow {
-                count: 0,
-                start: now,
-            })
+        let window = run.book.links().restarts.get_or_insert(RestartWindow {
+            count: 0,
+            start: now,
         });
         if now.duration_since(window.start) > within {
             window.start = now;
@@ -137,7 +136,12 @@ impl<A: Actor> ActorCell<A> {
                 // restart storm).
                 run.book.phase = Phase::Suspended(failure);
                 let me: Arc<dyn Cell> = self.clone();
-                let count = run.book.restarts.as_ref().map_or(1, |w| w.count);
+                let count = run
+                    .book
+                    .links
+                    .as_ref()
+                    .and_then(|l| l.restarts.as_ref())
+                    .map_or(1, |w| w.count);
                 match run.strategy.backoff_delay(count) {
                     Some(delay) => {
                         self.system
@@ -181,7 +185,7 @@ impl<A: Actor> ActorCell<A> {
         run.actor = None;
         run.factory = None;
         let keep_alive: Arc<dyn Cell> = self.clone();
-        run.book.phase = Phase::Stopped(Some(keep_alive));
+        run.book.phase = Phase::Stopped(Some(Box::new(keep_alive)));
         self.mailbox.state.close();
         self.drain_contents();
         if let Some(links) = run.book.links.take() {
@@ -215,9 +219,17 @@ impl<A: Actor> ActorCell<A> {
         }
         // SAFETY: as above.
         while let Some(msg) = unsafe { self.mailbox.pop_user() } {
-            self.system
-                .dead_letter(self.id, self.name.as_deref(), type_name::<A::Msg>());
+            self.system.dead_letter(
+                self.id,
+                self.name.as_deref(),
+                type_name::<A::Msg>(),
+                DeadLetterReason::RecipientStopped,
+            );
             drop(msg);
+        }
+        // Producers waiting for room learn that there will be none.
+        if let Some(bound) = self.mailbox.bound() {
+            bound.wake_all();
         }
     }
 

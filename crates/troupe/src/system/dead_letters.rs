@@ -1,5 +1,5 @@
 //! Dead letters: messages that could not be delivered because their
-//! recipient had stopped. They are counted, logged with `tracing` at debug
+//! recipient had stopped or its bounded mailbox was full. They are counted, logged with `tracing` at debug
 //! level, and handed to listeners (tests use one as a probe).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -7,9 +7,21 @@ use std::sync::{Arc, RwLock};
 
 use crate::actor_ref::ActorId;
 
+/// Why a message was not delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeadLetterReason {
+    /// The recipient had stopped.
+    RecipientStopped,
+    /// The recipient's bounded mailbox was full (its overflow policy dropped
+    /// this message).
+    MailboxFull,
+}
+
 /// One undeliverable message (the message itself has been dropped).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadLetter {
+    /// Why it was not delivered.
+    pub reason: DeadLetterReason,
     /// The actor it was sent to.
     pub recipient: ActorId,
     /// That actor's name, if it had one.
@@ -35,11 +47,13 @@ impl DeadLetters {
         recipient: ActorId,
         name: Option<&str>,
         message_type: &'static str,
+        reason: DeadLetterReason,
     ) {
         let n = self.count.fetch_add(1, Ordering::Relaxed) + 1;
-        tracing::debug!(%recipient, name, message_type, total = n, "dead letter");
+        tracing::debug!(%recipient, name, message_type, ?reason, total = n, "dead letter");
         if self.has_listeners.load(Ordering::Acquire) {
             let letter = DeadLetter {
+                reason,
                 recipient,
                 recipient_name: name.map(str::to_string),
                 message_type,

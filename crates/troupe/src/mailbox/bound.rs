@@ -1,0 +1,172 @@
+//! Bounded mailboxes: a capacity, an overflow policy, and producers that
+//! wait for room.
+//!
+//! # Design
+//!
+//! A bounded mailbox counts its user messages in `len`. A sender *reserves*
+//! a place with a CAS that never takes `len` past `capacity`, then pushes; the
+//! owner releases the place after it pops. Reservation happens before the
+//! push, so the queue never holds more than `capacity` messages (plus, under
+//! [`Overflow::DropOldest`], the newest arrivals that are about to push the
+//! oldest out).
+//!
+//! Producers that wait for room ([`crate::ActorRef::send_blocking`],
+//! [`crate::ActorRef::send`]) register in `waiters` and retry when woken. When
+//! the owner takes a message out and `has_waiters` says anyone waits, it wakes
+//! *every* waiter: a waiter that found room on its own retry leaves a stale
+//! entry behind, and waking only one could wake that stale entry and leave a
+//! real waiter asleep next to a free place. Waiters only exist while
+//! producers outrun the consumer, so the herd is small. Closing the mailbox
+//! wakes them all too (they then fail with `Closed`).
+//!
+//! # No lost wake-up
+//!
+//! A waiter registers (under the mutex, setting `has_waiters`), then retries
+//! its reservation before it sleeps. The owner frees a place (`len`
+//! decrement), then reads `has_waiters`. Both sides use `SeqCst` for these
+//! two steps, so either the waiter's retry sees the free place or the owner
+//! sees the waiter.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::task::Waker;
+use std::thread::Thread;
+
+/// What a bounded mailbox does with a message that finds it full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Overflow {
+    /// Refuse the message: `try_tell` hands it back (`TrySendError::Full`),
+    /// `tell` sends it to dead letters.
+    Fail,
+    /// Drop the new message to dead letters (`try_tell` reports success: the
+    /// policy was applied).
+    DropNewest,
+    /// Accept the new message and drop the oldest queued one to dead letters.
+    DropOldest,
+    /// Like `Fail` for `tell` and `try_tell`; the waiting sends
+    /// (`send_blocking`, `send().await`) wait for room under every policy.
+    Block,
+}
+
+/// Mailbox settings of an actor (see [`crate::Props::mailbox`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum MailboxConfig {
+    /// No limit: `tell` never blocks and never fails (the default).
+    #[default]
+    Unbounded,
+    /// At most `capacity` queued user messages.
+    Bounded {
+        /// The limit (at least 1).
+        capacity: usize,
+        /// What a full mailbox does with one more message.
+        overflow: Overflow,
+    },
+}
+
+impl MailboxConfig {
+    /// A bounded mailbox.
+    pub fn bounded(capacity: usize, overflow: Overflow) -> Self {
+        MailboxConfig::Bounded {
+            capacity: capacity.max(1),
+            overflow,
+        }
+    }
+}
+
+/// A producer waiting for room.
+pub(crate) enum RoomWaiter {
+    Thread(Thread),
+    Task(Waker),
+}
+
+impl RoomWaiter {
+    fn wake(self) {
+        match self {
+            RoomWaiter::Thread(t) => t.unpark(),
+            RoomWaiter::Task(w) => w.wake(),
+        }
+    }
+}
+
+/// The bookkeeping of a bounded mailbox.
+pub(crate) struct Bound {
+    pub(crate) capacity: usize,
+    pub(crate) overflow: Overflow,
+    /// Reserved places: incremented by senders (CAS), decremented by the owner.
+    len: AtomicUsize,
+    /// Whether `waiters` may be non-empty (read by the owner on every pop).
+    has_waiters: AtomicBool,
+    waiters: Mutex<VecDeque<RoomWaiter>>,
+}
+
+impl Bound {
+    pub(crate) fn new(capacity: usize, overflow: Overflow) -> Self {
+        Bound {
+            capacity: capacity.max(1),
+            overflow,
+            len: AtomicUsize::new(0),
+            has_waiters: AtomicBool::new(false),
+            waiters: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// Reserves a place; false if the mailbox is full.
+    pub(crate) fn try_reserve(&self) -> bool {
+        let mut len = self.len.load(Ordering::SeqCst);
+        loop {
+            if len >= self.capacity {
+                return false;
+            }
+            match self
+                .len
+                .compare_exchange_weak(len, len + 1, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => return true,
+                Err(actual) => len = actual,
+            }
+        }
+    }
+
+    /// Takes a place past the capacity (`DropOldest`: the owner trims).
+    pub(crate) fn force_reserve(&self) {
+        self.len.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Whether the queue holds more than the capacity (`DropOldest`).
+    pub(crate) fn over_capacity(&self) -> bool {
+        self.len.load(Ordering::SeqCst) > self.capacity
+    }
+
+    /// Owner: a message left the queue; wake the waiting producers.
+    pub(crate) fn release(&self) {
+        self.len.fetch_sub(1, Ordering::SeqCst);
+        if self.has_waiters.load(Ordering::SeqCst) {
+            self.wake_all();
+        }
+    }
+
+    /// Registers a waiter; the caller must retry its reservation afterwards.
+    pub(crate) fn register(&self, waiter: RoomWaiter) {
+        let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        waiters.push_back(waiter);
+        self.has_waiters.store(true, Ordering::SeqCst);
+    }
+
+    /// Wakes every waiter (on release, and when the mailbox closes).
+    pub(crate) fn wake_all(&self) {
+        let woken: VecDeque<RoomWaiter> = {
+            let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+            self.has_waiters.store(false, Ordering::SeqCst);
+            std::mem::take(&mut *waiters)
+        };
+        for w in woken {
+            w.wake();
+        }
+    }
+
+    /// Queued (reserved) messages, a snapshot.
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+}

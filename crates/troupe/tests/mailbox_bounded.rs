@@ -1,0 +1,232 @@
+//! Bounded mailboxes: each overflow policy (fail, drop newest, drop oldest,
+//! block), producers that wait for room (blocking with a timeout, and async),
+//! and waiting producers released with `Closed` when the actor stops.
+//!
+//! The consumer is held inside a handler on a latch while the test fills its
+//! mailbox, so "full" is a fact, not a race.
+
+#[path = "support/probe.rs"]
+mod probe;
+
+use std::time::{Duration, Instant};
+
+use probe::{system, terminate, Latch, Probe, ProbeRef};
+use troupe::{
+    Actor, ActorRef, ActorSystem, Context, DeadLetterReason, MailboxConfig, Overflow, Props,
+    SendError, TrySendError,
+};
+
+enum Msg {
+    /// Hold the handler until the latch opens.
+    Hold(ProbeRef<()>, Latch),
+    Value(u32),
+}
+
+impl std::fmt::Debug for Msg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Msg::Hold(..) => f.write_str("Hold"),
+            Msg::Value(v) => write!(f, "Value({v})"),
+        }
+    }
+}
+
+/// Reports every value it handles.
+struct Consumer {
+    seen: ProbeRef<u32>,
+}
+
+impl Actor for Consumer {
+    type Msg = Msg;
+
+    fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: Msg) {
+        match msg {
+            Msg::Hold(entered, latch) => {
+                entered.send(());
+                latch.wait();
+            }
+            Msg::Value(v) => self.seen.send(v),
+        }
+    }
+}
+
+fn spawn_held(
+    system: &ActorSystem,
+    capacity: usize,
+    overflow: Overflow,
+) -> (ActorRef<Msg>, Probe<u32>, Latch) {
+    let seen = Probe::new("values handled");
+    let sender = seen.sender();
+    let actor = system
+        .spawn(
+            Props::new(move || Consumer {
+                seen: sender.clone(),
+            })
+            .mailbox(MailboxConfig::bounded(capacity, overflow)),
+        )
+        .unwrap();
+    let entered = Probe::new("handler entered");
+    let latch = Latch::new();
+    actor.tell(Msg::Hold(entered.sender(), latch.clone()));
+    entered.expect();
+    (actor, seen, latch)
+}
+
+fn overflow_letters(system: &ActorSystem) -> Probe<DeadLetterReason> {
+    let letters = Probe::new("dead letters");
+    let sender = letters.sender();
+    system.on_dead_letter(move |letter| sender.send(letter.reason));
+    letters
+}
+
+#[test]
+fn fail_hands_the_message_back_and_tell_dead_letters_it() {
+    let system = system();
+    let letters = overflow_letters(&system);
+    let (actor, seen, latch) = spawn_held(&system, 4, Overflow::Fail);
+    for v in 0..4 {
+        actor.try_tell(Msg::Value(v)).unwrap();
+    }
+    assert_eq!(actor.queued(), Some(4));
+    match actor.try_tell(Msg::Value(4)) {
+        Err(TrySendError::Full(Msg::Value(4))) => {}
+        other => panic!("expected Full(4), got {other:?}"),
+    }
+    actor.tell(Msg::Value(5));
+    assert_eq!(letters.expect(), DeadLetterReason::MailboxFull);
+    latch.open();
+    assert_eq!(seen.expect_n(4), [0, 1, 2, 3]);
+    terminate(&system);
+    assert_eq!(system.dead_letter_count(), 1);
+}
+
+#[test]
+fn drop_newest_keeps_the_first_messages() {
+    let system = system();
+    let (actor, seen, latch) = spawn_held(&system, 3, Overflow::DropNewest);
+    for v in 0..10 {
+        actor.try_tell(Msg::Value(v)).unwrap();
+    }
+    assert_eq!(system.dead_letter_count(), 7);
+    latch.open();
+    assert_eq!(seen.expect_n(3), [0, 1, 2]);
+    terminate(&system);
+    assert_eq!(seen.received(), Vec::<u32>::new());
+}
+
+#[test]
+fn drop_oldest_keeps_the_last_messages() {
+    let system = system();
+    let (actor, seen, latch) = spawn_held(&system, 4, Overflow::DropOldest);
+    for v in 0..10 {
+        actor.tell(Msg::Value(v));
+    }
+    latch.open();
+    assert_eq!(seen.expect_n(4), [6, 7, 8, 9]);
+    terminate(&system);
+    assert_eq!(system.dead_letter_count(), 6);
+    assert_eq!(seen.received(), Vec::<u32>::new());
+}
+
+#[test]
+fn a_blocking_producer_never_exceeds_the_capacity_and_loses_nothing() {
+    let system = system();
+    let seen = Probe::new("values handled");
+    let sender = seen.sender();
+    let actor = system
+        .spawn(
+            Props::new(move || Consumer {
+                seen: sender.clone(),
+            })
+            .mailbox(MailboxConfig::bounded(8, Overflow::Block)),
+        )
+        .unwrap();
+    let producer = {
+        let actor = actor.clone();
+        std::thread::spawn(move || {
+            let mut most = 0;
+            for v in 0..20_000 {
+                actor
+                    .send_blocking(Msg::Value(v), Duration::from_secs(10))
+                    .unwrap();
+                most = most.max(actor.queued().unwrap());
+            }
+            most
+        })
+    };
+    let values = seen.expect_n(20_000);
+    assert!(values.iter().copied().eq(0..20_000), "lost or reordered");
+    let most = producer.join().unwrap();
+    assert!(most <= 8, "the mailbox held {most} messages");
+    terminate(&system);
+    assert_eq!(system.dead_letter_count(), 0);
+}
+
+#[test]
+fn a_blocking_send_times_out_when_no_room_comes() {
+    let system = system();
+    let (actor, seen, latch) = spawn_held(&system, 2, Overflow::Block);
+    actor.tell(Msg::Value(0));
+    actor.tell(Msg::Value(1));
+    let started = Instant::now();
+    let result = actor.send_blocking(Msg::Value(2), Duration::from_millis(50));
+    assert!(matches!(result, Err(SendError::Timeout(Msg::Value(2)))));
+    assert!(started.elapsed() >= Duration::from_millis(50));
+    latch.open();
+    assert_eq!(seen.expect_n(2), [0, 1]);
+    terminate(&system);
+}
+
+#[test]
+fn a_waiting_producer_is_released_with_closed_when_the_actor_stops() {
+    let system = system();
+    let (actor, _seen, latch) = spawn_held(&system, 1, Overflow::Block);
+    actor.tell(Msg::Value(0));
+    let waiting = Probe::new("producer waiting");
+    let producer = {
+        let actor = actor.clone();
+        let waiting = waiting.sender();
+        std::thread::spawn(move || {
+            waiting.send(());
+            actor.send_blocking(Msg::Value(1), Duration::from_secs(30))
+        })
+    };
+    waiting.expect();
+    system.stop(&actor);
+    latch.open();
+    let result = producer.join().unwrap();
+    // The stop may come before or after the producer's message found room;
+    // either way the producer is not left waiting for the full 30 s.
+    match result {
+        Err(SendError::Closed(Msg::Value(1))) | Ok(()) => {}
+        Err(e) => panic!("unexpected: {e}"),
+    }
+    terminate(&system);
+}
+
+#[test]
+fn async_sends_wait_for_room() {
+    let system = system();
+    let seen = Probe::new("values handled");
+    let sender = seen.sender();
+    let actor = system
+        .spawn(
+            Props::new(move || Consumer {
+                seen: sender.clone(),
+            })
+            .mailbox(MailboxConfig::bounded(4, Overflow::Block)),
+        )
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        for v in 0..2_000 {
+            actor.send(Msg::Value(v)).await.unwrap();
+            assert!(actor.queued().unwrap() <= 4);
+        }
+    });
+    let values = seen.expect_n(2_000);
+    assert!(values.iter().copied().eq(0..2_000));
+    terminate(&system);
+}
