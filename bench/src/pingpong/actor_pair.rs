@@ -4,7 +4,9 @@
 //! The pinger sends `Ping(i)`, the ponger answers `Pong(i)`, and the pinger
 //! sends the next ping until `repetitions` round trips are done, then reports
 //! on a channel. Each actor counts what it received and checks the sequence
-//! numbers, so a lost, duplicated or reordered message fails the row.
+//! numbers, so a lost, duplicated or reordered message fails the row. The
+//! ponger learns the pinger's address once per game, so a hop carries a plain
+//! number (as the busy-spin baseline does) and no reference-count traffic.
 
 use std::sync::mpsc;
 use std::time::Duration;
@@ -47,7 +49,9 @@ enum Msg {
         n: u64,
         done: mpsc::Sender<u64>,
     },
-    Ping(u64, ActorRef<Msg>),
+    /// Tells the ponger whom to answer.
+    Hello(ActorRef<Msg>),
+    Ping(u64),
     Pong(u64),
 }
 
@@ -69,15 +73,20 @@ impl Actor for Player {
                 self.target = n;
                 self.received = 0;
                 self.done = Some(done);
-                peer.tell(Msg::Ping(1, ctx.myself()));
+                peer.tell(Msg::Hello(ctx.myself()));
+                peer.tell(Msg::Ping(1));
                 self.peer = Some(peer);
             }
-            Msg::Ping(i, from) => {
+            Msg::Hello(pinger) => {
+                self.received = 0;
+                self.peer = Some(pinger);
+            }
+            Msg::Ping(i) => {
                 self.received += 1;
                 if i != self.received && self.fault.is_none() {
                     self.fault = Some(format!("ping {i} arrived as number {}", self.received));
                 }
-                from.tell(Msg::Pong(i));
+                self.peer.as_ref().expect("said hello").tell(Msg::Pong(i));
             }
             Msg::Pong(i) => {
                 self.received += 1;
@@ -85,11 +94,7 @@ impl Actor for Player {
                     self.fault = Some(format!("pong {i} arrived as number {}", self.received));
                 }
                 if i < self.target && self.fault.is_none() {
-                    let me = ctx.myself();
-                    self.peer
-                        .as_ref()
-                        .expect("served")
-                        .tell(Msg::Ping(i + 1, me));
+                    self.peer.as_ref().expect("served").tell(Msg::Ping(i + 1));
                 } else if let Some(done) = self.done.take() {
                     let _ = done.send(if self.fault.is_some() {
                         0
