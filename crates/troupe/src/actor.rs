@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::actor_ref::{ActorId, ActorRef};
+use crate::cell::timers::Timers;
 use crate::cell::{ActorCell, Book};
 use crate::props::Props;
 use crate::supervision::{Directive, Failure};
@@ -78,6 +79,9 @@ pub enum Signal {
     /// An actor this one watches has stopped. Delivered exactly once per
     /// `watch`, unless `unwatch` came first.
     Terminated(ActorId),
+    /// No user message arrived for the receive timeout
+    /// (see [`Context::set_receive_timeout`]).
+    ReceiveTimeout,
     /// A child failed and its supervisor strategy applied `directive`.
     ChildFailed {
         /// The child.
@@ -139,6 +143,22 @@ impl<A: Actor> Context<'_, A> {
     /// it stops (at once if it already has).
     pub fn watch<M: Send + 'static>(&mut self, other: &ActorRef<M>) {
         crate::cell::watch(self.cell, self.book, other.cell.clone());
+    }
+
+    /// This actor's timers: messages to itself, once or periodically, keyed
+    /// and cancelled automatically when the actor stops or restarts.
+    pub fn timers(&mut self) -> Timers<'_, A> {
+        Timers {
+            cell: self.cell,
+            book: self.book,
+        }
+    }
+
+    /// Delivers [`Signal::ReceiveTimeout`] when no user message has arrived
+    /// for `timeout` (and again after each further `timeout` of silence);
+    /// `None` turns it off. Cleared on restart.
+    pub fn set_receive_timeout(&mut self, timeout: Option<std::time::Duration>) {
+        self.cell.set_receive_timeout(self.book, timeout);
     }
 
     /// Stops watching `other`; no `Terminated` for it is delivered afterwards.

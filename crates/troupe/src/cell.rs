@@ -51,6 +51,7 @@ use crate::supervision::{Directive, Failure, SupervisorStrategy};
 use crate::system::{validate_name, DeadLetterReason, SpawnError, SystemInner};
 
 mod lifecycle;
+pub(crate) mod timers;
 
 /// Lifecycle traffic, carried on the system lane.
 pub(crate) enum SystemMsg {
@@ -72,6 +73,14 @@ pub(crate) enum SystemMsg {
     },
     /// The restart backoff delay has passed.
     Recreate,
+    /// A per-actor timer came due (see `cell/timers.rs`).
+    Timer {
+        key: &'static str,
+        generation: u64,
+        msg: Box<dyn std::any::Any + Send>,
+    },
+    /// The receive-timeout check came due.
+    ReceiveTimeout { generation: u64 },
 }
 
 /// A cell with its actor type erased: what parents, watchers and
@@ -187,12 +196,19 @@ struct Links {
     deferred: Vec<Signal>,
     /// Restarts in the supervisor strategy's current window.
     restarts: Option<RestartWindow>,
+    /// Per-actor timers by key, and the generation counter they share with
+    /// the receive timeout.
+    timers: HashMap<&'static str, timers::TimerSlot>,
+    next_timer_generation: u64,
+    receive_timeout: Option<timers::ReceiveTimeout>,
 }
 
 /// The actor's bookkeeping, owned by the mailbox owner.
 pub(crate) struct Book {
     /// Set by `Context::stop`, acted on after the handler returns.
     pub(crate) stop_requested: bool,
+    /// Whether a receive timeout is set (spares the hot path a lookup).
+    has_receive_timeout: bool,
     phase: Phase,
     links: Option<Box<Links>>,
 }
@@ -285,6 +301,7 @@ impl<A: Actor> ActorCell<A> {
                     .unwrap_or_else(SupervisorStrategy::shared_default),
                 book: Book {
                     stop_requested: false,
+                    has_receive_timeout: false,
                     phase: Phase::Starting,
                     links: None,
                 },
@@ -316,6 +333,7 @@ impl<A: Actor> ActorCell<A> {
     }
 
     fn invoke(self: &Arc<Self>, run: &mut RunState<A>, msg: A::Msg) {
+        Self::touch_receive_timeout(&mut run.book);
         if let Err(failure) = self.call(run, |a, ctx| a.receive(ctx, msg)) {
             self.fail(run, failure);
         }

@@ -50,6 +50,7 @@ pub mod system;
 pub use actor::{Actor, Context, Signal};
 pub use actor_ref::{ActorId, ActorRef, SendError, SendFuture, TrySendError};
 pub use ask::{Ask, AskError, ReplyTo};
+pub use cell::timers::Timers;
 pub use mailbox::bound::{MailboxConfig, Overflow};
 pub use props::Props;
 pub use scheduler::{Cancellable, Scheduler};

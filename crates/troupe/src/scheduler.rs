@@ -126,22 +126,133 @@ impl Scheduler {
         deadline: Instant,
         action: impl FnOnce() + Send + 'static,
     ) -> Cancellable {
-        let cancelled = Arc::new(AtomicBool::new(false));
+        let handle = Cancellable {
+            cancelled: Arc::new(AtomicBool::new(false)),
+        };
+        self.insert(deadline, &handle, Box::new(action));
+        handle
+    }
+
+    /// Queues `action` at `deadline` under an existing handle (repeating
+    /// entries share one handle across their repetitions).
+    fn insert(&self, deadline: Instant, handle: &Cancellable, action: Action) {
         let mut queue = self.inner.queue.lock().unwrap_or_else(|e| e.into_inner());
+        if queue.shutdown {
+            return;
+        }
         let seq = queue.next_seq;
         queue.next_seq += 1;
         let earliest = queue.heap.peek().is_none_or(|top| deadline < top.deadline);
         queue.heap.push(Entry {
             deadline,
             seq,
-            cancelled: cancelled.clone(),
-            action: Box::new(action),
+            cancelled: handle.cancelled.clone(),
+            action,
         });
         drop(queue);
         if earliest {
             self.inner.wake.notify_one();
         }
-        Cancellable { cancelled }
+    }
+
+    /// Runs `fire` at `first`, then every `period`: measured from the previous
+    /// deadline (`fixed_rate`, catching up after a delay) or from the time the
+    /// previous firing ran. `fire` returns false to stop repeating.
+    fn repeat(
+        &self,
+        first: Instant,
+        period: Duration,
+        fixed_rate: bool,
+        handle: Cancellable,
+        fire: Arc<dyn Fn() -> bool + Send + Sync>,
+    ) {
+        let scheduler = self.clone();
+        let next_handle = handle.clone();
+        let action = move || {
+            if !fire() || next_handle.is_cancelled() {
+                return;
+            }
+            let next = if fixed_rate {
+                first + period
+            } else {
+                Instant::now() + period
+            };
+            scheduler.repeat(next, period, fixed_rate, next_handle, fire);
+        };
+        self.insert(first, &handle, Box::new(action));
+    }
+
+    /// Runs `fire` at `first` and then every `period` (fixed rate) until it
+    /// returns false or the handle is cancelled.
+    pub(crate) fn every(
+        &self,
+        first: Instant,
+        period: Duration,
+        fire: Arc<dyn Fn() -> bool + Send + Sync>,
+    ) -> Cancellable {
+        let handle = Cancellable {
+            cancelled: Arc::new(AtomicBool::new(false)),
+        };
+        let period = period.max(Duration::from_micros(1));
+        self.repeat(first, period, true, handle.clone(), fire);
+        handle
+    }
+
+    /// Delivers a clone of `msg` to `target` after `initial`, then every
+    /// `interval` after the previous *deadline* (late firings catch up).
+    /// Stops when cancelled or when the target has stopped.
+    pub fn schedule_at_fixed_rate<M: Clone + Send + Sync + 'static>(
+        &self,
+        initial: Duration,
+        interval: Duration,
+        target: &ActorRef<M>,
+        msg: M,
+    ) -> Cancellable {
+        self.schedule_repeating(initial, interval, true, target, msg)
+    }
+
+    /// Delivers a clone of `msg` to `target` after `initial`, then `delay`
+    /// after each previous *delivery*. Stops when cancelled or when the
+    /// target has stopped.
+    pub fn schedule_with_fixed_delay<M: Clone + Send + Sync + 'static>(
+        &self,
+        initial: Duration,
+        delay: Duration,
+        target: &ActorRef<M>,
+        msg: M,
+    ) -> Cancellable {
+        self.schedule_repeating(initial, delay, false, target, msg)
+    }
+
+    fn schedule_repeating<M: Clone + Send + Sync + 'static>(
+        &self,
+        initial: Duration,
+        period: Duration,
+        fixed_rate: bool,
+        target: &ActorRef<M>,
+        msg: M,
+    ) -> Cancellable {
+        let handle = Cancellable {
+            cancelled: Arc::new(AtomicBool::new(false)),
+        };
+        let target = target.clone();
+        // A zero period would fire in a busy loop; one tick of the clock is
+        // the least that makes sense.
+        let period = period.max(Duration::from_micros(1));
+        self.repeat(
+            Instant::now() + initial,
+            period,
+            fixed_rate,
+            handle.clone(),
+            Arc::new(move || {
+                if target.is_terminated() {
+                    return false;
+                }
+                target.tell(msg.clone());
+                true
+            }),
+        );
+        handle
     }
 
     /// Delivers `msg` to `target` after `delay`, through the ordinary `tell`

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{
-    send_system, ActorCell, After, Cell, Parent, Phase, RestartWindow, RunState, SystemMsg,
+    send_system, timers, ActorCell, After, Cell, Parent, Phase, RestartWindow, RunState, SystemMsg,
 };
 use crate::actor::{Actor, Signal};
 use crate::supervision::{Directive, Failure};
@@ -63,6 +63,7 @@ impl<A: Actor> ActorCell<A> {
                     tracing::error!(actor = %self, "before_restart panicked: {}", again.message);
                 }
                 run.actor = None;
+                timers::cancel_all(&mut run.book);
                 run.book.phase = Phase::Terminating(After::Restart(Box::new(failure.clone())));
                 self.stop_children(run);
                 self.children_gone(run);
@@ -184,6 +185,7 @@ impl<A: Actor> ActorCell<A> {
         }
         run.actor = None;
         run.factory = None;
+        timers::cancel_all(&mut run.book);
         let keep_alive: Arc<dyn Cell> = self.clone();
         run.book.phase = Phase::Stopped(Some(Box::new(keep_alive)));
         self.mailbox.state.close();
@@ -295,6 +297,25 @@ impl<A: Actor> ActorCell<A> {
                         message: format!("child {child} escalated: {message}"),
                     };
                     self.fail(run, failure);
+                }
+            }
+            SystemMsg::Timer {
+                key,
+                generation,
+                msg,
+            } => {
+                if matches!(run.book.phase, Phase::Running)
+                    && timers::take_if_current(&mut run.book, key, generation)
+                {
+                    match msg.downcast::<A::Msg>() {
+                        Ok(msg) => self.invoke(run, *msg),
+                        Err(_) => unreachable!("a timer carries its actor's message type"),
+                    }
+                }
+            }
+            SystemMsg::ReceiveTimeout { generation } => {
+                if self.receive_timeout_due(&mut run.book, generation) {
+                    self.signal(run, Signal::ReceiveTimeout);
                 }
             }
             SystemMsg::Recreate => {
