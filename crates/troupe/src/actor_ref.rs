@@ -125,10 +125,13 @@ impl<M: Send + 'static> ActorRef<M> {
         }
     }
 
-    /// Messages queued in a bounded mailbox (a snapshot); `None` for an
-    /// unbounded one, which does not count.
-    pub fn queued(&self) -> Option<usize> {
-        self.cell.bound().map(|b| b.len())
+    /// About how many user messages wait in the mailbox: a snapshot (exact
+    /// for a bounded mailbox, an estimate while an unbounded one is busy).
+    pub fn queued(&self) -> usize {
+        match self.cell.bound() {
+            Some(bound) => bound.len(),
+            None => self.cell.len_hint(),
+        }
     }
 
     /// Sends the message built by `make` around a fresh reply handle, and

@@ -104,6 +104,8 @@ pub(crate) trait TypedCell<M>: Cell {
     fn bound(&self) -> Option<&Bound>;
     /// Drops an undeliverable message, recording it as a dead letter.
     fn dead_letter(&self, msg: M, reason: DeadLetterReason);
+    /// About how many user messages are queued.
+    fn len_hint(&self) -> usize;
 }
 
 /// Sends a system message and acts on the mailbox's answer.
@@ -455,6 +457,10 @@ impl<A: Actor> TypedCell<A::Msg> for ActorCell<A> {
 
     fn bound(&self) -> Option<&Bound> {
         self.mailbox.bound()
+    }
+
+    fn len_hint(&self) -> usize {
+        self.mailbox.len_hint()
     }
 
     fn dead_letter(&self, msg: A::Msg, reason: DeadLetterReason) {

@@ -42,6 +42,7 @@ mod cell;
 mod dispatch;
 pub mod mailbox;
 pub mod props;
+pub mod router;
 pub mod scheduler;
 pub mod supervision;
 mod sync;
@@ -53,6 +54,7 @@ pub use ask::{Ask, AskError, ReplyTo};
 pub use cell::timers::Timers;
 pub use mailbox::bound::{MailboxConfig, Overflow};
 pub use props::Props;
+pub use router::{Router, Routing};
 pub use scheduler::{Cancellable, Scheduler};
 pub use supervision::{Directive, Failure, SupervisorStrategy};
 pub use system::{

@@ -156,6 +156,11 @@ impl<M, S> Mailbox<M, S> {
         }
     }
 
+    /// About how many user messages are queued (any thread; a snapshot).
+    pub(crate) fn len_hint(&self) -> usize {
+        self.user.len_hint()
+    }
+
     /// Owner only: whether the user queue looks empty.
     ///
     /// # Safety

@@ -35,6 +35,7 @@
 //! | `tail_block` | the first producer and block installers | producers          |
 //! | `first_block`| the first producer (once)               | consumer (once)    |
 //! | `head`       | consumer only                           | consumer only      |
+//! | `consumed`   | consumer (relaxed, after each pop)      | anyone (estimates) |
 //! | slot `value` | its claiming producer, then consumer    | consumer           |
 //! | slot `ready` | its claiming producer (release)         | consumer (acquire) |
 //! | block `next` | the installer of the next block         | consumer           |
@@ -99,6 +100,9 @@ struct Head<T> {
 /// Unbounded MPSC FIFO of `T` (segmented; see the module header).
 pub(crate) struct SegQueue<T> {
     tail_pos: AtomicUsize,
+    /// The consumer's position, published (relaxed) after each pop so that
+    /// anyone can estimate the length; never used for synchronisation.
+    consumed: AtomicUsize,
     tail_block: AtomicPtr<Block<T>>,
     first_block: AtomicPtr<Block<T>>,
     head: UnsafeCell<Head<T>>,
@@ -117,6 +121,7 @@ impl<T> SegQueue<T> {
     pub(crate) fn new() -> Self {
         SegQueue {
             tail_pos: AtomicUsize::new(0),
+            consumed: AtomicUsize::new(0),
             tail_block: AtomicPtr::new(ptr::null_mut()),
             first_block: AtomicPtr::new(ptr::null_mut()),
             head: UnsafeCell::new(Head {
@@ -233,14 +238,25 @@ impl<T> SegQueue<T> {
                 debug_assert!(!next.is_null());
                 let old = head.block;
                 head.block = next;
-                head.pos += 1; // skip the sentinel position
-                               // SAFETY: every slot of `old` has been read, so no producer
-                               // still touches it (see the module's lifetime rule), and the tail
-                               // has moved on to `next`; it came from `Box::into_raw`.
+                // Skip the sentinel position.
+                head.pos += 1;
+                // SAFETY: every slot of `old` has been read, so no producer
+                // still touches it (see the module's lifetime rule), and the
+                // tail has moved on to `next`; it came from `Box::into_raw`.
                 drop(unsafe { Box::from_raw(old) });
             }
+            self.consumed.store(head.pos, Ordering::Relaxed);
             Some(value)
         })
+    }
+
+    /// About how many messages are queued (claimed, not yet popped): a
+    /// snapshot for load balancing, exact when nothing moves. Any thread.
+    pub(crate) fn len_hint(&self) -> usize {
+        let slots = |pos: usize| pos - pos / LAP;
+        let tail = slots(self.tail_pos.load(Ordering::Relaxed));
+        let head = slots(self.consumed.load(Ordering::Relaxed));
+        tail.saturating_sub(head)
     }
 
     /// Whether the consumer would find nothing to pop right now.
@@ -303,9 +319,11 @@ mod tests {
         for i in 0..1000 {
             q.push(i);
         }
+        assert_eq!(q.len_hint(), 1000);
         for i in 0..1000 {
             // SAFETY: this test is the only consumer.
             assert_eq!(unsafe { q.pop() }, Some(i));
+            assert_eq!(q.len_hint(), 999 - i);
         }
         // SAFETY: this test is the only consumer.
         assert!(unsafe { q.is_empty() });
