@@ -50,11 +50,11 @@ impl Actor for Consumer {
     }
 }
 
-fn spawn_held(
+fn spawn_consumer(
     system: &ActorSystem,
     capacity: usize,
     overflow: Overflow,
-) -> (ActorRef<Msg>, Probe<u32>, Latch) {
+) -> (ActorRef<Msg>, Probe<u32>) {
     let seen = Probe::new("values handled");
     let sender = seen.sender();
     let actor = system
@@ -65,6 +65,16 @@ fn spawn_held(
             .mailbox(MailboxConfig::bounded(capacity, overflow)),
         )
         .unwrap();
+    (actor, seen)
+}
+
+/// A consumer held inside a handler, so its mailbox fills up.
+fn spawn_held(
+    system: &ActorSystem,
+    capacity: usize,
+    overflow: Overflow,
+) -> (ActorRef<Msg>, Probe<u32>, Latch) {
+    let (actor, seen) = spawn_consumer(system, capacity, overflow);
     let entered = Probe::new("handler entered");
     let latch = Latch::new();
     actor.tell(Msg::Hold(entered.sender(), latch.clone()));
@@ -131,16 +141,7 @@ fn drop_oldest_keeps_the_last_messages() {
 #[test]
 fn a_blocking_producer_never_exceeds_the_capacity_and_loses_nothing() {
     let system = system();
-    let seen = Probe::new("values handled");
-    let sender = seen.sender();
-    let actor = system
-        .spawn(
-            Props::new(move || Consumer {
-                seen: sender.clone(),
-            })
-            .mailbox(MailboxConfig::bounded(8, Overflow::Block)),
-        )
-        .unwrap();
+    let (actor, seen) = spawn_consumer(&system, 8, Overflow::Block);
     let producer = {
         let actor = actor.clone();
         std::thread::spawn(move || {
@@ -207,16 +208,7 @@ fn a_waiting_producer_is_released_with_closed_when_the_actor_stops() {
 #[test]
 fn async_sends_wait_for_room() {
     let system = system();
-    let seen = Probe::new("values handled");
-    let sender = seen.sender();
-    let actor = system
-        .spawn(
-            Props::new(move || Consumer {
-                seen: sender.clone(),
-            })
-            .mailbox(MailboxConfig::bounded(4, Overflow::Block)),
-        )
-        .unwrap();
+    let (actor, seen) = spawn_consumer(&system, 4, Overflow::Block);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();

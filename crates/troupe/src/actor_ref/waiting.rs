@@ -77,25 +77,11 @@ impl<M: Send + 'static> ActorRef<M> {
         let deadline = Instant::now() + timeout;
         let mut msg = msg;
         loop {
-            if self.cell.is_closed() {
-                return Err(SendError::Closed(msg));
-            }
-            msg = match offer(&self.cell, msg) {
-                Ok(()) => return Ok(()),
-                Err(m) => m,
+            msg = match attempt(self, msg, || RoomWaiter::Thread(thread::current())) {
+                Attempt::Sent => return Ok(()),
+                Attempt::Closed(m) => return Err(SendError::Closed(m)),
+                Attempt::Full(m) => m,
             };
-            let bound = self
-                .cell
-                .bound()
-                .expect("only a bounded mailbox is ever full");
-            bound.register(RoomWaiter::Thread(thread::current()));
-            msg = match offer(&self.cell, msg) {
-                Ok(()) => return Ok(()),
-                Err(m) => m,
-            };
-            if self.cell.is_closed() {
-                return Err(SendError::Closed(msg));
-            }
             let now = Instant::now();
             if now >= deadline {
                 return Err(SendError::Timeout(msg));
@@ -128,28 +114,51 @@ impl<M: Send + 'static> Future for SendFuture<'_, M> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let cell = &this.target.cell;
         let msg = this
             .msg
             .take()
             .expect("a SendFuture is not polled after completion");
-        if cell.is_closed() {
-            return Poll::Ready(Err(SendError::Closed(msg)));
+        match attempt(this.target, msg, || RoomWaiter::Task(cx.waker().clone())) {
+            Attempt::Sent => Poll::Ready(Ok(())),
+            Attempt::Closed(m) => Poll::Ready(Err(SendError::Closed(m))),
+            Attempt::Full(m) => {
+                this.msg = Some(m);
+                Poll::Pending
+            }
         }
-        let msg = match offer(cell, msg) {
-            Ok(()) => return Poll::Ready(Ok(())),
-            Err(m) => m,
-        };
-        let bound = cell.bound().expect("only a bounded mailbox is ever full");
-        bound.register(RoomWaiter::Task(cx.waker().clone()));
-        let msg = match offer(cell, msg) {
-            Ok(()) => return Poll::Ready(Ok(())),
-            Err(m) => m,
-        };
-        if cell.is_closed() {
-            return Poll::Ready(Err(SendError::Closed(msg)));
-        }
-        this.msg = Some(msg);
-        Poll::Pending
     }
+}
+
+enum Attempt<M> {
+    Sent,
+    Closed(M),
+    /// Still full; the caller is registered as a waiter and may sleep.
+    Full(M),
+}
+
+/// One try of a waiting send: offer; if the mailbox is full, register as a
+/// waiter and offer once more (so a place freed in between is not missed).
+fn attempt<M: Send + 'static>(
+    target: &ActorRef<M>,
+    msg: M,
+    waiter: impl FnOnce() -> RoomWaiter,
+) -> Attempt<M> {
+    let cell = &target.cell;
+    if cell.is_closed() {
+        return Attempt::Closed(msg);
+    }
+    let msg = match offer(cell, msg) {
+        Ok(()) => return Attempt::Sent,
+        Err(m) => m,
+    };
+    let bound = cell.bound().expect("only a bounded mailbox is ever full");
+    bound.register(waiter());
+    let msg = match offer(cell, msg) {
+        Ok(()) => return Attempt::Sent,
+        Err(m) => m,
+    };
+    if cell.is_closed() {
+        return Attempt::Closed(msg);
+    }
+    Attempt::Full(msg)
 }
