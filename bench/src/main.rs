@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 mod baselines;
+mod delayed;
 mod micro;
 mod pingpong;
 mod progress;
@@ -49,6 +50,28 @@ enum Command {
     Micro {
         #[command(flatten)]
         common: CommonArgs,
+    },
+    /// Delayed messages (seed 004): jobs answered by replies scheduled one second later.
+    Delayed {
+        #[command(flatten)]
+        common: CommonArgs,
+        /// Jobs per run (default 1,000,000; `--full`: 10,000,000).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        jobs: Option<u64>,
+    },
+    /// Internal: one run of the delayed experiment in a fresh process; prints JSON.
+    #[command(hide = true)]
+    DelayedProbe {
+        #[arg(long)]
+        variant: String,
+        #[arg(long)]
+        jobs: u64,
+        #[arg(long)]
+        workers: usize,
+        #[arg(long)]
+        capacity: usize,
+        #[arg(long)]
+        delay_ms: u64,
     },
     /// Internal: measures one spawn run in a fresh process and prints JSON.
     #[command(hide = true)]
@@ -130,6 +153,31 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
             let rows = run_pingpong(&sizes, &common.options())?;
             (common, rows)
         }
+        Command::Delayed { common, jobs } => {
+            let mut sizes = delayed::Sizes::for_scale(common.scale());
+            if let Some(jobs) = jobs {
+                sizes.jobs = jobs;
+            }
+            let rows = run_delayed(&sizes, &common.options())?;
+            (common, rows)
+        }
+        Command::DelayedProbe {
+            variant,
+            jobs,
+            workers,
+            capacity,
+            delay_ms,
+        } => {
+            let sizes = delayed::Sizes {
+                jobs,
+                workers,
+                capacity,
+                delay: std::time::Duration::from_millis(delay_ms),
+            };
+            let outcome = delayed::probe::run_here(&variant, &sizes)?;
+            println!("{}", serde_json::to_string(&outcome)?);
+            return Ok(());
+        }
         Command::SpawnProbe { actors } => {
             let probe = micro::spawn_probe(actors)?;
             println!("{}", serde_json::to_string(&probe)?);
@@ -144,6 +192,10 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
             let mut rows = run_pingpong(&sizes, &common.options())?;
             rows.extend(run_micro(
                 &micro::Sizes::for_scale(common.scale()),
+                &common.options(),
+            )?);
+            rows.extend(run_delayed(
+                &delayed::Sizes::for_scale(common.scale()),
                 &common.options(),
             )?);
             (common, rows)
@@ -185,6 +237,16 @@ fn run_micro(sizes: &micro::Sizes, options: &RunOptions) -> Result<Vec<Row>, Box
     if !rows.is_empty() {
         report::print_table(micro::EXPERIMENT, &rows);
         micro::print_extras(&rows);
+    }
+    Ok(rows)
+}
+
+/// Runs the delayed-messages experiment and prints its table and figures.
+fn run_delayed(sizes: &delayed::Sizes, options: &RunOptions) -> Result<Vec<Row>, Box<dyn Error>> {
+    let rows = delayed::run(sizes, options)?;
+    if !rows.is_empty() {
+        report::print_table(delayed::EXPERIMENT, &rows);
+        delayed::print_extras(&rows);
     }
     Ok(rows)
 }

@@ -90,7 +90,7 @@ impl WorkloadError {
 
     /// Prefixes the message with where it happened (experiment, row, run), so
     /// that a failure in a long sweep names the row that broke.
-    fn context(self, context: &str) -> Self {
+    pub fn context(self, context: &str) -> Self {
         WorkloadError {
             message: format!("{context}: {}", self.message),
         }

@@ -20,9 +20,10 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::actor::Actor;
-use crate::actor_ref::ActorRef;
+use crate::actor_ref::{ActorRef, SendError};
 use crate::props::Props;
 use crate::system::{ActorSystem, SpawnError};
 
@@ -211,6 +212,27 @@ impl<M: Send + 'static> Router<M> {
                 inner.routees[i].tell(msg);
             }
             _ => inner.routees[self.pick()].tell(msg),
+        }
+    }
+
+    /// Routes `msg` like [`tell`](Self::tell), but waits up to `timeout` for
+    /// room if the chosen routee's bounded mailbox is full (broadcast: waits
+    /// for each routee in turn).
+    pub fn send_blocking(&self, msg: M, timeout: Duration) -> Result<(), SendError<M>> {
+        let inner = &*self.inner;
+        match &inner.routing {
+            Routing::Broadcast(clone) => {
+                let (last, rest) = inner.routees.split_last().expect("non-empty");
+                for r in rest {
+                    r.send_blocking(clone(&msg), timeout)?;
+                }
+                last.send_blocking(msg, timeout)
+            }
+            Routing::ConsistentHashing(key) => {
+                let i = ring_lookup(&inner.ring, key(&msg));
+                inner.routees[i].send_blocking(msg, timeout)
+            }
+            _ => inner.routees[self.pick()].send_blocking(msg, timeout),
         }
     }
 

@@ -1,0 +1,157 @@
+//! The delayed-messages experiment (seed 004, `EXPERIMENTS.md` section 5):
+//! N jobs go to a round-robin pool of workers; each worker answers its job
+//! with a reply to a manager scheduled one second later (the scheduler, not
+//! a sleeping thread); the manager counts completions, reports progress
+//! every 5%, and the run reports the total time, completions per second, how
+//! late the replies arrived, and memory.
+//!
+//! Every row runs in a fresh child process (the hidden `delayed-probe`
+//! subcommand) so that its peak resident memory is its own and not the
+//! leftovers of earlier rows. Rows:
+//!
+//! - `actor`: troupe; worker mailboxes are bounded and the producer waits for
+//!   room, so a producer faster than the workers is slowed down.
+//! - `tokio-sleep`: the baseline without actors, a tokio task per job that
+//!   sleeps for the delay and then sends its completion over a channel.
+//!
+//! A sampler thread records, every 50 ms, jobs sent, jobs completed and
+//! resident memory: the memory-over-time series, and bytes per in-flight job
+//! (resident growth over the start, divided by jobs in flight, at the
+//! sample with the most jobs in flight).
+
+pub mod probe;
+
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use crate::report::Row;
+use crate::runner::{summarize, Measurement, RunOptions, Sample, Scale, WorkloadError};
+
+/// The experiment's name in tables and JSON.
+pub const EXPERIMENT: &str = "delayed";
+
+/// Parameters of a run.
+#[derive(Clone, Copy, Debug)]
+pub struct Sizes {
+    /// Jobs per run.
+    pub jobs: u64,
+    /// Workers in the pool.
+    pub workers: usize,
+    /// Capacity of each worker's mailbox.
+    pub capacity: usize,
+    /// The delay of each reply.
+    pub delay: Duration,
+}
+
+impl Sizes {
+    /// The sizes for a scale; `Full` is the post's ten million jobs.
+    pub fn for_scale(scale: Scale) -> Self {
+        let jobs = match scale {
+            Scale::Quick => 100_000,
+            Scale::Default => 1_000_000,
+            Scale::Full => 10_000_000,
+        };
+        Sizes {
+            jobs,
+            workers: 8,
+            capacity: 1_000,
+            delay: Duration::from_secs(1),
+        }
+    }
+}
+
+/// The rows, in the order they run.
+pub const VARIANTS: [&str; 2] = ["actor", "tokio-sleep"];
+
+/// Runs each variant `1 + repeats` times (one warm-up) in child processes
+/// and returns one row per variant.
+pub fn run(sizes: &Sizes, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+    let mut rows = Vec::new();
+    for variant in VARIANTS {
+        if options
+            .filter
+            .as_deref()
+            .is_some_and(|f| !variant.contains(f))
+        {
+            continue;
+        }
+        let mut outcomes = Vec::new();
+        for run in 0..=options.repeats {
+            let label = if run == 0 {
+                "warm-up".to_string()
+            } else {
+                format!("run {run}/{}", options.repeats)
+            };
+            eprintln!("delayed/{variant}: {label}, {} jobs", sizes.jobs);
+            let outcome = probe::run_child(variant, sizes)
+                .map_err(|e| e.context(&format!("{EXPERIMENT}/{variant}: {label}")))?;
+            outcomes.push(outcome);
+        }
+        rows.push(row(variant, sizes, &outcomes));
+    }
+    Ok(rows)
+}
+
+/// Summarises a variant's runs (the first is the warm-up) into a row.
+fn row(variant: &str, sizes: &Sizes, outcomes: &[probe::Outcome]) -> Row {
+    let sample = |o: &probe::Outcome| Sample {
+        msgs: o.jobs,
+        elapsed: Duration::from_secs_f64(o.total_s),
+    };
+    let measurement = Measurement {
+        warmup: sample(&outcomes[0]),
+        samples: outcomes[1..].iter().map(sample).collect(),
+    };
+    let measured = &outcomes[1..];
+    let median = |f: fn(&probe::Outcome) -> f64| {
+        let values: Vec<f64> = measured.iter().map(f).collect();
+        summarize(&values).map_or(f64::NAN, |s| s.median)
+    };
+    let mut params = Map::new();
+    params.insert("jobs".into(), json!(sizes.jobs));
+    params.insert("workers".into(), json!(sizes.workers));
+    params.insert("mailbox_capacity".into(), json!(sizes.capacity));
+    params.insert("delay_ms".into(), json!(sizes.delay.as_millis() as u64));
+    params.insert("total_s".into(), json!(median(|o| o.total_s)));
+    params.insert(
+        "completions_per_s".into(),
+        json!(median(|o| o.jobs as f64 / o.total_s)),
+    );
+    params.insert("late_p50_ms".into(), json!(median(|o| o.late_p50_ms)));
+    params.insert("late_p99_ms".into(), json!(median(|o| o.late_p99_ms)));
+    params.insert("late_max_ms".into(), json!(median(|o| o.late_max_ms)));
+    params.insert("peak_rss_mb".into(), json!(median(|o| o.peak_rss_mb)));
+    params.insert("bytes_per_job".into(), json!(median(|o| o.bytes_per_job)));
+    params.insert(
+        "max_in_flight".into(),
+        json!(median(|o| o.max_in_flight as f64)),
+    );
+    params.insert(
+        "runs".into(),
+        Value::Array(measured.iter().map(|o| json!(o)).collect()),
+    );
+    Row::new(EXPERIMENT, variant, params, &measurement)
+}
+
+/// The lines printed under the table.
+pub fn print_extras(rows: &[Row]) {
+    for row in rows {
+        let p = &row.params;
+        let f = |k: &str| p.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
+        println!(
+            "{}: {} jobs in {:.2} s ({:.0} completions/s); late p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; \
+             peak RSS {:.0} MB, {:.0} bytes per in-flight job (max in flight {:.0})",
+            row.variant,
+            f("jobs"),
+            f("total_s"),
+            f("completions_per_s"),
+            f("late_p50_ms"),
+            f("late_p99_ms"),
+            f("late_max_ms"),
+            f("peak_rss_mb"),
+            f("bytes_per_job"),
+            f("max_in_flight"),
+        );
+    }
+}
