@@ -289,32 +289,39 @@ impl Scheduler {
 }
 
 fn drive(inner: &Inner) {
+    // Due entries are taken out in batches under one lock hold and run with
+    // the lock released, so that inserting threads are not held up by the
+    // actions and the lock is not taken twice per entry.
+    let mut due: Vec<Entry> = Vec::new();
     let mut queue = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
     loop {
         if queue.shutdown {
             return;
         }
         let now = Instant::now();
-        match queue.heap.peek() {
-            Some(top) if top.deadline <= now => {
-                let entry = queue.heap.pop().expect("peeked");
-                drop(queue);
+        while due.len() < 4096 && queue.heap.peek().is_some_and(|top| top.deadline <= now) {
+            due.push(queue.heap.pop().expect("peeked"));
+        }
+        if !due.is_empty() {
+            drop(queue);
+            for entry in due.drain(..) {
                 if !entry.cancelled.load(Ordering::Acquire) {
                     (entry.action)();
                 }
-                queue = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
             }
+            queue = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
+            continue;
+        }
+        queue = match queue.heap.peek() {
             Some(top) => {
                 let wait = top.deadline - now;
-                queue = inner
+                inner
                     .wake
                     .wait_timeout(queue, wait)
                     .unwrap_or_else(|e| e.into_inner())
-                    .0;
+                    .0
             }
-            None => {
-                queue = inner.wake.wait(queue).unwrap_or_else(|e| e.into_inner());
-            }
-        }
+            None => inner.wake.wait(queue).unwrap_or_else(|e| e.into_inner()),
+        };
     }
 }
