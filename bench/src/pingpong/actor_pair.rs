@@ -42,13 +42,16 @@ impl Setting {
     }
 }
 
+/// Starts a game of `n` round trips against `peer`.
+struct Serve {
+    peer: ActorRef<Msg>,
+    n: u64,
+    done: mpsc::Sender<u64>,
+}
+
+/// Boxed `Serve` keeps the message small (24 bytes): the hops carry a number.
 enum Msg {
-    /// Starts a game of `n` round trips against `peer`.
-    Serve {
-        peer: ActorRef<Msg>,
-        n: u64,
-        done: mpsc::Sender<u64>,
-    },
+    Serve(Box<Serve>),
     /// Tells the ponger whom to answer.
     Hello(ActorRef<Msg>),
     Ping(u64),
@@ -69,7 +72,8 @@ impl Actor for Player {
 
     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: Msg) {
         match msg {
-            Msg::Serve { peer, n, done } => {
+            Msg::Serve(serve) => {
+                let Serve { peer, n, done } = *serve;
                 self.target = n;
                 self.received = 0;
                 self.done = Some(done);
@@ -147,11 +151,11 @@ pub fn workload(setting: Setting, repetitions: u64) -> Workload {
             let expected = hops(repetitions)?;
             let (tx, rx) = mpsc::channel();
             let clock = Stopwatch::start();
-            pinger.tell(Msg::Serve {
+            pinger.tell(Msg::Serve(Box::new(Serve {
                 peer: ponger.clone(),
                 n: repetitions,
                 done: tx,
-            });
+            })));
             let pongs = rx
                 .recv_timeout(Duration::from_secs(600))
                 .map_err(|_| WorkloadError::new("the game did not finish within 600 s"))?;
