@@ -86,13 +86,27 @@ fn notes(experiment: &str, rows: &[Row]) -> Vec<String> {
             ("bytes_per_actor", "bytes per idle actor"),
             ("p50_ns", "median round trip, ns"),
             ("p99_ns", "99th percentile round trip, ns"),
+            ("total_s", "total seconds"),
+            ("late_p50_ms", "reply lateness p50, ms"),
+            ("late_p99_ms", "reply lateness p99, ms"),
+            ("peak_rss_mb", "peak resident memory, MB"),
+            ("bytes_per_job", "bytes per in-flight job"),
         ] {
             if let Some(v) = row.params.get(key).and_then(Value::as_f64) {
-                lines.push(format!("{}: {label}: {v:.0}", row.variant));
+                lines.push(format!("{}: {label}: {}", row.variant, fmt_figure(v)));
             }
         }
     }
     lines
+}
+
+/// Whole numbers without decimals, small ones with two.
+fn fmt_figure(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
 }
 
 /// Replaces the section between the markers in `path` with `section`.
