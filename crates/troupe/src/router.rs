@@ -254,6 +254,17 @@ impl<M: Send + 'static> Router<M> {
         }
     }
 
+    /// The routee the next message goes to under round-robin, random or
+    /// smallest-mailbox routing (advancing the turn), for example to `ask` it;
+    /// `None` under consistent hashing (which needs the message: see
+    /// [`routee_for`](Self::routee_for)) and broadcast.
+    pub fn next_routee(&self) -> Option<&ActorRef<M>> {
+        match self.inner.routing {
+            Routing::ConsistentHashing(_) | Routing::Broadcast(_) => None,
+            _ => Some(&self.inner.routees[self.pick()]),
+        }
+    }
+
     /// The routee that consistent hashing assigns to `msg` (`None` for other
     /// logics).
     pub fn routee_for(&self, msg: &M) -> Option<&ActorRef<M>> {

@@ -1,0 +1,99 @@
+//! `primes serve`: runs one of the primes servers until SIGINT or SIGTERM.
+
+#![forbid(unsafe_code)]
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use primes::blocking::BlockingServer;
+use primes::service::{Service, DEFAULT_MAX_N};
+use primes::{http, listener};
+use troupe::ActorSystem;
+
+/// The primes REST service.
+#[derive(Debug, Parser)]
+#[command(name = "primes", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve `GET /primes/{n}`, `/health` and `/metrics`.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        addr: SocketAddr,
+        /// Largest n served; larger ones get 400.
+        #[arg(long, default_value_t = DEFAULT_MAX_N)]
+        max_n: usize,
+        /// Which server.
+        #[arg(long, value_enum, default_value_t = Kind::Actor)]
+        server: Kind,
+        /// Prime workers (actor server) or threads (blocking server).
+        #[arg(long)]
+        workers: Option<usize>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Kind {
+    Actor,
+    Plain,
+    Blocking,
+}
+
+fn main() -> ExitCode {
+    let Command::Serve {
+        addr,
+        max_n,
+        server,
+        workers,
+    } = Cli::parse().command;
+    match run(addr, max_n, server, workers) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("primes: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(
+    addr: SocketAddr,
+    max_n: usize,
+    kind: Kind,
+    workers: Option<usize>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let socket = listener::bind(addr)?;
+    eprintln!("primes: {kind:?} server on http://{}", socket.local_addr()?);
+    if let Kind::Blocking = kind {
+        let server = BlockingServer::start(socket, workers.unwrap_or(200), max_n)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(http::termination_signal());
+        server.stop();
+        return Ok(());
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let system = ActorSystem::builder().name("primes").build()?;
+    let service = match kind {
+        Kind::Actor => Service::with_actors(&system, workers.unwrap_or(4), max_n, None)?,
+        _ => Service::direct(max_n),
+    };
+    runtime.block_on(http::serve(
+        socket,
+        Arc::new(service),
+        http::termination_signal(),
+    ))?;
+    eprintln!("primes: shutting down");
+    system.shutdown();
+    system.await_termination()?;
+    Ok(())
+}

@@ -1,0 +1,109 @@
+//! Request counters and a latency histogram, rendered in the Prometheus
+//! text format for `GET /metrics`.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Upper bounds of the latency buckets, in seconds.
+const BUCKETS: [f64; 8] = [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0];
+
+/// Counters shared by every request handler.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    requests: AtomicU64,
+    client_errors: AtomicU64,
+    server_errors: AtomicU64,
+    latency_sum_us: AtomicU64,
+    buckets: [AtomicU64; BUCKETS.len()],
+}
+
+impl Metrics {
+    /// Records one answered request.
+    pub fn record(&self, status: u16, latency: Duration) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        match status {
+            400..=499 => self.client_errors.fetch_add(1, Ordering::Relaxed),
+            500..=599 => self.server_errors.fetch_add(1, Ordering::Relaxed),
+            _ => 0,
+        };
+        let secs = latency.as_secs_f64();
+        self.latency_sum_us
+            .fetch_add(latency.as_micros() as u64, Ordering::Relaxed);
+        for (bound, count) in BUCKETS.iter().zip(&self.buckets) {
+            if secs <= *bound {
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Requests answered so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut out = String::new();
+        let _ = writeln!(out, "# HELP primes_requests_total Requests answered.");
+        let _ = writeln!(out, "# TYPE primes_requests_total counter");
+        let _ = writeln!(out, "primes_requests_total {}", load(&self.requests));
+        let _ = writeln!(
+            out,
+            "# HELP primes_errors_total Requests answered with an error status."
+        );
+        let _ = writeln!(out, "# TYPE primes_errors_total counter");
+        let _ = writeln!(
+            out,
+            "primes_errors_total{{class=\"4xx\"}} {}",
+            load(&self.client_errors)
+        );
+        let _ = writeln!(
+            out,
+            "primes_errors_total{{class=\"5xx\"}} {}",
+            load(&self.server_errors)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP primes_request_seconds Time to answer a request."
+        );
+        let _ = writeln!(out, "# TYPE primes_request_seconds histogram");
+        for (bound, count) in BUCKETS.iter().zip(&self.buckets) {
+            let _ = writeln!(
+                out,
+                "primes_request_seconds_bucket{{le=\"{bound}\"}} {}",
+                load(count)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "primes_request_seconds_bucket{{le=\"+Inf\"}} {}",
+            load(&self.requests)
+        );
+        let _ = writeln!(
+            out,
+            "primes_request_seconds_sum {}",
+            load(&self.latency_sum_us) as f64 / 1e6
+        );
+        let _ = writeln!(out, "primes_request_seconds_count {}", load(&self.requests));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counts_and_buckets() {
+        let m = Metrics::default();
+        m.record(200, Duration::from_micros(300));
+        m.record(404, Duration::from_millis(20));
+        let text = m.render();
+        assert!(text.contains("primes_requests_total 2"));
+        assert!(text.contains("primes_errors_total{class=\"4xx\"} 1"));
+        assert!(text.contains("primes_request_seconds_bucket{le=\"0.0005\"} 1"));
+        assert!(text.contains("primes_request_seconds_bucket{le=\"0.05\"} 2"));
+    }
+}
