@@ -12,6 +12,7 @@ mod baselines;
 mod delayed;
 mod micro;
 mod pingpong;
+mod primes;
 mod progress;
 mod readme;
 mod report;
@@ -58,6 +59,26 @@ enum Command {
         /// Jobs per run (default 1,000,000; `--full`: 10,000,000).
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
         jobs: Option<u64>,
+    },
+    /// Primes REST service (seed 003): load against the actor, plain and blocking servers.
+    Primes {
+        #[command(flatten)]
+        common: CommonArgs,
+        /// Connections opened at once (default 1,000).
+        #[arg(long, value_name = "C", value_parser = clap::value_parser!(u64).range(1..))]
+        connections: Option<u64>,
+        /// Requests per round (default 20,000).
+        #[arg(long, value_name = "R", value_parser = clap::value_parser!(u64).range(1..))]
+        requests: Option<u64>,
+        /// The n of /primes/{n}.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        n: u64,
+        /// Open loop: start requests at this fixed rate (requests per second).
+        #[arg(long, value_name = "PER_S")]
+        rate: Option<f64>,
+        /// Load a server elsewhere (host:port) instead of the three in-process ones.
+        #[arg(long, value_name = "ADDR")]
+        url: Option<std::net::SocketAddr>,
     },
     /// Internal: one run of the delayed experiment in a fresh process; prints JSON.
     #[command(hide = true)]
@@ -153,6 +174,30 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
             let rows = run_pingpong(&sizes, &common.options())?;
             (common, rows)
         }
+        Command::Primes {
+            common,
+            connections,
+            requests,
+            n,
+            rate,
+            url,
+        } => {
+            let mut settings = primes::Settings::for_scale(common.scale());
+            if let Some(c) = connections {
+                settings.connections = c as usize;
+            }
+            if let Some(r) = requests {
+                settings.requests = r;
+            }
+            settings.n = n as usize;
+            settings.rate = rate;
+            settings.url = url;
+            if rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+                return Err("--rate must be a positive number of requests per second".into());
+            }
+            let rows = run_primes(&settings, &common.options())?;
+            (common, rows)
+        }
         Command::Delayed { common, jobs } => {
             let mut sizes = delayed::Sizes::for_scale(common.scale());
             if let Some(jobs) = jobs {
@@ -196,6 +241,10 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
             )?);
             rows.extend(run_delayed(
                 &delayed::Sizes::for_scale(common.scale()),
+                &common.options(),
+            )?);
+            rows.extend(run_primes(
+                &primes::Settings::for_scale(common.scale()),
                 &common.options(),
             )?);
             (common, rows)
@@ -247,6 +296,19 @@ fn run_delayed(sizes: &delayed::Sizes, options: &RunOptions) -> Result<Vec<Row>,
     if !rows.is_empty() {
         report::print_table(delayed::EXPERIMENT, &rows);
         delayed::print_extras(&rows);
+    }
+    Ok(rows)
+}
+
+/// Runs the primes experiment and prints its table and latency lines.
+fn run_primes(
+    settings: &primes::Settings,
+    options: &RunOptions,
+) -> Result<Vec<Row>, Box<dyn Error>> {
+    let rows = primes::run(settings, options)?;
+    if !rows.is_empty() {
+        report::print_table(primes::EXPERIMENT, &rows);
+        primes::print_extras(&rows);
     }
     Ok(rows)
 }

@@ -1,0 +1,305 @@
+//! The primes REST experiment (seed 003, `EXPERIMENTS.md` section 4): the
+//! load generator against the actor-backed server, the plain axum handler
+//! and the blocking thread-pool server, each started in this process (or a
+//! server elsewhere with `--url`). One warm-up round, then the measured
+//! rounds, as in the post; every response is counted and checked.
+
+pub mod loadgen;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use primes::blocking::BlockingServer;
+use primes::service::Service;
+use primes::sieve::{render_json, PrimeCache};
+use serde_json::{json, Map, Value};
+use troupe::ActorSystem;
+
+use crate::report::Row;
+use crate::runner::{summarize, Measurement, RunOptions, Sample, Scale, WorkloadError};
+use loadgen::{run_round, Round, RoundResult};
+
+/// The experiment's name in tables and JSON.
+pub const EXPERIMENT: &str = "primes";
+
+/// Load settings.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Connections opened at once.
+    pub connections: usize,
+    /// Requests per round.
+    pub requests: u64,
+    /// The n of `/primes/{n}`.
+    pub n: usize,
+    /// Open loop at this rate (requests/s); closed loop when `None`.
+    pub rate: Option<f64>,
+    /// Target this server instead of starting the three in-process.
+    pub url: Option<SocketAddr>,
+}
+
+impl Settings {
+    /// The post's load: 1,000 connections, 20,000 requests, n = 20.
+    pub fn for_scale(scale: Scale) -> Self {
+        let (connections, requests) = match scale {
+            Scale::Quick => (100, 2_000),
+            Scale::Default | Scale::Full => (1_000, 20_000),
+        };
+        Settings {
+            connections,
+            requests,
+            n: 20,
+            rate: None,
+            url: None,
+        }
+    }
+}
+
+/// A server started in this process.
+enum Running {
+    Async {
+        runtime: tokio::runtime::Runtime,
+        stop: Option<tokio::sync::oneshot::Sender<()>>,
+        done: tokio::task::JoinHandle<std::io::Result<()>>,
+        system: Option<ActorSystem>,
+    },
+    Blocking(BlockingServer),
+}
+
+const MAX_N: usize = 100_000;
+
+fn start(server: &str) -> Result<(SocketAddr, Running), WorkloadError> {
+    let err = |e: &dyn std::fmt::Display| WorkloadError::new(format!("{server} server: {e}"));
+    let socket =
+        primes::listener::bind("127.0.0.1:0".parse().expect("valid")).map_err(|e| err(&e))?;
+    let addr = socket.local_addr().map_err(|e| err(&e))?;
+    if server == "blocking" {
+        let s = BlockingServer::start(socket, 200, MAX_N).map_err(|e| err(&e))?;
+        return Ok((addr, Running::Blocking(s)));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("primes-server")
+        .enable_all()
+        .build()
+        .map_err(|e| err(&e))?;
+    let (system, service) = if server == "actor" {
+        let system = ActorSystem::builder()
+            .name("primes")
+            .build()
+            .map_err(|e| err(&e))?;
+        let service = Service::with_actors(&system, 4, MAX_N, None).map_err(|e| err(&e))?;
+        (Some(system), service)
+    } else {
+        (None, Service::direct(MAX_N))
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let done = runtime.spawn(primes::http::serve(socket, Arc::new(service), async {
+        let _ = rx.await;
+    }));
+    Ok((
+        addr,
+        Running::Async {
+            runtime,
+            stop: Some(tx),
+            done,
+            system,
+        },
+    ))
+}
+
+fn stop(running: Running) {
+    match running {
+        Running::Blocking(s) => s.stop(),
+        Running::Async {
+            runtime,
+            mut stop,
+            done,
+            system,
+        } => {
+            if let Some(tx) = stop.take() {
+                let _ = tx.send(());
+            }
+            let _ = runtime.block_on(done);
+            drop(runtime);
+            if let Some(system) = system {
+                system.shutdown();
+                let _ = system.await_termination_timeout(Duration::from_secs(30));
+            }
+        }
+    }
+}
+
+/// Runs the servers (or `--url`) and returns one row each.
+pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+    // A thousand client sockets plus a thousand server ones in one process.
+    let _ = rlimit::increase_nofile_limit(u64::MAX);
+    let client = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("primes-client")
+        .enable_all()
+        .build()
+        .map_err(|e| WorkloadError::new(e.to_string()))?;
+    let expected = Arc::new(render_json(
+        &PrimeCache::new().first(settings.n)[..settings.n],
+    ));
+    let servers: Vec<&str> = if settings.url.is_some() {
+        vec!["url"]
+    } else {
+        vec!["actor", "plain", "blocking"]
+    };
+    let mut rows = Vec::new();
+    for server in servers {
+        if options
+            .filter
+            .as_deref()
+            .is_some_and(|f| !server.contains(f))
+        {
+            continue;
+        }
+        let (addr, running) = match settings.url {
+            Some(url) => (url, None),
+            None => {
+                let (addr, running) = start(server)?;
+                (addr, Some(running))
+            }
+        };
+        let round = Round {
+            addr,
+            connections: settings.connections,
+            requests: settings.requests,
+            path: format!("/primes/{}", settings.n),
+            expected: expected.clone(),
+            rate: settings.rate,
+        };
+        let mut results = Vec::new();
+        for run in 0..=options.repeats {
+            let result = client.block_on(run_round(&round));
+            eprintln!(
+                "primes/{server}: {} {:.0} req/s, {} errors",
+                if run == 0 {
+                    "warm-up".to_string()
+                } else {
+                    format!("run {run}/{}", options.repeats)
+                },
+                settings.requests as f64 / result.elapsed.as_secs_f64(),
+                result.errors + result.connect_errors
+            );
+            results.push(result);
+        }
+        if let Some(running) = running {
+            stop(running);
+        }
+        rows.push(row(server, settings, &results));
+    }
+    Ok(rows)
+}
+
+fn row(server: &str, settings: &Settings, results: &[RoundResult]) -> Row {
+    let sample = |r: &RoundResult| Sample {
+        msgs: settings.requests,
+        elapsed: r.elapsed,
+    };
+    let measurement = Measurement {
+        warmup: sample(&results[0]),
+        samples: results[1..].iter().map(sample).collect(),
+    };
+    let measured = &results[1..];
+    let median = |f: &dyn Fn(&RoundResult) -> f64| {
+        let values: Vec<f64> = measured.iter().map(f).collect();
+        summarize(&values).map_or(f64::NAN, |s| s.median)
+    };
+    let ms = |us: u64| us as f64 / 1e3;
+    let mut params = Map::new();
+    params.insert("server".into(), json!(server));
+    params.insert("connections".into(), json!(settings.connections));
+    params.insert("requests".into(), json!(settings.requests));
+    params.insert("n".into(), json!(settings.n));
+    params.insert(
+        "mode".into(),
+        json!(if settings.rate.is_some() {
+            "open-loop"
+        } else {
+            "closed-loop"
+        }),
+    );
+    if let Some(rate) = settings.rate {
+        params.insert("offered_rps".into(), json!(rate));
+    }
+    let errors: u64 = measured.iter().map(|r| r.errors + r.connect_errors).sum();
+    params.insert("errors".into(), json!(errors));
+    params.insert(
+        "rps".into(),
+        json!(median(
+            &|r| settings.requests as f64 / r.elapsed.as_secs_f64()
+        )),
+    );
+    params.insert("min_ms".into(), json!(median(&|r| ms(r.latency_us.min()))));
+    params.insert(
+        "mean_ms".into(),
+        json!(median(&|r| r.latency_us.mean() / 1e3)),
+    );
+    for (key, q) in [("p50_ms", 0.5), ("p95_ms", 0.95), ("p99_ms", 0.99)] {
+        params.insert(
+            key.into(),
+            json!(median(&|r| ms(r.latency_us.value_at_quantile(q)))),
+        );
+    }
+    params.insert("max_ms".into(), json!(median(&|r| ms(r.latency_us.max()))));
+    Row::new(EXPERIMENT, server, params, &measurement)
+}
+
+/// The latency line of each row, printed under the table.
+pub fn print_extras(rows: &[Row]) {
+    for row in rows {
+        let f = |k: &str| {
+            row.params
+                .get(k)
+                .and_then(Value::as_f64)
+                .unwrap_or(f64::NAN)
+        };
+        println!(
+            "{}: {:.0} req/s, {} errors; latency ms min {:.2} mean {:.2} p50 {:.2} p95 {:.2} p99 {:.2} max {:.2}{}",
+            row.variant,
+            f("rps"),
+            f("errors"),
+            f("min_ms"),
+            f("mean_ms"),
+            f("p50_ms"),
+            f("p95_ms"),
+            f("p99_ms"),
+            f("max_ms"),
+            row.params
+                .get("offered_rps")
+                .and_then(Value::as_f64)
+                .map(|o| format!(" (open loop: offered {o:.0} req/s)"))
+                .unwrap_or_default(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_load_against_each_server_has_no_errors() {
+        let settings = Settings {
+            connections: 8,
+            requests: 200,
+            n: 20,
+            rate: None,
+            url: None,
+        };
+        let options = RunOptions {
+            repeats: 1,
+            filter: None,
+        };
+        let rows = run(&settings, &options).unwrap();
+        assert_eq!(rows.len(), 3);
+        for row in &rows {
+            assert_eq!(row.params["errors"], 0, "{}", row.variant);
+            assert_eq!(row.msgs, 200);
+        }
+    }
+}
