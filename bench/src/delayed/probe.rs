@@ -5,7 +5,7 @@
 use std::io::{self, IsTerminal};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -19,6 +19,13 @@ use crate::pingpong::actor_pair::SystemGuard;
 use crate::rss;
 use crate::runner::WorkloadError;
 
+/// The instant all times of a run are measured from (one run per process).
+static BASE: OnceLock<Instant> = OnceLock::new();
+
+fn since_base_ns() -> u64 {
+    BASE.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
 /// What one run measured.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Outcome {
@@ -26,12 +33,14 @@ pub struct Outcome {
     pub jobs: u64,
     /// From the first job sent to the last reply counted.
     pub total_s: f64,
-    /// How late replies reached the manager after their due time.
+    /// How late the replies' timers fired after their due time, p50.
     pub late_p50_ms: f64,
     /// 99th percentile of the lateness.
     pub late_p99_ms: f64,
     /// Largest lateness.
     pub late_max_ms: f64,
+    /// How late replies reached the manager (firing plus delivery), p99.
+    pub arrival_p99_ms: f64,
     /// Peak resident memory of the process.
     pub peak_rss_mb: f64,
     /// Resident growth per in-flight job at the sample with most in flight.
@@ -139,7 +148,10 @@ impl Reporter {
 
 /// The result of counting: lateness histogram and completion check.
 struct Tally {
+    /// How late each reply's timer fired.
     lateness_us: Histogram<u64>,
+    /// How late each reply reached the manager (firing plus delivery).
+    arrival_us: Histogram<u64>,
     seen: Vec<u64>,
     duplicates: u64,
     count: u64,
@@ -149,13 +161,14 @@ impl Tally {
     fn new(jobs: u64) -> Self {
         Tally {
             lateness_us: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"),
+            arrival_us: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"),
             seen: vec![0; jobs.div_ceil(64) as usize],
             duplicates: 0,
             count: 0,
         }
     }
 
-    fn record(&mut self, job: u64, late: Duration) {
+    fn record(&mut self, job: u64, late: Duration, arrival: Duration) {
         let (word, bit) = ((job / 64) as usize, job % 64);
         if self.seen[word] & (1 << bit) != 0 {
             self.duplicates += 1;
@@ -163,6 +176,7 @@ impl Tally {
         self.seen[word] |= 1 << bit;
         self.count += 1;
         let _ = self.lateness_us.record((late.as_micros() as u64).max(1));
+        let _ = self.arrival_us.record((arrival.as_micros() as u64).max(1));
     }
 
     fn validate(&self, jobs: u64) -> Result<(), WorkloadError> {
@@ -200,13 +214,25 @@ impl Actor for Worker {
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: WorkerMsg) {
         let WorkerMsg::Job(job) = msg;
         let due_ns = (Instant::now() + self.delay - self.base).as_nanos() as u64;
+        // The firing time is measured against the process-wide base, so the
+        // pending closure stays small (target, job, due time): its size is
+        // most of the memory per in-flight job.
         self.scheduler
-            .schedule_once(self.delay, &self.manager, ManagerMsg::Done { job, due_ns });
+            .schedule_once_with(self.delay, &self.manager, move || ManagerMsg::Done {
+                job,
+                due_ns,
+                fired_ns: since_base_ns(),
+            });
     }
 }
 
 enum ManagerMsg {
-    Done { job: u64, due_ns: u64 },
+    /// A reply: the job, when it was due, and when its timer fired.
+    Done {
+        job: u64,
+        due_ns: u64,
+        fired_ns: u64,
+    },
 }
 
 /// Counts completions, measures lateness, reports progress.
@@ -223,10 +249,18 @@ impl Actor for Manager {
     type Msg = ManagerMsg;
 
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: ManagerMsg) {
-        let ManagerMsg::Done { job, due_ns } = msg;
+        let ManagerMsg::Done {
+            job,
+            due_ns,
+            fired_ns,
+        } = msg;
         let now_ns = self.base.elapsed().as_nanos() as u64;
         let tally = self.tally.as_mut().expect("counting");
-        tally.record(job, Duration::from_nanos(now_ns.saturating_sub(due_ns)));
+        tally.record(
+            job,
+            Duration::from_nanos(fired_ns.saturating_sub(due_ns)),
+            Duration::from_nanos(now_ns.saturating_sub(due_ns)),
+        );
         let done = tally.count;
         self.counters.completed.store(done, Ordering::Relaxed);
         self.reporter.completed(done);
@@ -268,7 +302,7 @@ fn run_actor(sizes: &Sizes) -> Result<Outcome, WorkloadError> {
         stop: AtomicBool::new(false),
     });
     let rss_start = rss::current_rss_bytes().unwrap_or(0);
-    let base = Instant::now();
+    let base = *BASE.get_or_init(Instant::now);
     let (tx, rx) = mpsc::channel();
     let finished = Arc::new(Mutex::new(Some(tx)));
     let manager = {
@@ -325,13 +359,13 @@ fn run_tokio(sizes: &Sizes) -> Result<Outcome, WorkloadError> {
         stop: AtomicBool::new(false),
     });
     let rss_start = rss::current_rss_bytes().unwrap_or(0);
-    let base = Instant::now();
+    let base = *BASE.get_or_init(Instant::now);
     let sampler = start_sampler(counters.clone(), base);
     let start = Instant::now();
     let (jobs, delay) = (sizes.jobs, sizes.delay);
     let counters2 = counters.clone();
     let tally = runtime.block_on(async move {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u64, u64)>();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u64, u64, u64)>();
         let spawner = {
             let counters = counters2.clone();
             tokio::spawn(async move {
@@ -341,7 +375,8 @@ fn run_tokio(sizes: &Sizes) -> Result<Outcome, WorkloadError> {
                     let due_ns = (due - base).as_nanos() as u64;
                     tokio::spawn(async move {
                         tokio::time::sleep_until(due.into()).await;
-                        let _ = tx.send((job, due_ns));
+                        let fired_ns = base.elapsed().as_nanos() as u64;
+                        let _ = tx.send((job, due_ns, fired_ns));
                     });
                     counters.sent.store(job + 1, Ordering::Relaxed);
                     if job % 1024 == 0 {
@@ -353,11 +388,15 @@ fn run_tokio(sizes: &Sizes) -> Result<Outcome, WorkloadError> {
         let mut tally = Tally::new(jobs);
         let mut reporter = Reporter::new(jobs, base);
         while tally.count < jobs {
-            let Some((job, due_ns)) = rx.recv().await else {
+            let Some((job, due_ns, fired_ns)) = rx.recv().await else {
                 break;
             };
             let now_ns = base.elapsed().as_nanos() as u64;
-            tally.record(job, Duration::from_nanos(now_ns.saturating_sub(due_ns)));
+            tally.record(
+                job,
+                Duration::from_nanos(fired_ns.saturating_sub(due_ns)),
+                Duration::from_nanos(now_ns.saturating_sub(due_ns)),
+            );
             counters2.completed.store(tally.count, Ordering::Relaxed);
             reporter.completed(tally.count);
         }
@@ -393,6 +432,7 @@ fn outcome(
         late_p50_ms: ms(tally.lateness_us.value_at_quantile(0.5)),
         late_p99_ms: ms(tally.lateness_us.value_at_quantile(0.99)),
         late_max_ms: ms(tally.lateness_us.max()),
+        arrival_p99_ms: ms(tally.arrival_us.value_at_quantile(0.99)),
         peak_rss_mb: rss::peak_rss_bytes().unwrap_or(0) as f64 / 1e6,
         bytes_per_job: if max_in_flight > 0 {
             growth.max(0.0) / max_in_flight as f64
@@ -412,18 +452,18 @@ mod tests {
     fn the_tally_refuses_missing_and_duplicate_jobs() {
         let mut ok = Tally::new(3);
         for job in 0..3 {
-            ok.record(job, Duration::from_millis(1));
+            ok.record(job, Duration::from_millis(1), Duration::from_millis(2));
         }
         assert!(ok.validate(3).is_ok());
 
         let mut missing = Tally::new(3);
-        missing.record(0, Duration::ZERO);
-        missing.record(1, Duration::ZERO);
+        missing.record(0, Duration::ZERO, Duration::ZERO);
+        missing.record(1, Duration::ZERO, Duration::ZERO);
         assert!(missing.validate(3).is_err());
 
         let mut twice = Tally::new(3);
         for job in [0, 1, 1] {
-            twice.record(job, Duration::ZERO);
+            twice.record(job, Duration::ZERO, Duration::ZERO);
         }
         assert!(twice.validate(3).is_err());
     }

@@ -3,12 +3,14 @@
 //!
 //! # Design
 //!
-//! Pending entries sit in a binary heap ordered by deadline (then by
-//! insertion order, so entries with equal deadlines fire in the order they
-//! were scheduled). The driver thread sleeps on a condition variable until the
-//! earliest deadline or until an earlier entry is inserted. Cancellation is
-//! lazy: [`Cancellable::cancel`] sets a flag and the driver skips the entry
-//! when its deadline comes.
+//! Pending entries sit in a hashed timing wheel ([`troupe_timer::Wheel`],
+//! 4,096 slots) whose ticks are `tick` long (1 ms by default, set with
+//! `ActorSystemBuilder::scheduler_tick`). A deadline becomes the first tick
+//! at or after it. Inserting and cancelling are O(1) under one mutex; the
+//! driver thread wakes at the next occupied tick (or when an earlier entry is
+//! inserted), takes every due entry under one lock hold, and runs them with
+//! the lock released. A one-shot entry is cancelled by removing it from the
+//! wheel; a repeating one by a flag its next firing checks.
 //!
 //! Messages are delivered through the ordinary `tell` path, so a timer
 //! message is ordered after everything its sender told the target before
@@ -16,76 +18,120 @@
 //!
 //! # Precision
 //!
-//! Never early: an entry fires at or after its deadline. Lateness is the
-//! driver's wake-up latency (typically tens of microseconds) plus the time to
-//! run the entries due before it.
+//! Never early: an entry fires at or after its deadline. It is late by at
+//! most one tick plus the driver's wake-up latency and the time to run the
+//! entries due with it.
 
-use std::cmp::Ordering as CmpOrdering;
-use std::collections::BinaryHeap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
+
+use troupe_timer::{TimerKey, Wheel};
 
 use crate::actor_ref::ActorRef;
 
 type Action = Box<dyn FnOnce() + Send>;
 
-struct Entry {
-    deadline: Instant,
-    seq: u64,
-    cancelled: Arc<AtomicBool>,
-    action: Action,
-}
+/// Slots of the wheel: one second of 1 ms ticks fits in one rotation.
+const SLOTS: usize = 4096;
 
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        self.deadline == other.deadline && self.seq == other.seq
-    }
-}
-
-impl Eq for Entry {}
-
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Entry {
-    // Reversed, so that `BinaryHeap` (a max-heap) pops the earliest entry.
-    fn cmp(&self, other: &Self) -> CmpOrdering {
-        (other.deadline, other.seq).cmp(&(self.deadline, self.seq))
-    }
-}
-
-struct Queue {
-    heap: BinaryHeap<Entry>,
-    next_seq: u64,
+struct State {
+    wheel: Wheel<Action>,
+    /// The tick the driver sleeps until (`u64::MAX`: until notified).
+    sleeping_until: u64,
     shutdown: bool,
 }
 
 struct Inner {
-    queue: Mutex<Queue>,
+    state: Mutex<State>,
     wake: Condvar,
+    /// Tick 0.
+    epoch: Instant,
+    tick: Duration,
+}
+
+impl Inner {
+    /// The first tick at or after `at` (so an entry is never early).
+    fn tick_at_or_after(&self, at: Instant) -> u64 {
+        let since = at.saturating_duration_since(self.epoch).as_nanos();
+        let tick = self.tick.as_nanos().max(1);
+        since.div_ceil(tick).min(u64::MAX as u128) as u64
+    }
+
+    /// The last tick that has begun by `now`.
+    fn tick_at(&self, now: Instant) -> u64 {
+        let since = now.saturating_duration_since(self.epoch).as_nanos();
+        (since / self.tick.as_nanos().max(1)).min(u64::MAX as u128) as u64
+    }
+
+    fn instant_of(&self, tick: u64) -> Instant {
+        self.epoch + self.tick.saturating_mul(tick.min(u32::MAX as u64) as u32)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// A handle that cancels a scheduled entry.
 #[derive(Debug, Clone)]
 pub struct Cancellable {
-    cancelled: Arc<AtomicBool>,
+    how: Cancel,
+}
+
+#[derive(Debug, Clone)]
+enum Cancel {
+    /// A one-shot entry: removed from the wheel (no allocation per entry).
+    Entry {
+        scheduler: Weak<Inner>,
+        key: TimerKey,
+    },
+    /// A repeating entry: its next firing sees the flag and stops.
+    Flag(Arc<AtomicBool>),
+}
+
+impl fmt::Debug for Inner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Scheduler")
+    }
 }
 
 impl Cancellable {
     /// Cancels the entry; it will not fire if it has not yet. Idempotent.
     pub fn cancel(&self) {
-        self.cancelled.store(true, Ordering::Release);
+        match &self.how {
+            Cancel::Entry { scheduler, key } => {
+                if let Some(inner) = scheduler.upgrade() {
+                    let removed = inner.lock().wheel.cancel(*key);
+                    // Drop the action outside the lock: it may own anything.
+                    drop(removed);
+                }
+            }
+            Cancel::Flag(flag) => flag.store(true, Ordering::Release),
+        }
     }
 
-    /// Whether [`cancel`](Self::cancel) was called.
-    pub fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::Acquire)
+    /// Whether the entry may still fire: a one-shot entry that has neither
+    /// fired nor been cancelled, a repeating one that has not been cancelled.
+    pub fn is_pending(&self) -> bool {
+        match &self.how {
+            Cancel::Entry { scheduler, key } => scheduler
+                .upgrade()
+                .is_some_and(|inner| inner.lock().wheel.contains(*key)),
+            Cancel::Flag(flag) => !flag.load(Ordering::Acquire),
+        }
+    }
+
+    fn flag() -> (Cancellable, Arc<AtomicBool>) {
+        let flag = Arc::new(AtomicBool::new(false));
+        (
+            Cancellable {
+                how: Cancel::Flag(flag.clone()),
+            },
+            flag,
+        )
     }
 }
 
@@ -102,21 +148,31 @@ impl fmt::Debug for Scheduler {
 }
 
 impl Scheduler {
-    /// Starts the driver thread.
-    pub(crate) fn start(system_name: &str) -> std::io::Result<(Scheduler, JoinHandle<()>)> {
+    /// Starts the driver thread with ticks of `tick`.
+    pub(crate) fn start(
+        system_name: &str,
+        tick: Duration,
+    ) -> std::io::Result<(Scheduler, JoinHandle<()>)> {
         let inner = Arc::new(Inner {
-            queue: Mutex::new(Queue {
-                heap: BinaryHeap::new(),
-                next_seq: 0,
+            state: Mutex::new(State {
+                wheel: Wheel::new(SLOTS, 0),
+                sleeping_until: u64::MAX,
                 shutdown: false,
             }),
             wake: Condvar::new(),
+            epoch: Instant::now(),
+            tick: tick.max(Duration::from_micros(1)),
         });
         let driver = inner.clone();
         let handle = thread::Builder::new()
             .name(format!("troupe-{system_name}-scheduler"))
             .spawn(move || drive(&driver))?;
         Ok((Scheduler { inner }, handle))
+    }
+
+    /// The tick length.
+    pub fn tick(&self) -> Duration {
+        self.inner.tick
     }
 
     /// Runs `action` on the driver thread at `deadline` (or later). The action
@@ -126,33 +182,29 @@ impl Scheduler {
         deadline: Instant,
         action: impl FnOnce() + Send + 'static,
     ) -> Cancellable {
-        let handle = Cancellable {
-            cancelled: Arc::new(AtomicBool::new(false)),
-        };
-        self.insert(deadline, &handle, Box::new(action));
-        handle
+        let key = self.insert(deadline, Box::new(action));
+        Cancellable {
+            how: Cancel::Entry {
+                scheduler: Arc::downgrade(&self.inner),
+                key,
+            },
+        }
     }
 
-    /// Queues `action` at `deadline` under an existing handle (repeating
-    /// entries share one handle across their repetitions).
-    fn insert(&self, deadline: Instant, handle: &Cancellable, action: Action) {
-        let mut queue = self.inner.queue.lock().unwrap_or_else(|e| e.into_inner());
-        if queue.shutdown {
-            return;
+    /// Puts `action` in the wheel and wakes the driver if it sleeps past it.
+    fn insert(&self, deadline: Instant, action: Action) -> TimerKey {
+        let tick = self.inner.tick_at_or_after(deadline);
+        let mut state = self.inner.lock();
+        let key = state.wheel.insert(tick, action);
+        let wake = tick < state.sleeping_until && !state.shutdown;
+        if wake {
+            state.sleeping_until = tick;
         }
-        let seq = queue.next_seq;
-        queue.next_seq += 1;
-        let earliest = queue.heap.peek().is_none_or(|top| deadline < top.deadline);
-        queue.heap.push(Entry {
-            deadline,
-            seq,
-            cancelled: handle.cancelled.clone(),
-            action,
-        });
-        drop(queue);
-        if earliest {
+        drop(state);
+        if wake {
             self.inner.wake.notify_one();
         }
+        key
     }
 
     /// Runs `fire` at `first`, then every `period`: measured from the previous
@@ -163,13 +215,12 @@ impl Scheduler {
         first: Instant,
         period: Duration,
         fixed_rate: bool,
-        handle: Cancellable,
+        cancelled: Arc<AtomicBool>,
         fire: Arc<dyn Fn() -> bool + Send + Sync>,
     ) {
         let scheduler = self.clone();
-        let next_handle = handle.clone();
         let action = move || {
-            if !fire() || next_handle.is_cancelled() {
+            if cancelled.load(Ordering::Acquire) || !fire() || cancelled.load(Ordering::Acquire) {
                 return;
             }
             let next = if fixed_rate {
@@ -177,9 +228,9 @@ impl Scheduler {
             } else {
                 Instant::now() + period
             };
-            scheduler.repeat(next, period, fixed_rate, next_handle, fire);
+            scheduler.repeat(next, period, fixed_rate, cancelled, fire);
         };
-        self.insert(first, &handle, Box::new(action));
+        self.insert(first, Box::new(action));
     }
 
     /// Runs `fire` at `first` and then every `period` (fixed rate) until it
@@ -190,11 +241,9 @@ impl Scheduler {
         period: Duration,
         fire: Arc<dyn Fn() -> bool + Send + Sync>,
     ) -> Cancellable {
-        let handle = Cancellable {
-            cancelled: Arc::new(AtomicBool::new(false)),
-        };
+        let (handle, flag) = Cancellable::flag();
         let period = period.max(Duration::from_micros(1));
-        self.repeat(first, period, true, handle.clone(), fire);
+        self.repeat(first, period, true, flag, fire);
         handle
     }
 
@@ -232,18 +281,15 @@ impl Scheduler {
         target: &ActorRef<M>,
         msg: M,
     ) -> Cancellable {
-        let handle = Cancellable {
-            cancelled: Arc::new(AtomicBool::new(false)),
-        };
+        let (handle, flag) = Cancellable::flag();
         let target = target.clone();
-        // A zero period would fire in a busy loop; one tick of the clock is
-        // the least that makes sense.
+        // A zero period would fire in a busy loop.
         let period = period.max(Duration::from_micros(1));
         self.repeat(
             Instant::now() + initial,
             period,
             fixed_rate,
-            handle.clone(),
+            flag,
             Arc::new(move || {
                 if target.is_terminated() {
                     return false;
@@ -267,61 +313,72 @@ impl Scheduler {
         self.run_at(Instant::now() + delay, move || target.tell(msg))
     }
 
-    /// Number of entries not yet fired or skipped (cancelled ones included
-    /// until their deadline).
+    /// Like [`schedule_once`](Self::schedule_once), but the message is made
+    /// by `make` on the driver thread when the timer fires (for instance to
+    /// stamp it with the firing time). `make` must be quick.
+    pub fn schedule_once_with<M: Send + 'static>(
+        &self,
+        delay: Duration,
+        target: &ActorRef<M>,
+        make: impl FnOnce() -> M + Send + 'static,
+    ) -> Cancellable {
+        let target = target.clone();
+        self.run_at(Instant::now() + delay, move || target.tell(make()))
+    }
+
+    /// Entries not yet fired or cancelled.
     pub fn pending(&self) -> usize {
-        self.inner
-            .queue
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .heap
-            .len()
+        self.inner.lock().wheel.len()
     }
 
     /// Stops the driver; entries not yet due are dropped.
     pub(crate) fn shutdown(&self) {
-        let mut queue = self.inner.queue.lock().unwrap_or_else(|e| e.into_inner());
-        queue.shutdown = true;
-        queue.heap.clear();
-        drop(queue);
+        let mut state = self.inner.lock();
+        state.shutdown = true;
+        let wheel = std::mem::replace(&mut state.wheel, Wheel::new(1, 0));
+        drop(state);
+        // Dropped outside the lock: the actions may own actor references.
+        drop(wheel);
         self.inner.wake.notify_all();
     }
 }
 
 fn drive(inner: &Inner) {
-    // Due entries are taken out in batches under one lock hold and run with
-    // the lock released, so that inserting threads are not held up by the
-    // actions and the lock is not taken twice per entry.
-    let mut due: Vec<Entry> = Vec::new();
-    let mut queue = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
+    // Due entries are taken out under one lock hold and run with the lock
+    // released, so that inserting threads are not held up by the actions.
+    let mut due: Vec<Action> = Vec::new();
+    let mut state = inner.lock();
     loop {
-        if queue.shutdown {
+        if state.shutdown {
             return;
         }
-        let now = Instant::now();
-        while due.len() < 4096 && queue.heap.peek().is_some_and(|top| top.deadline <= now) {
-            due.push(queue.heap.pop().expect("peeked"));
-        }
+        let now = inner.tick_at(Instant::now());
+        state.wheel.advance_to(now, |_, _, action| due.push(action));
         if !due.is_empty() {
-            drop(queue);
-            for entry in due.drain(..) {
-                if !entry.cancelled.load(Ordering::Acquire) {
-                    (entry.action)();
-                }
+            drop(state);
+            for action in due.drain(..) {
+                action();
             }
-            queue = inner.queue.lock().unwrap_or_else(|e| e.into_inner());
+            state = inner.lock();
             continue;
         }
-        queue = match queue.heap.peek() {
-            Some(top) => {
-                let wait = top.deadline - now;
-                inner
+        match state.wheel.next_deadline_hint() {
+            Some(tick) => {
+                state.sleeping_until = tick;
+                let wait = inner
+                    .instant_of(tick)
+                    .saturating_duration_since(Instant::now());
+                state = inner
                     .wake
-                    .wait_timeout(queue, wait)
+                    .wait_timeout(state, wait)
                     .unwrap_or_else(|e| e.into_inner())
-                    .0
+                    .0;
             }
-            None => inner.wake.wait(queue).unwrap_or_else(|e| e.into_inner()),
-        };
+            None => {
+                state.sleeping_until = u64::MAX;
+                state = inner.wake.wait(state).unwrap_or_else(|e| e.into_inner());
+            }
+        }
+        state.sleeping_until = u64::MAX;
     }
 }

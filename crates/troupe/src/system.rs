@@ -482,6 +482,7 @@ fn cell_name<A: Actor>(cell: &ActorCell<A>) -> Option<&str> {
 pub struct ActorSystemBuilder {
     name: String,
     dispatchers: Vec<(String, DispatcherConfig)>,
+    scheduler_tick: Duration,
 }
 
 impl ActorSystemBuilder {
@@ -492,7 +493,15 @@ impl ActorSystemBuilder {
                 ("default".to_string(), DispatcherConfig::pool_per_core()),
                 ("pinned".to_string(), DispatcherConfig::pinned()),
             ],
+            scheduler_tick: config::DEFAULT_SCHEDULER_TICK,
         }
+    }
+
+    /// The scheduler's tick: timers fire on tick boundaries, never early and
+    /// about one tick late at most (default 1 ms).
+    pub fn scheduler_tick(mut self, tick: Duration) -> Self {
+        self.scheduler_tick = tick;
+        self
     }
 
     /// The system's name (used in thread names and logs).
@@ -535,6 +544,9 @@ impl ActorSystemBuilder {
         if let Some(name) = parsed.name {
             self.name = name;
         }
+        if let Some(tick) = parsed.scheduler_tick {
+            self.scheduler_tick = tick;
+        }
         for (name, d) in parsed.dispatchers {
             self = self.dispatcher(name, d);
         }
@@ -546,6 +558,9 @@ impl ActorSystemBuilder {
         let parsed = config::load(path.as_ref())?;
         if let Some(name) = parsed.name {
             self.name = name;
+        }
+        if let Some(tick) = parsed.scheduler_tick {
+            self.scheduler_tick = tick;
         }
         for (name, d) in parsed.dispatchers {
             self = self.dispatcher(name, d);
@@ -575,7 +590,12 @@ impl ActorSystemBuilder {
             };
             dispatchers.insert(name.clone(), dispatcher);
         }
-        let (scheduler, scheduler_thread) = Scheduler::start(&self.name)
+        if self.scheduler_tick.is_zero() {
+            return Err(ConfigError(
+                "scheduler_tick must be longer than zero".into(),
+            ));
+        }
+        let (scheduler, scheduler_thread) = Scheduler::start(&self.name, self.scheduler_tick)
             .map_err(|e| ConfigError(format!("cannot start the scheduler: {e}")))?;
         let inner = Arc::new(SystemInner {
             name: self.name,

@@ -74,11 +74,12 @@ fn a_timer_cancelled_before_its_deadline_never_delivers() {
     let fence = scheduler.schedule_once(Duration::from_millis(120), &actor, "fence");
     cancelled.cancel();
     cancelled.cancel(); // idempotent
-    assert!(cancelled.is_cancelled());
-    assert!(!fence.is_cancelled());
+    assert!(!cancelled.is_pending());
+    assert!(fence.is_pending());
 
     let (label, _) = arrivals.expect();
     assert_eq!(label, "fence", "the cancelled timer delivered");
+    assert!(!fence.is_pending(), "a fired timer is no longer pending");
     terminate(&system);
     assert!(
         arrivals.received().is_empty(),

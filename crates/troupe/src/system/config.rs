@@ -2,6 +2,7 @@
 //!
 //! ```toml
 //! name = "trading"
+//! scheduler_tick_ms = 1      # timer resolution (default 1 ms)
 //!
 //! [dispatchers.default]      # the dispatcher actors use unless told otherwise
 //! threads = 2                # default: the number of cores
@@ -27,6 +28,8 @@ use serde::Deserialize;
 pub const DEFAULT_THROUGHPUT: usize = 5;
 /// Default backoff rounds an idle worker spins before parking.
 pub const DEFAULT_SPIN: u32 = 64;
+/// Default scheduler tick.
+pub const DEFAULT_SCHEDULER_TICK: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// What kind of threads a dispatcher runs actors on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +133,7 @@ impl std::error::Error for ConfigError {}
 #[serde(deny_unknown_fields)]
 struct FileConfig {
     name: Option<String>,
+    scheduler_tick_ms: Option<u64>,
     #[serde(default)]
     dispatchers: BTreeMap<String, FileDispatcher>,
 }
@@ -147,6 +151,7 @@ struct FileDispatcher {
 #[derive(Debug)]
 pub(crate) struct Parsed {
     pub(crate) name: Option<String>,
+    pub(crate) scheduler_tick: Option<std::time::Duration>,
     pub(crate) dispatchers: Vec<(String, DispatcherConfig)>,
 }
 
@@ -186,8 +191,14 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, ConfigError> {
             .map_err(|e| ConfigError(format!("{origin}: {}", e.0)))?;
         dispatchers.push((name, config));
     }
+    if file.scheduler_tick_ms == Some(0) {
+        return Err(ConfigError(format!(
+            "{origin}: scheduler_tick_ms must be at least 1"
+        )));
+    }
     Ok(Parsed {
         name: file.name,
+        scheduler_tick: file.scheduler_tick_ms.map(std::time::Duration::from_millis),
         dispatchers,
     })
 }
