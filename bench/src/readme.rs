@@ -91,6 +91,10 @@ fn notes(experiment: &str, rows: &[Row]) -> Vec<String> {
             ("late_p99_ms", "reply lateness p99, ms"),
             ("peak_rss_mb", "peak resident memory, MB"),
             ("bytes_per_job", "bytes per in-flight job"),
+            ("rps", "requests per second"),
+            ("errors", "errors"),
+            ("p50_ms", "latency p50, ms"),
+            ("p99_ms", "latency p99, ms"),
         ] {
             if let Some(v) = row.params.get(key).and_then(Value::as_f64) {
                 lines.push(format!("{}: {label}: {}", row.variant, fmt_figure(v)));
