@@ -12,10 +12,21 @@ use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 
-use crate::service::Service;
+use crate::service::{Answer, Service, REQUEST_TIMEOUT};
 
 async fn fallback(State(service): State<Arc<Service>>, method: Method, uri: Uri) -> Response {
-    let answer = service.handle(method.as_str(), uri.path()).await;
+    // Every request has a deadline, whatever it waits for.
+    let answer =
+        match tokio::time::timeout(REQUEST_TIMEOUT, service.handle(method.as_str(), uri.path()))
+            .await
+        {
+            Ok(answer) => answer,
+            Err(_) => Answer {
+                status: 503,
+                body: r#"{"error":"the request timed out"}"#.to_string(),
+                content_type: "application/json",
+            },
+        };
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     (
         status,
