@@ -352,15 +352,17 @@ impl<A: Actor> ActorCell<A> {
 
 impl<A: Actor> Runnable for ActorCell<A> {
     unsafe fn run(&self, me: Task) -> bool {
-        // SAFETY: `me` is this cell's task (the caller's contract), made from
+        // `me` is this cell's task (the caller's contract), made from
         // `Arc::as_ptr` of the `Arc` that owns the cell, so the pointer may
         // rebuild that `Arc`. It is wrapped in `ManuallyDrop`: a borrowed
         // `Arc`, which changes no reference count.
+        // SAFETY: as argued just above.
         let this = ManuallyDrop::new(unsafe { Arc::from_raw(me.as_ptr() as *const Self) });
         let this: &Arc<Self> = &this;
-        // SAFETY: the dispatcher runs this cell only for the mailbox owner
+        // The dispatcher runs this cell only for the mailbox owner
         // (module ground rules), so no other thread touches the run state
         // until this run releases ownership; this is the only `&mut` to it.
+        // SAFETY: as argued just above.
         let run = unsafe { &mut *this.run.get() };
         let budget = this.executor.throughput().max(1);
         let mut sys = Vec::new();
@@ -410,8 +412,9 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 }
             }
             let user_runnable = matches!(run.book.phase, Phase::Running);
-            // SAFETY: mailbox owner, as above. After a successful release this
+            // Mailbox owner, as above. After a successful release this
             // run touches nothing of the cell again.
+            // SAFETY: as argued just above.
             if unsafe { this.mailbox.try_release(user_runnable) } {
                 return false;
             }

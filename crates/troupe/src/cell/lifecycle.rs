@@ -211,8 +211,9 @@ impl<A: Actor> ActorCell<A> {
     /// watchers. Clears the arrival flags first.
     fn drain_contents(&self) {
         let mut sys = Vec::new();
-        // SAFETY: only the mailbox owner calls this (from `finalize`, or from
+        // Only the mailbox owner calls this (from `finalize`, or from
         // `drain_closed` after a send acquired the closed mailbox).
+        // SAFETY: as argued just above.
         unsafe { self.mailbox.take_system(&mut sys) };
         for msg in sys {
             if let SystemMsg::Watch(watcher) = msg {

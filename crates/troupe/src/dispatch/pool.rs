@@ -107,9 +107,10 @@ fn with_local<R>(pool: &Pool, f: impl FnOnce(Option<&Local>) -> R) -> R {
         if p.is_null() {
             return f(None);
         }
-        // SAFETY: `CURRENT` is non-null only while `run_worker` is on the stack
+        // `CURRENT` is non-null only while `run_worker` is on the stack
         // of this very thread with its `Local` alive (it clears the pointer
         // before returning), and `Local` is only accessed through `&`.
+        // SAFETY: as argued just above.
         let local = unsafe { &*p };
         if ptr::eq(local.pool, pool) {
             f(Some(local))
@@ -250,8 +251,9 @@ fn run_worker(pool: Arc<Pool>, index: usize, queue: Worker<Task>) {
     let mut streak = 0u32;
     loop {
         if let Some(task) = next_task(&pool, &local, &mut streak) {
-            // SAFETY: the task was handed to this pool and taken off its
+            // The task was handed to this pool and taken off its
             // queues by this worker alone, which gives the right to run it.
+            // SAFETY: as argued just above.
             unsafe { task.run() };
             continue;
         }

@@ -158,8 +158,9 @@ impl<T> SegQueue<T> {
                         block = first;
                     }
                     Err(current) => {
-                        // SAFETY: `first` came from `Box::into_raw` above and was
+                        // `first` came from `Box::into_raw` above and was
                         // never shared: the CAS that would have published it failed.
+                        // SAFETY: as argued just above.
                         drop(unsafe { Box::from_raw(first) });
                         block = current;
                     }
@@ -178,11 +179,12 @@ impl<T> SegQueue<T> {
                 spin_hint();
                 continue;
             }
-            // SAFETY: the successful CAS claimed position `pos` in `block`: the
+            // The successful CAS claimed position `pos` in `block`: the
             // tail did not move between our load of `pos` and the CAS, and a block
             // is replaced as tail only after its last position is claimed, so
             // `block` is the block of `pos`. The consumer frees a block only after
             // reading all its slots, including ours, which we have not published.
+            // SAFETY: as argued just above.
             let block_ref = unsafe { &*block };
             if offset + 1 == BLOCK_CAP {
                 let next = Box::into_raw(next_block.take().expect("allocated above"));
@@ -194,8 +196,9 @@ impl<T> SegQueue<T> {
                 block_ref.next.store(next, Ordering::Release);
             }
             let slot = &block_ref.slots[offset];
-            // SAFETY: position `pos` is ours alone (claimed by the CAS), and the
+            // Position `pos` is ours alone (claimed by the CAS), and the
             // consumer does not read the slot before `ready` is set.
+            // SAFETY: as argued just above.
             slot.value.with_mut(|p| unsafe { (*p).write(value) });
             slot.ready.store(true, Ordering::Release);
             return;
@@ -220,15 +223,17 @@ impl<T> SegQueue<T> {
                 }
             }
             let offset = head.pos % LAP;
-            // SAFETY: `head.block` holds the position `head.pos`; the consumer
+            // `head.block` holds the position `head.pos`; the consumer
             // has not freed it since it still has unread slots.
+            // SAFETY: as argued just above.
             let block = unsafe { &*head.block };
             let slot = &block.slots[offset];
             if !slot.ready.load(Ordering::Acquire) {
                 return None;
             }
-            // SAFETY: `ready` (acquire) shows the producer's write is complete;
+            // `ready` (acquire) shows the producer's write is complete;
             // the slot is read exactly once because `head.pos` advances past it.
+            // SAFETY: as argued just above.
             let value = slot.value.with(|p| unsafe { (*p).assume_init_read() });
             head.pos += 1;
             if offset + 1 == BLOCK_CAP {
@@ -240,9 +245,10 @@ impl<T> SegQueue<T> {
                 head.block = next;
                 // Skip the sentinel position.
                 head.pos += 1;
-                // SAFETY: every slot of `old` has been read, so no producer
+                // Every slot of `old` has been read, so no producer
                 // still touches it (see the module's lifetime rule), and the
                 // tail has moved on to `next`; it came from `Box::into_raw`.
+                // SAFETY: as argued just above.
                 drop(unsafe { Box::from_raw(old) });
             }
             self.consumed.store(head.pos, Ordering::Relaxed);
@@ -300,8 +306,9 @@ impl<T> Drop for SegQueue<T> {
                 head.block
             };
             if !block.is_null() {
-                // SAFETY: the block came from `Box::into_raw` and nothing else
+                // The block came from `Box::into_raw` and nothing else
                 // refers to it any more.
+                // SAFETY: as argued just above.
                 drop(unsafe { Box::from_raw(block) });
             }
         });
