@@ -68,6 +68,9 @@ enum Running {
 
 const MAX_N: usize = 100_000;
 
+/// Dispatcher threads of the actor-backed server (see `start`).
+const DISPATCHER_THREADS: usize = 1;
+
 fn start(server: &str) -> Result<(SocketAddr, Running), WorkloadError> {
     let err = |e: &dyn std::fmt::Display| WorkloadError::new(format!("{server} server: {e}"));
     let socket =
@@ -84,8 +87,12 @@ fn start(server: &str) -> Result<(SocketAddr, Running), WorkloadError> {
         .build()
         .map_err(|e| err(&e))?;
     let (system, service) = if server == "actor" {
+        // One dispatcher thread: the HTTP runtime already has a thread per
+        // core, and on this 2-core machine a second spinning worker takes
+        // CPU from it (40 K req/s with two workers, 52-63 K with one).
         let system = ActorSystem::builder()
             .name("primes")
+            .threads(DISPATCHER_THREADS)
             .build()
             .map_err(|e| err(&e))?;
         let service = Service::with_actors(&system, 4, MAX_N, None).map_err(|e| err(&e))?;
@@ -215,6 +222,9 @@ fn row(server: &str, settings: &Settings, results: &[RoundResult]) -> Row {
     params.insert("connections".into(), json!(settings.connections));
     params.insert("requests".into(), json!(settings.requests));
     params.insert("n".into(), json!(settings.n));
+    if server == "actor" {
+        params.insert("dispatcher_threads".into(), json!(DISPATCHER_THREADS));
+    }
     params.insert(
         "mode".into(),
         json!(if settings.rate.is_some() {

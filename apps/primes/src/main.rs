@@ -36,6 +36,11 @@ enum Command {
         /// Prime workers (actor server) or threads (blocking server).
         #[arg(long)]
         workers: Option<usize>,
+        /// Dispatcher threads for the prime workers (actor server). The HTTP
+        /// runtime has a thread per core already; one dispatcher thread
+        /// keeps the two from competing on a small machine.
+        #[arg(long, default_value_t = 1)]
+        dispatcher_threads: usize,
     },
 }
 
@@ -52,8 +57,9 @@ fn main() -> ExitCode {
         max_n,
         server,
         workers,
+        dispatcher_threads,
     } = Cli::parse().command;
-    match run(addr, max_n, server, workers) {
+    match run(addr, max_n, server, workers, dispatcher_threads) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("primes: error: {e}");
@@ -67,6 +73,7 @@ fn run(
     max_n: usize,
     kind: Kind,
     workers: Option<usize>,
+    dispatcher_threads: usize,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let socket = listener::bind(addr)?;
     eprintln!("primes: {kind:?} server on http://{}", socket.local_addr()?);
@@ -82,7 +89,10 @@ fn run(
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let system = ActorSystem::builder().name("primes").build()?;
+    let system = ActorSystem::builder()
+        .name("primes")
+        .threads(dispatcher_threads.max(1))
+        .build()?;
     let service = match kind {
         Kind::Actor => Service::with_actors(&system, workers.unwrap_or(4), max_n, None)?,
         _ => Service::direct(max_n),
