@@ -88,6 +88,20 @@ struct Counters {
     stop: AtomicBool,
 }
 
+impl Counters {
+    /// Fresh counters, the resident memory before the run, and the base
+    /// instant all times of the run are measured from.
+    fn start() -> (Arc<Counters>, u64, Instant) {
+        let counters = Arc::new(Counters {
+            sent: AtomicU64::new(0),
+            completed: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+        });
+        let rss_start = rss::current_rss_bytes().unwrap_or(0);
+        (counters, rss_start, *BASE.get_or_init(Instant::now))
+    }
+}
+
 /// Samples `(t, sent, completed, rss)` every 50 ms until told to stop.
 fn start_sampler(
     counters: Arc<Counters>,
@@ -296,13 +310,7 @@ fn run_actor(sizes: &Sizes) -> Result<Outcome, WorkloadError> {
         .map_err(|e| WorkloadError::new(e.to_string()))?;
     let guard = SystemGuard(system);
     let system = &guard.0;
-    let counters = Arc::new(Counters {
-        sent: AtomicU64::new(0),
-        completed: AtomicU64::new(0),
-        stop: AtomicBool::new(false),
-    });
-    let rss_start = rss::current_rss_bytes().unwrap_or(0);
-    let base = *BASE.get_or_init(Instant::now);
+    let (counters, rss_start, base) = Counters::start();
     let (tx, rx) = mpsc::channel();
     let finished = Arc::new(Mutex::new(Some(tx)));
     let manager = {
@@ -353,13 +361,7 @@ fn run_tokio(sizes: &Sizes) -> Result<Outcome, WorkloadError> {
         .enable_time()
         .build()
         .map_err(|e| WorkloadError::new(e.to_string()))?;
-    let counters = Arc::new(Counters {
-        sent: AtomicU64::new(0),
-        completed: AtomicU64::new(0),
-        stop: AtomicBool::new(false),
-    });
-    let rss_start = rss::current_rss_bytes().unwrap_or(0);
-    let base = *BASE.get_or_init(Instant::now);
+    let (counters, rss_start, base) = Counters::start();
     let sampler = start_sampler(counters.clone(), base);
     let start = Instant::now();
     let (jobs, delay) = (sizes.jobs, sizes.delay);
