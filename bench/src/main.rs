@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 mod baselines;
+mod chameneos;
 mod delayed;
 mod micro;
 mod pingpong;
@@ -80,6 +81,27 @@ enum Command {
         #[arg(long, value_name = "ADDR")]
         url: Option<std::net::SocketAddr>,
     },
+    /// Chameneos (seed 002): chameneos-redux on actors and threads; prints the
+    /// program's output first, then the table.
+    Chameneos {
+        #[command(flatten)]
+        common: CommonArgs,
+        /// Meetings per game (default 600,000; `--full`: 6,000,000).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        meetings: Option<u64>,
+        /// Also run the seed post's sweep: 1, 10, 100, ... meetings per game.
+        #[arg(long)]
+        sweep: bool,
+        /// Largest sweep point (default 1,000,000; `--full`: 10,000,000); implies --sweep.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        sweep_max: Option<u64>,
+        /// Worker threads of the actor rows (default 1).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
+        workers: Option<u64>,
+        /// Throughput of the actor rows' dispatcher (default 100).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        throughput: Option<u64>,
+    },
     /// Internal: one run of the delayed experiment in a fresh process; prints JSON.
     #[command(hide = true)]
     DelayedProbe {
@@ -101,7 +123,7 @@ enum Command {
         #[arg(long)]
         actors: usize,
     },
-    /// Every experiment at its default sizes (today: ping-pong and the micro-benchmarks).
+    /// Every experiment at its default sizes.
     All {
         #[command(flatten)]
         common: CommonArgs,
@@ -228,6 +250,35 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
             println!("{}", serde_json::to_string(&probe)?);
             return Ok(());
         }
+        Command::Chameneos {
+            common,
+            meetings,
+            sweep,
+            sweep_max,
+            workers,
+            throughput,
+        } => {
+            let mut settings = chameneos::Settings::for_scale(common.scale());
+            if let Some(n) = meetings {
+                settings.meetings = n;
+            }
+            if sweep || sweep_max.is_some() {
+                settings.sweep_max =
+                    Some(sweep_max.unwrap_or_else(|| chameneos::sweep_cap(common.scale())));
+            }
+            if let Some(w) = workers {
+                settings.dispatcher.workers = w as usize;
+            }
+            if let Some(t) = throughput {
+                settings.dispatcher.throughput = t as usize;
+            }
+            print!(
+                "{}",
+                chameneos::program(settings.meetings, settings.dispatcher)?
+            );
+            let rows = run_chameneos(&settings, &common.options())?;
+            (common, rows)
+        }
         Command::Micro { common } => {
             let rows = run_micro(&micro::Sizes::for_scale(common.scale()), &common.options())?;
             (common, rows)
@@ -247,6 +298,9 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
                 &primes::Settings::for_scale(common.scale()),
                 &common.options(),
             )?);
+            let mut cham = chameneos::Settings::for_scale(common.scale());
+            cham.sweep_max = Some(chameneos::sweep_cap(common.scale()));
+            rows.extend(run_chameneos(&cham, &common.options())?);
             (common, rows)
         }
     };
@@ -309,6 +363,32 @@ fn run_primes(
     if !rows.is_empty() {
         report::print_table(primes::EXPERIMENT, &rows);
         primes::print_extras(&rows);
+    }
+    Ok(rows)
+}
+
+/// Runs the chameneos rows (and the sweep, when asked) and prints their
+/// tables and the lines under them.
+fn run_chameneos(
+    settings: &chameneos::Settings,
+    options: &RunOptions,
+) -> Result<Vec<Row>, Box<dyn Error>> {
+    let rows = chameneos::run(settings, options)?;
+    let main: Vec<Row> = rows
+        .iter()
+        .filter(|r| r.experiment == chameneos::EXPERIMENT)
+        .cloned()
+        .collect();
+    if !main.is_empty() {
+        report::print_table(chameneos::EXPERIMENT, &main);
+        println!("{}", chameneos::summary(&main));
+    }
+    if rows.len() > main.len() {
+        println!(
+            "{}: median seconds per game\n",
+            chameneos::sweep::EXPERIMENT
+        );
+        println!("{}", chameneos::sweep::render_table(&rows));
     }
     Ok(rows)
 }

@@ -1,0 +1,461 @@
+//! The chameneos experiment (seed 002, `EXPERIMENTS.md` section 3): the
+//! Benchmarks Game's chameneos-redux on troupe actors and on plain threads,
+//! the seed post's sweep of meeting counts, and Savina's mall variant.
+//!
+//! Creatures of colour blue, red or yellow go to a meeting place again and
+//! again; two that meet both take the complement of the other's colour. A
+//! game ends after N meetings; chameneos-redux plays two games, with 3 and
+//! with 10 creatures. Rows, in the order they run:
+//!
+//! - `threads-3`, `threads-10`: one thread per creature around a meeting place
+//!   that is one atomic word ([`threads`]), the shape of the fast entries.
+//! - `actor-3`, `actor-10`: a meeting-place actor and creature actors
+//!   ([`meeting_place`]).
+//! - `actor-mall-100`: Savina's mall protocol with 100 creatures ([`mall`]).
+//!
+//! A row is one game, so `msgs` is the game's meetings and `ns_per_msg` is
+//! nanoseconds per meeting; both games of the program are the sum of the
+//! `-3` and `-10` rows. Each row's params also carry `variant`, `creatures`,
+//! `meetings`, `seconds` (median) and `meetings_per_s`.
+//!
+//! Every run is validated: the creatures' meetings add up to exactly 2N, and
+//! no creature met itself; a wrong run fails the experiment. The subcommand
+//! first prints the program's output in the Benchmarks Game's format
+//! ([`output`]) from one actor run of both games, validated the same way.
+
+pub mod colour;
+pub mod mall;
+pub mod meeting_place;
+pub mod output;
+pub mod sweep;
+pub mod threads;
+
+use std::fmt::Write as _;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+use troupe::prelude::*;
+
+use crate::chameneos::colour::{Colour, GAME_TEN, GAME_THREE};
+use crate::chameneos::output::{Game, Tally};
+use crate::pingpong::actor_pair::SystemGuard;
+use crate::report::Row;
+use crate::runner::{self, RunOptions, Scale, Stopwatch, Workload, WorkloadError};
+
+/// The experiment's name in tables, progress lines and JSON.
+pub const EXPERIMENT: &str = "chameneos";
+
+/// The longest a game may take before its run is declared stuck.
+const GAME_DEADLINE: Duration = Duration::from_secs(600);
+
+/// The dispatcher the actor rows run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dispatcher {
+    /// Worker threads of the pool.
+    pub workers: usize,
+    /// Messages an actor handles per run before its worker moves on.
+    pub throughput: usize,
+}
+
+impl Dispatcher {
+    /// The setting the actor rows use unless told otherwise.
+    ///
+    /// One worker: a meeting is a chain of four dependent messages through
+    /// one meeting place, so a second worker adds cache-line traffic and
+    /// wake-ups but no parallelism. On the 2-core machine two workers took
+    /// about twice as long per meeting, and the meeting place on a thread of
+    /// its own about three times. A large throughput lets the meeting place
+    /// handle every creature that has arrived in one run (throughput 1 or 5
+    /// was 10-30% slower).
+    pub const DEFAULT: Dispatcher = Dispatcher {
+        workers: 1,
+        throughput: 100,
+    };
+}
+
+/// The sizes and settings of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Meetings per game of the chameneos-redux rows.
+    pub meetings: u64,
+    /// Creatures of the Savina mall row.
+    pub mall_creatures: usize,
+    /// Meetings of the Savina mall row.
+    pub mall_meetings: u64,
+    /// The largest point of the sweep, or `None` for no sweep.
+    pub sweep_max: Option<u64>,
+    /// The actor rows' dispatcher.
+    pub dispatcher: Dispatcher,
+}
+
+impl Settings {
+    /// The sizes for a scale, without the sweep; `Full` is the Benchmarks
+    /// Game's 6,000,000 meetings.
+    ///
+    /// Savina's 100 creatures × 200,000 meetings take a fraction of a second,
+    /// so the default already plays Savina's size; only `Quick` shrinks it.
+    pub fn for_scale(scale: Scale) -> Self {
+        let (meetings, mall_meetings) = match scale {
+            Scale::Quick => (60_000, 20_000),
+            Scale::Default => (600_000, 200_000),
+            Scale::Full => (6_000_000, 200_000),
+        };
+        Settings {
+            meetings,
+            mall_creatures: 100,
+            mall_meetings,
+            sweep_max: None,
+            dispatcher: Dispatcher::DEFAULT,
+        }
+    }
+}
+
+/// The largest sweep point for a scale: the post went to 10,000,000; the
+/// default stops at 1,000,000 so that `all` stays short.
+pub fn sweep_cap(scale: Scale) -> u64 {
+    match scale {
+        Scale::Quick => 10_000,
+        Scale::Default => 1_000_000,
+        Scale::Full => 10_000_000,
+    }
+}
+
+/// How a row plays its games.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Implementation {
+    /// One thread per creature around an atomic meeting place.
+    Threads,
+    /// chameneos-redux with a meeting-place actor and creature actors.
+    Actor,
+    /// Savina's mall protocol on actors.
+    Mall,
+}
+
+impl Implementation {
+    /// The name rows start with.
+    pub fn name(self) -> &'static str {
+        match self {
+            Implementation::Threads => "threads",
+            Implementation::Actor => "actor",
+            Implementation::Mall => "actor-mall",
+        }
+    }
+
+    fn protocol(self) -> &'static str {
+        match self {
+            Implementation::Threads | Implementation::Actor => "redux",
+            Implementation::Mall => "savina-mall",
+        }
+    }
+}
+
+/// A creature's tally at the end of a game, sent once to the meeting place.
+pub struct Report {
+    /// The creature's index in the game.
+    pub id: u32,
+    /// Its meetings.
+    pub tally: Tally,
+}
+
+/// Where a meeting place sends the tallies at the end of a game, or why the
+/// game could not be played.
+type Done = mpsc::Sender<Result<Vec<Tally>, String>>;
+
+/// Spawns a top-level actor, turning a refusal into a workload error.
+fn spawn<A: Actor>(
+    system: &ActorSystem,
+    props: Props<A>,
+) -> Result<ActorRef<A::Msg>, WorkloadError> {
+    system
+        .spawn(props)
+        .map_err(|e| WorkloadError::new(format!("cannot spawn: {e}")))
+}
+
+/// Waits for the tallies a meeting place sends at the end of its game.
+fn await_tallies(
+    tallies: &mpsc::Receiver<Result<Vec<Tally>, String>>,
+    creatures: usize,
+) -> Result<Vec<Tally>, WorkloadError> {
+    match tallies.recv_timeout(GAME_DEADLINE) {
+        Ok(result) => result.map_err(WorkloadError::new),
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(WorkloadError::new(format!(
+            "the game of {creatures} creatures did not finish within {} s",
+            GAME_DEADLINE.as_secs()
+        ))),
+        Err(mpsc::RecvTimeoutError::Disconnected) => Err(WorkloadError::new(format!(
+            "the meeting place of {creatures} creatures stopped without reporting"
+        ))),
+    }
+}
+
+/// Builds the actor system of the actor rows.
+fn build_system(dispatcher: Dispatcher) -> Result<ActorSystem, WorkloadError> {
+    ActorSystem::builder()
+        .name("chameneos")
+        .threads(dispatcher.workers)
+        .throughput(dispatcher.throughput)
+        .build()
+        .map_err(|e| WorkloadError::new(e.to_string()))
+}
+
+/// The row that plays one game of `meetings` meetings among creatures of the
+/// given colours with `implementation`, validating every run.
+pub fn game_workload(
+    variant: String,
+    implementation: Implementation,
+    colours: Vec<Colour>,
+    meetings: u64,
+    dispatcher: Dispatcher,
+) -> Workload {
+    let creatures = colours.len();
+    let workload = Workload::with_setup(variant.clone(), move || {
+        let system = match implementation {
+            Implementation::Threads => None,
+            Implementation::Actor | Implementation::Mall => {
+                Some(SystemGuard(build_system(dispatcher)?))
+            }
+        };
+        Ok(move || {
+            let clock = Stopwatch::start();
+            let game = match (&system, implementation) {
+                (None, _) => threads::play(&colours, meetings)?,
+                (Some(s), Implementation::Mall) => mall::play(&s.0, &colours, meetings)?,
+                (Some(s), _) => meeting_place::play(&s.0, &colours, meetings)?,
+            };
+            let sample = clock.stop(meetings);
+            game.validate(meetings)?;
+            Ok(sample)
+        })
+    })
+    .param("variant", variant)
+    .param("implementation", implementation.name())
+    .param("protocol", implementation.protocol())
+    .param("creatures", creatures)
+    .param("meetings", meetings);
+    match implementation {
+        Implementation::Threads => workload.param("threads", creatures),
+        Implementation::Actor | Implementation::Mall => workload
+            .param("workers", dispatcher.workers)
+            .param("throughput", dispatcher.throughput),
+    }
+}
+
+/// The main rows (see the module header), baseline first.
+pub fn workloads(settings: &Settings) -> Vec<Workload> {
+    let mut rows = Vec::new();
+    for implementation in [Implementation::Threads, Implementation::Actor] {
+        for colours in [&GAME_THREE[..], &GAME_TEN[..]] {
+            rows.push(game_workload(
+                format!("{}-{}", implementation.name(), colours.len()),
+                implementation,
+                colours.to_vec(),
+                settings.meetings,
+                settings.dispatcher,
+            ));
+        }
+    }
+    rows.push(game_workload(
+        format!("actor-mall-{}", settings.mall_creatures),
+        Implementation::Mall,
+        colour::cycling(settings.mall_creatures),
+        settings.mall_meetings,
+        settings.dispatcher,
+    ));
+    rows
+}
+
+/// Runs the selected main rows and, when asked, the sweep; returns all rows
+/// with `seconds` and `meetings_per_s` in their params.
+pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+    let mut rows = runner::run_experiment(EXPERIMENT, workloads(settings), options)?;
+    if let Some(max) = settings.sweep_max {
+        rows.extend(runner::run_experiment(
+            sweep::EXPERIMENT,
+            sweep::workloads(max, settings.dispatcher),
+            options,
+        )?);
+    }
+    for row in &mut rows {
+        add_seconds(row);
+    }
+    Ok(rows)
+}
+
+/// Records the median game time and meeting rate in the row's params.
+fn add_seconds(row: &mut Row) {
+    let seconds = row.ns_per_msg * row.msgs as f64 / 1e9;
+    row.params.insert("seconds".into(), seconds.into());
+    row.params
+        .insert("meetings_per_s".into(), row.msgs_per_s.into());
+}
+
+/// The median seconds of a row, as [`add_seconds`] recorded them.
+fn seconds(row: &Row) -> Option<f64> {
+    row.params.get("seconds").and_then(Value::as_f64)
+}
+
+/// Plays both games of chameneos-redux at `meetings` on actors, validates
+/// them, and returns the program's output in the Benchmarks Game's format.
+pub fn program(meetings: u64, dispatcher: Dispatcher) -> Result<String, WorkloadError> {
+    let system = SystemGuard(build_system(dispatcher)?);
+    let mut games: Vec<Game> = Vec::with_capacity(2);
+    for colours in [&GAME_THREE[..], &GAME_TEN[..]] {
+        let game = meeting_place::play(&system.0, colours, meetings)?;
+        game.validate(meetings)
+            .map_err(|e| e.context(&format!("{EXPERIMENT}: the game of {}", colours.len())))?;
+        games.push(game);
+    }
+    Ok(output::render(&games))
+}
+
+/// The lines under the main table: both games per implementation and their
+/// ratio, the mall row, the dispatcher.
+pub fn summary(rows: &[Row]) -> String {
+    let mut out = String::new();
+    let main: Vec<&Row> = rows.iter().filter(|r| r.experiment == EXPERIMENT).collect();
+    let find = |v: &str| main.iter().find(|r| r.variant == v).copied();
+    let mut both = Vec::new();
+    for name in ["actor", "threads"] {
+        let (Some(three), Some(ten)) = (find(&format!("{name}-3")), find(&format!("{name}-10")))
+        else {
+            continue;
+        };
+        let (Some(a), Some(b)) = (seconds(three), seconds(ten)) else {
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "{name}: both games at {} meetings each in {:.6} s (3 creatures {a:.6} s + 10 \
+             creatures {b:.6} s)",
+            sweep::group_thousands(three.msgs),
+            a + b
+        );
+        both.push(a + b);
+    }
+    if let [actor, threads] = both[..] {
+        let _ = writeln!(
+            out,
+            "actor / threads, both games: {:.2}x the time",
+            actor / threads
+        );
+    }
+    for row in main.iter().filter(|r| r.variant.starts_with("actor-mall")) {
+        let _ = writeln!(
+            out,
+            "{}: {} meetings among {} creatures in {:.6} s ({} meetings/s)",
+            row.variant,
+            sweep::group_thousands(row.msgs),
+            row.params["creatures"],
+            seconds(row).unwrap_or(f64::NAN),
+            sweep::group_thousands(row.msgs_per_s.round() as u64)
+        );
+    }
+    if let Some(actor) = main.iter().find(|r| r.params.contains_key("workers")) {
+        let _ = writeln!(
+            out,
+            "actor rows: a pool of {} worker(s), throughput {}",
+            actor.params["workers"], actor.params["throughput"]
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parses a creature line `<count><spelled self-meetings>`.
+    fn creature_line(line: &str) -> (u64, &str) {
+        let digits = line.find(' ').expect("a spelled number follows the count");
+        (line[..digits].parse().expect("a count"), &line[digits..])
+    }
+
+    #[test]
+    fn the_output_at_600_has_the_benchmarks_game_shape() {
+        let text = program(600, Dispatcher::DEFAULT).unwrap();
+        let lines: Vec<&str> = text.split('\n').collect();
+        assert_eq!(
+            lines[..10],
+            [
+                "blue + blue -> blue",
+                "blue + red -> yellow",
+                "blue + yellow -> red",
+                "red + blue -> yellow",
+                "red + red -> red",
+                "red + yellow -> blue",
+                "yellow + blue -> red",
+                "yellow + red -> blue",
+                "yellow + yellow -> yellow",
+                "",
+            ]
+        );
+        let mut at = 10;
+        for colours in [
+            " blue red yellow",
+            " blue red yellow red yellow blue red yellow red blue",
+        ] {
+            assert_eq!(lines[at], colours);
+            let creatures = colours.split(' ').count() - 1;
+            let mut total = 0;
+            for line in &lines[at + 1..at + 1 + creatures] {
+                let (count, self_meetings) = creature_line(line);
+                assert_eq!(self_meetings, " zero", "{line}");
+                total += count;
+            }
+            assert_eq!(total, 1200);
+            assert_eq!(lines[at + 1 + creatures], " one two zero zero");
+            assert_eq!(lines[at + 2 + creatures], "");
+            at += creatures + 3;
+        }
+        // The text ends with the last game's blank line.
+        assert_eq!(lines[at..], [""]);
+        assert!(text.ends_with("zero\n\n"));
+    }
+
+    #[test]
+    fn a_tiny_run_gives_validated_rows_with_the_required_params() {
+        let mut settings = Settings::for_scale(Scale::Quick);
+        settings.meetings = 300;
+        settings.mall_creatures = 10;
+        settings.mall_meetings = 300;
+        settings.sweep_max = Some(10);
+        let options = RunOptions {
+            repeats: 1,
+            filter: None,
+        };
+        let rows = run(&settings, &options).unwrap();
+        let variants: Vec<&str> = rows.iter().map(|r| r.variant.as_str()).collect();
+        assert_eq!(
+            variants[..5],
+            [
+                "threads-3",
+                "threads-10",
+                "actor-3",
+                "actor-10",
+                "actor-mall-10"
+            ]
+        );
+        // Two sweep points (1 and 10), four rows each.
+        assert_eq!(rows.len(), 5 + 8);
+        for row in &rows {
+            for key in [
+                "variant",
+                "creatures",
+                "meetings",
+                "seconds",
+                "meetings_per_s",
+            ] {
+                assert!(row.params.contains_key(key), "{} has no {key}", row.variant);
+            }
+            assert_eq!(row.params["variant"], row.variant.as_str());
+            assert_eq!(row.params["meetings"], row.msgs);
+        }
+        let text = summary(&rows);
+        assert!(
+            text.contains("actor: both games at 300 meetings each"),
+            "{text}"
+        );
+        assert!(text.contains("actor / threads"), "{text}");
+    }
+}
