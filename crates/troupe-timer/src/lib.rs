@@ -114,6 +114,8 @@
 //! assert_eq!(wheel.pop_expired(1), None);
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod slab;
 mod wheel;
 
