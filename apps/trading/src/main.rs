@@ -1,0 +1,148 @@
+//! `trading`: the replay tool and a single-run driver of the trading system.
+//!
+//! ```text
+//! trading replay --orders FILE --trades OUT   match a command file, write its trades
+//! trading generate --commands N --out FILE    write a reproducible random command file
+//! trading run --variant one-way --clients 10  run the seed scenario once
+//! ```
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand};
+use trading::{run, RunConfig, Scenario, TxLog, Variant};
+
+#[derive(Parser)]
+#[command(
+    name = "trading",
+    about = "The trading system: replay tool and scenario runner"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Match a command file on one thread and write the trades.
+    Replay {
+        /// Command file (NEW,... / CANCEL,... lines).
+        #[arg(long)]
+        orders: PathBuf,
+        /// Where to write the trades, one line each in execution order.
+        #[arg(long)]
+        trades: PathBuf,
+    },
+    /// Write a reproducible random command file.
+    Generate {
+        /// Number of commands.
+        #[arg(long, default_value_t = 1_000_000)]
+        commands: usize,
+        /// Number of books.
+        #[arg(long, default_value_t = 10)]
+        books: usize,
+        /// Random seed.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Output file.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Run the seed scenario once and print what it measured.
+    Run {
+        /// sync, request-reply or one-way.
+        #[arg(long, default_value = "one-way")]
+        variant: Variant,
+        /// Concurrent clients.
+        #[arg(long, default_value_t = 10)]
+        clients: usize,
+        /// Orders in total (split evenly over the clients).
+        #[arg(long, default_value_t = 750_000)]
+        orders: usize,
+        /// off, buffered or group-commit.
+        #[arg(long, default_value = "off")]
+        txlog: TxLog,
+        /// Where the engines' logs go (a fresh directory is advised).
+        #[arg(long)]
+        log_dir: Option<PathBuf>,
+        /// Dispatcher threads.
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+    },
+}
+
+fn main() -> ExitCode {
+    match run_cli(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("trading: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_cli(cli: Cli) -> Result<(), String> {
+    match cli.command {
+        Cmd::Replay { orders, trades } => {
+            let start = Instant::now();
+            let summary = trading::replay::replay_file(&orders, &trades)?;
+            println!("{summary}");
+            println!("total time:      {:.3} s", start.elapsed().as_secs_f64());
+            println!("trades written:  {}", trades.display());
+        }
+        Cmd::Generate {
+            commands,
+            books,
+            seed,
+            out,
+        } => {
+            trading::replay::generate_file(&out, commands, books, seed)?;
+            println!(
+                "wrote {commands} commands over {books} books to {}",
+                out.display()
+            );
+        }
+        Cmd::Run {
+            variant,
+            clients,
+            orders,
+            txlog,
+            log_dir,
+            threads,
+        } => {
+            let config = RunConfig {
+                variant,
+                scenario: Scenario::new(clients, orders)?,
+                txlog,
+                log_root: log_dir,
+                threads,
+                timeout: Duration::from_secs(600),
+            };
+            let r = run(&config)?;
+            let h = &r.latency_ns;
+            let us = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
+            println!(
+                "{variant} txlog={txlog} clients={clients}: {} orders in {:.3} s = {:.0} orders/s",
+                r.orders(),
+                r.duration.as_secs_f64(),
+                r.tps()
+            );
+            println!(
+                "latency us: mean {:.1} p5 {:.1} p50 {:.1} p95 {:.1} p99 {:.1} max {:.1}",
+                h.mean() / 1e3,
+                us(0.05),
+                us(0.5),
+                us(0.95),
+                us(0.99),
+                h.max() as f64 / 1e3
+            );
+            println!("trades: {}", r.trades);
+            if !r.verified() {
+                return Err(format!("verification failed: {}", r.problems.join("; ")));
+            }
+            println!("verified");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,122 @@
+//! The messages between clients, receivers and engines, and the completion
+//! token of the one-way variant.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use trading_engine::NewOrder;
+use troupe::{ActorRef, ReplyTo};
+
+use crate::engine_core::EngineSummary;
+
+/// To a client actor.
+#[derive(Debug)]
+pub enum ClientMsg {
+    /// Begin placing orders.
+    Start,
+    /// The current order is complete: both engines processed (and, if the
+    /// log is on, logged) it.
+    Completed,
+}
+
+/// How the client learns that its order is complete.
+#[derive(Debug)]
+pub enum Completion {
+    /// request-reply: the primary replies to this client once both engines
+    /// are done.
+    Reply(ActorRef<ClientMsg>),
+    /// one-way: primary and standby each complete the token; the second
+    /// tells the client.
+    Token(Arc<Token>),
+}
+
+/// To an order receiver: an order and how to complete it.
+#[derive(Debug)]
+pub struct ReceiverMsg {
+    /// The order.
+    pub order: NewOrder,
+    /// Who to tell when it is done.
+    pub completion: Completion,
+}
+
+/// How a standby acknowledges a replicated order.
+#[derive(Debug)]
+pub enum Ack {
+    /// request-reply: tell the primary that record `seq` is done here.
+    Primary {
+        /// The primary.
+        to: ActorRef<EngineMsg>,
+        /// The primary's sequence number for the order.
+        seq: u64,
+    },
+    /// one-way: complete the client's token.
+    Token(Arc<Token>),
+}
+
+/// To a matching engine (primary or standby).
+#[derive(Debug)]
+pub enum EngineMsg {
+    /// From a receiver to a primary.
+    Order {
+        /// The order.
+        order: NewOrder,
+        /// Who to tell when it is done.
+        completion: Completion,
+    },
+    /// From a primary to its standby.
+    Replicate {
+        /// The order, in the primary's processing order.
+        order: NewOrder,
+        /// What to do once it is done here.
+        ack: Ack,
+    },
+    /// To a primary from its own log: records up to `seq` are durable.
+    Durable {
+        /// The record's sequence number.
+        seq: u64,
+    },
+    /// To a primary from its standby: order `seq` is done there.
+    StandbyDone {
+        /// The primary's sequence number for the order.
+        seq: u64,
+    },
+    /// Report counters and a fingerprint of the books.
+    Summary(ReplyTo<EngineSummary>),
+    /// Fail on purpose (a panic in the handler), to exercise supervision.
+    Crash,
+}
+
+/// A one-way order's completion: two parties must complete it; the second
+/// one tells the client. A client has one order in flight at a time, so it
+/// keeps one token and re-arms it for each order.
+#[derive(Debug)]
+pub struct Token {
+    remaining: AtomicU8,
+    client: ActorRef<ClientMsg>,
+}
+
+impl Token {
+    /// A token that notifies `client`.
+    pub fn new(client: ActorRef<ClientMsg>) -> Self {
+        Token {
+            remaining: AtomicU8::new(0),
+            client,
+        }
+    }
+
+    /// Expects two completions for the next order. Only the client calls it,
+    /// and only while no order of its is in flight; the send that carries
+    /// the token publishes the store.
+    pub fn arm(&self) {
+        self.remaining.store(2, Ordering::Relaxed);
+    }
+
+    /// One party is done; the last one tells the client.
+    pub fn complete(&self) {
+        // AcqRel: the last completer sees the other's work, and the client
+        // sees both through the message it is sent.
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.client.tell(ClientMsg::Completed);
+        }
+    }
+}
