@@ -19,6 +19,7 @@ mod readme;
 mod report;
 mod rss;
 mod runner;
+mod trading;
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -101,6 +102,31 @@ enum Command {
         /// Throughput of the actor rows' dispatcher (default 100).
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
         throughput: Option<u64>,
+    },
+    /// Trading system (seed 000): the seed scenario per variant, log mode and
+    /// number of clients.
+    Trading {
+        #[command(flatten)]
+        common: CommonArgs,
+        /// Clients, comma-separated (default 1,10,40 with the log off and 10
+        /// with it on; `--full`: the post's 1..40 for every mode).
+        #[arg(long, value_name = "N,N,..", value_delimiter = ',')]
+        clients: Option<Vec<usize>>,
+        /// Variants, comma-separated: sync, request-reply, one-way (default all).
+        #[arg(long, value_name = "V,V,..", value_delimiter = ',')]
+        variants: Option<Vec<::trading::Variant>>,
+        /// Log modes, comma-separated: off, buffered, group-commit (default all).
+        #[arg(long, value_name = "M,M,..", value_delimiter = ',')]
+        txlog: Option<Vec<::trading::TxLog>>,
+        /// Orders per run with the log off (default 750,000).
+        #[arg(long, value_name = "N")]
+        orders: Option<usize>,
+        /// Orders per run with the log on (default 150,000; `--full`: 750,000).
+        #[arg(long, value_name = "N")]
+        logged_orders: Option<usize>,
+        /// Directory under which each run's logs are written (and removed).
+        #[arg(long, value_name = "DIR")]
+        log_dir: Option<PathBuf>,
     },
     /// Internal: one run of the delayed experiment in a fresh process; prints JSON.
     #[command(hide = true)]
@@ -279,6 +305,47 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
             let rows = run_chameneos(&settings, &common.options())?;
             (common, rows)
         }
+        Command::Trading {
+            common,
+            clients,
+            variants,
+            txlog,
+            orders,
+            logged_orders,
+            log_dir,
+        } => {
+            let mut settings = trading::Settings::for_scale(common.scale());
+            settings.points.retain(|p| {
+                variants.as_ref().is_none_or(|v| v.contains(&p.variant))
+                    && txlog.as_ref().is_none_or(|m| m.contains(&p.txlog))
+            });
+            if let Some(clients) = clients {
+                if clients.contains(&0) {
+                    return Err("--clients: every count must be at least 1".into());
+                }
+                let mut points = Vec::new();
+                let mut seen = std::collections::HashSet::new();
+                for p in &settings.points {
+                    if seen.insert((p.variant, p.txlog)) {
+                        for &c in &clients {
+                            points.push(trading::Point { clients: c, ..*p });
+                        }
+                    }
+                }
+                settings.points = points;
+            }
+            if let Some(n) = orders {
+                settings.orders = n;
+            }
+            if let Some(n) = logged_orders {
+                settings.logged_orders = n;
+            }
+            if let Some(dir) = log_dir {
+                settings.log_root = dir;
+            }
+            let rows = run_trading(&settings, &common.options())?;
+            (common, rows)
+        }
         Command::Micro { common } => {
             let rows = run_micro(&micro::Sizes::for_scale(common.scale()), &common.options())?;
             (common, rows)
@@ -296,6 +363,10 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
             )?);
             rows.extend(run_primes(
                 &primes::Settings::for_scale(common.scale()),
+                &common.options(),
+            )?);
+            rows.extend(run_trading(
+                &trading::Settings::for_scale(common.scale()),
                 &common.options(),
             )?);
             let mut cham = chameneos::Settings::for_scale(common.scale());
@@ -363,6 +434,23 @@ fn run_primes(
     if !rows.is_empty() {
         report::print_table(primes::EXPERIMENT, &rows);
         primes::print_extras(&rows);
+    }
+    Ok(rows)
+}
+
+/// Runs the trading sweep and prints its table.
+fn run_trading(
+    settings: &trading::Settings,
+    options: &RunOptions,
+) -> Result<Vec<Row>, Box<dyn Error>> {
+    let rows = trading::run(settings, options)?;
+    if !rows.is_empty() {
+        let repeats = rows[0].repeats;
+        println!(
+            "{}: seed scenario; orders/s is the median of {repeats} measured runs after 1 warm-up, latencies merge every order of those runs\n",
+            trading::EXPERIMENT
+        );
+        println!("{}", trading::render_table(&rows));
     }
     Ok(rows)
 }
