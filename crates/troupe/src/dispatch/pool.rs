@@ -12,7 +12,9 @@
 //!
 //! A worker looks for work in this order: the LIFO slot (at most
 //! [`MAX_LIFO_STREAK`] times in a row, so two actors bouncing messages cannot
-//! starve the queue), its own queue, the injector, the other workers' queues.
+//! starve the queue), its own queue, the injector, the other workers' queues;
+//! and every [`INJECTOR_INTERVAL`] tasks the injector first, so a worker kept
+//! busy by its own actors still picks up work sent from outside the pool.
 //! Having found nothing it spins for `spin` rounds of exponential backoff, then
 //! parks.
 //!
@@ -49,6 +51,12 @@ use super::{Executor, Task};
 
 /// Consecutive runs from the LIFO slot before the worker looks at its queue.
 pub(crate) const MAX_LIFO_STREAK: u32 = 64;
+
+/// Every this many tasks a worker takes from the injector first, even when
+/// its own slot and queue have work: actors that keep messaging each other
+/// on one worker would otherwise starve everything sent from outside the
+/// pool. Odd, so it does not fall into step with [`MAX_LIFO_STREAK`].
+pub(crate) const INJECTOR_INTERVAL: u32 = 61;
 
 /// Settings of one pool.
 #[derive(Debug, Clone)]
@@ -248,9 +256,9 @@ fn run_worker(pool: Arc<Pool>, index: usize, queue: Worker<Task>) {
         lifo: Cell::new(None),
     };
     CURRENT.with(|c| c.set(&local));
-    let mut streak = 0u32;
+    let mut turn = Turn::default();
     loop {
-        if let Some(task) = next_task(&pool, &local, &mut streak) {
+        if let Some(task) = next_task(&pool, &local, &mut turn) {
             // The task was handed to this pool and taken off its
             // queues by this worker alone, which gives the right to run it.
             // SAFETY: as argued just above.
@@ -258,7 +266,7 @@ fn run_worker(pool: Arc<Pool>, index: usize, queue: Worker<Task>) {
             continue;
         }
         if let Some(task) = spin_for_task(&pool, &local) {
-            streak = 0;
+            turn.streak = 0;
             // SAFETY: as above.
             unsafe { task.run() };
             continue;
@@ -273,20 +281,49 @@ fn run_worker(pool: Arc<Pool>, index: usize, queue: Worker<Task>) {
     // has stopped. Tasks do not own their cells, so there is nothing to drop.
 }
 
+/// A worker's fairness counters.
+#[derive(Default)]
+struct Turn {
+    /// Consecutive tasks taken from the LIFO slot.
+    streak: u32,
+    /// Tasks taken since the injector last went first.
+    since_injector: u32,
+}
+
 /// The next task by the worker's priority order (see the module header).
 #[inline]
-fn next_task(pool: &Pool, local: &Local, streak: &mut u32) -> Option<Task> {
+fn next_task(pool: &Pool, local: &Local, turn: &mut Turn) -> Option<Task> {
+    turn.since_injector += 1;
+    if turn.since_injector >= INJECTOR_INTERVAL {
+        turn.since_injector = 0;
+        // The slot keeps its task: it runs next, or is displaced into the
+        // queue (and so stays stealable) if this task sends first.
+        if let Some(task) = take_injected(pool) {
+            return Some(task);
+        }
+    }
     if let Some(task) = local.lifo.take() {
-        if *streak < MAX_LIFO_STREAK {
-            *streak += 1;
+        if turn.streak < MAX_LIFO_STREAK {
+            turn.streak += 1;
             return Some(task);
         }
         // Fairness: let the queue go first this time.
         local.queue.push(task);
         pool.notify_one();
     }
-    *streak = 0;
+    turn.streak = 0;
     local.queue.pop().or_else(|| steal(pool, local))
+}
+
+/// One task from the injector, if it has any.
+fn take_injected(pool: &Pool) -> Option<Task> {
+    loop {
+        match pool.injector.steal() {
+            Steal::Success(task) => return Some(task),
+            Steal::Empty => return None,
+            Steal::Retry => {}
+        }
+    }
 }
 
 /// Takes a batch from the injector or another worker, returning one task.
