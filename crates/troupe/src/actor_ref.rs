@@ -138,14 +138,22 @@ impl<M: Send + 'static> ActorRef<M> {
     /// returns the pending answer. Await it (`.await`) in async code or call
     /// [`Ask::wait`] on a plain thread. It fails with a timeout after
     /// `timeout`, or at once if the request is dropped without a reply (for
-    /// instance because the actor has stopped).
+    /// instance because the actor has stopped), or with
+    /// [`AskError::MailboxFull`](crate::AskError::MailboxFull) if a full
+    /// bounded mailbox refuses the request.
     pub fn ask<R: Send + 'static>(
         &self,
         make: impl FnOnce(ReplyTo<R>) -> M,
         timeout: Duration,
     ) -> Ask<R> {
         let (reply_to, pending) = ask::pair(self.cell.id(), timeout, self.cell.system());
-        self.tell(make(reply_to));
+        if let Err(request) = cell::offer(&self.cell, make(reply_to)) {
+            // A full bounded mailbox refused it: say so, rather than the
+            // "no reply" that dropping the request would report.
+            pending.refuse();
+            self.cell
+                .dead_letter(request, DeadLetterReason::MailboxFull);
+        }
         pending
     }
 

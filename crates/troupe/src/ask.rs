@@ -21,7 +21,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Poll, Waker};
 use std::thread::{self, Thread};
@@ -50,8 +50,15 @@ pub enum AskError {
         /// The actor that was asked.
         target: ActorId,
     },
+    /// The actor's bounded mailbox was full and refused the request (it
+    /// was counted as a `MailboxFull` dead letter); nothing was handled.
+    MailboxFull {
+        /// The actor that was asked.
+        target: ActorId,
+    },
     /// `wait` was called on a dispatcher worker thread, where blocking could
-    /// deadlock the dispatcher; await the answer or use `pipe_to_self` instead.
+    /// deadlock the dispatcher; from an actor, put a reply address in the
+    /// request instead, or await the answer in async code.
     WouldBlockDispatcher,
 }
 
@@ -63,6 +70,9 @@ impl fmt::Display for AskError {
             }
             AskError::NoReply { target } => {
                 write!(f, "actor {target} dropped the request without replying")
+            }
+            AskError::MailboxFull { target } => {
+                write!(f, "actor {target} refused the request: its mailbox is full")
             }
             AskError::WouldBlockDispatcher => {
                 f.write_str("blocking wait on a dispatcher thread refused (it could deadlock)")
@@ -91,6 +101,7 @@ enum State<R> {
     Waiting(Option<Waiter>),
     Ready(R),
     NoReply,
+    Refused,
     Expired,
     Taken,
 }
@@ -100,6 +111,14 @@ struct Promise<R> {
     /// Set (release) when `state` leaves `Waiting`; read by spinning waiters.
     done: AtomicBool,
     state: Mutex<State<R>>,
+    /// The system's count of live promises, decremented on drop.
+    live: Arc<AtomicUsize>,
+}
+
+impl<R> Drop for Promise<R> {
+    fn drop(&mut self) {
+        self.live.fetch_sub(1, Ordering::Release);
+    }
 }
 
 impl<R> Promise<R> {
@@ -128,6 +147,7 @@ impl<R> Promise<R> {
         match std::mem::replace(&mut *state, State::Taken) {
             State::Ready(r) => Some(Ok(r)),
             State::NoReply => Some(Err(AskError::NoReply { target })),
+            State::Refused => Some(Err(AskError::MailboxFull { target })),
             State::Expired => Some(Err(AskError::Timeout {
                 target,
                 after: timeout,
@@ -190,9 +210,11 @@ pub(crate) fn pair<R: Send + 'static>(
     timeout: Duration,
     system: &Arc<SystemInner>,
 ) -> (ReplyTo<R>, Ask<R>) {
+    system.live_asks.fetch_add(1, Ordering::Relaxed);
     let promise = Arc::new(Promise {
         done: AtomicBool::new(false),
         state: Mutex::new(State::Waiting(None)),
+        live: system.live_asks.clone(),
     });
     let reply_to = ReplyTo {
         promise: Some(promise.clone()),
@@ -209,6 +231,12 @@ pub(crate) fn pair<R: Send + 'static>(
 }
 
 impl<R: Send + 'static> Ask<R> {
+    /// Fails the ask with [`AskError::MailboxFull`]; called before the
+    /// refused request (and its `ReplyTo`) is dropped, so that is the answer.
+    pub(crate) fn refuse(&self) {
+        let _ = self.promise.complete(State::Refused);
+    }
+
     /// Blocks the calling thread until the answer, the timeout, or a dropped
     /// request. Spins briefly first, so a quick answer costs no context switch.
     /// Refused on a dispatcher worker thread (see [`AskError::WouldBlockDispatcher`]).

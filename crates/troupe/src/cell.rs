@@ -38,6 +38,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -268,6 +269,13 @@ pub(crate) struct ActorCell<A: Actor> {
 // and `A::Msg: Send` suffice.
 unsafe impl<A: Actor> Sync for ActorCell<A> {}
 
+impl<A: Actor> Drop for ActorCell<A> {
+    fn drop(&mut self) {
+        // Release: whoever reads 0 also sees everything the cell did.
+        self.system.live_cells.fetch_sub(1, Ordering::Release);
+    }
+}
+
 impl<A: Actor> fmt::Display for ActorCell<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.name {
@@ -288,6 +296,7 @@ impl<A: Actor> ActorCell<A> {
         let id = system.next_id();
         let executor =
             system.executor_for(props.dispatcher.as_deref(), props.name.as_deref(), id)?;
+        system.live_cells.fetch_add(1, Ordering::Relaxed);
         Ok(Arc::new(ActorCell {
             id,
             name: props.name.map(String::into_boxed_str),

@@ -23,7 +23,7 @@ pub(crate) mod dead_letters;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -155,6 +155,10 @@ pub(crate) struct SystemInner {
     pub(crate) scheduler: Scheduler,
     dispatchers: HashMap<String, Dispatcher>,
     next_id: AtomicU64,
+    /// Actor cells created and not yet freed (leak detection).
+    pub(crate) live_cells: AtomicUsize,
+    /// Ask promises alive: created and not yet dropped by both ends.
+    pub(crate) live_asks: Arc<AtomicUsize>,
     guardian: Mutex<Guardian>,
     dead_letters: DeadLetters,
     termination: Mutex<Termination>,
@@ -391,6 +395,34 @@ impl ActorSystem {
             .live
     }
 
+    /// Actor cells that exist and have not been freed: running actors, and
+    /// stopped ones still referenced by an [`ActorRef`]. With every ref
+    /// dropped after termination it is 0 unless something leaks a cell.
+    ///
+    /// ```
+    /// # use troupe::prelude::*;
+    /// # struct Idle;
+    /// # impl Actor for Idle { type Msg = (); fn receive(&mut self, _: &mut Context<'_, Self>, _: ()) {} }
+    /// let system = ActorSystem::builder().threads(1).build().unwrap();
+    /// let idle = system.spawn(Props::new(|| Idle)).unwrap();
+    /// assert_eq!(system.live_actor_cells(), 1);
+    /// system.shutdown();
+    /// system.await_termination().unwrap();
+    /// drop(idle);
+    /// assert_eq!(system.live_actor_cells(), 0);
+    /// ```
+    pub fn live_actor_cells(&self) -> usize {
+        self.inner.live_cells.load(Ordering::Acquire)
+    }
+
+    /// Asks whose promise is still alive: not yet answered, timed out or
+    /// dropped at both ends. 0 once every ask of a finished workload has
+    /// been awaited (or dropped) and every request handled; more means a
+    /// `ReplyTo` is being kept somewhere.
+    pub fn pending_asks(&self) -> usize {
+        self.inner.live_asks.load(Ordering::Acquire)
+    }
+
     /// Starts a graceful shutdown (see the module docs); returns at once.
     pub fn shutdown(&self) {
         self.inner.begin_shutdown(TerminationReason::Requested);
@@ -602,6 +634,8 @@ impl ActorSystemBuilder {
             scheduler,
             dispatchers,
             next_id: AtomicU64::new(1),
+            live_cells: AtomicUsize::new(0),
+            live_asks: Arc::new(AtomicUsize::new(0)),
             guardian: Mutex::new(Guardian::default()),
             dead_letters: DeadLetters::default(),
             termination: Mutex::new(Termination::default()),
