@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for SECONDS each (default 60) with cargo-fuzz on the
+# nightly toolchain, installing cargo-fuzz if it is missing. A crash stops the
+# script with the failing input in fuzz/artifacts/<target>/; turn it into a
+# regression test next to the code it broke.
+#
+#   scripts/fuzz.sh            # one minute per target
+#   scripts/fuzz.sh 600        # ten minutes per target
+#   scripts/fuzz.sh 20 matching
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds="${1:-60}"
+shift || true
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "fuzz: installing cargo-fuzz"
+    cargo install cargo-fuzz --locked --quiet
+fi
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+    mapfile -t targets < <(cargo +nightly fuzz list)
+fi
+for target in "${targets[@]}"; do
+    echo "fuzz: $target for ${seconds}s"
+    mkdir -p "fuzz/corpus/$target"
+    cargo +nightly fuzz run "$target" "fuzz/corpus/$target" -- \
+        -max_total_time="$seconds" -print_final_stats=1 2>&1 |
+        grep -E "^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==|SUMMARY|Done)" || true
+    # grep swallows the exit status; a crash leaves an artifact behind.
+    if compgen -G "fuzz/artifacts/$target/crash-*" >/dev/null ||
+       compgen -G "fuzz/artifacts/$target/oom-*" >/dev/null ||
+       compgen -G "fuzz/artifacts/$target/timeout-*" >/dev/null; then
+        echo "fuzz: $target FAILED; inputs in fuzz/artifacts/$target/" >&2
+        exit 1
+    fi
+done
+echo "fuzz: all targets ran ${seconds}s without a failure"
