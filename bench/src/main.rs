@@ -19,6 +19,7 @@ mod readme;
 mod report;
 mod rss;
 mod runner;
+mod soak;
 mod trading;
 
 use std::error::Error;
@@ -127,6 +128,15 @@ enum Command {
         /// Directory under which each run's logs are written (and removed).
         #[arg(long, value_name = "DIR")]
         log_dir: Option<PathBuf>,
+    },
+    /// Soak: minutes of trading + primes + delayed load in one process, the
+    /// resident memory sampled every second; reports the drift.
+    Soak {
+        #[command(flatten)]
+        common: CommonArgs,
+        /// How long (default 10 minutes; `--quick`: 1).
+        #[arg(long, value_name = "MIN")]
+        minutes: Option<f64>,
     },
     /// Internal: one run of the delayed experiment in a fresh process; prints JSON.
     #[command(hide = true)]
@@ -344,6 +354,14 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
                 settings.log_root = dir;
             }
             let rows = run_trading(&settings, &common.options())?;
+            (common, rows)
+        }
+        Command::Soak { common, minutes } => {
+            let minutes = minutes.unwrap_or(if common.quick { 1.0 } else { 10.0 });
+            if !(minutes > 0.0 && minutes.is_finite()) {
+                return Err("--minutes must be a positive number".into());
+            }
+            let rows = soak::run(std::time::Duration::from_secs_f64(minutes * 60.0))?;
             (common, rows)
         }
         Command::Micro { common } => {

@@ -56,7 +56,7 @@ impl Settings {
 }
 
 /// A server started in this process.
-enum Running {
+pub(crate) enum Running {
     Async {
         runtime: tokio::runtime::Runtime,
         stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -71,7 +71,7 @@ const MAX_N: usize = 100_000;
 /// Dispatcher threads of the actor-backed server (see `start`).
 const DISPATCHER_THREADS: usize = 1;
 
-fn start(server: &str) -> Result<(SocketAddr, Running), WorkloadError> {
+pub(crate) fn start(server: &str) -> Result<(SocketAddr, Running), WorkloadError> {
     let err = |e: &dyn std::fmt::Display| WorkloadError::new(format!("{server} server: {e}"));
     let socket =
         primes::listener::bind("127.0.0.1:0".parse().expect("valid")).map_err(|e| err(&e))?;
@@ -115,7 +115,7 @@ fn start(server: &str) -> Result<(SocketAddr, Running), WorkloadError> {
     ))
 }
 
-fn stop(running: Running) {
+pub(crate) fn stop(running: Running) {
     match running {
         Running::Blocking(s) => s.stop(),
         Running::Async {
