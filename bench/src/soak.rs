@@ -247,7 +247,7 @@ pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
         elapsed: Duration::from_secs_f64(total),
     };
     let measurement = Measurement {
-        warmup: sample.clone(),
+        warmup: sample,
         samples: vec![sample],
     };
     let failures = tally.trading_failures.load(Ordering::Relaxed)
