@@ -1,0 +1,355 @@
+//! The writable journal: recovery on open, appends under a durability
+//! policy, segment rotation.
+//!
+//! Invariants:
+//! - Records get consecutive sequence numbers in the order they are written
+//!   to the file; a sequence number is handed out only to a record that
+//!   will be written (or whose failure is reported).
+//! - An append is acknowledged (returns, or calls back with `Ok`) only
+//!   after its whole frame is written, and, under `GroupCommit` and
+//!   `SyncEach`, after an fsync that covers it.
+//! - After a failed write the journal is *failed*: every later append gets
+//!   an error, so no record is acknowledged behind a partial one. Reopening
+//!   truncates the partial frame as a torn tail.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+use crate::committer::{self, Committer, Done};
+use crate::error::JournalError;
+use crate::frame::{self, MAX_RECORD};
+use crate::scan::scan;
+use crate::segment;
+
+/// When an append counts as done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Durability {
+    /// Written to the OS (one `write` per append), never fsynced: survives
+    /// a crash of the process, not of the machine.
+    None,
+    /// Appends are batched by a writer thread; each batch is written and
+    /// fsynced once, and its appends are acknowledged after that fsync.
+    GroupCommit,
+    /// Each append is written and fsynced before it returns.
+    SyncEach,
+}
+
+/// How a journal is opened.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// The durability policy.
+    pub durability: Durability,
+    /// A segment is closed and a new one started once it reaches this size.
+    pub segment_bytes: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            durability: Durability::GroupCommit,
+            segment_bytes: 64 << 20,
+        }
+    }
+}
+
+/// The file being appended to.
+pub(crate) struct Tail {
+    pub dir: PathBuf,
+    pub file: File,
+    pub path: PathBuf,
+    pub len: u64,
+    pub next_seq: u64,
+    pub failed: bool,
+    pub segment_bytes: u64,
+    pub durable: bool,
+}
+
+impl Tail {
+    /// Writes `frames` (whole frames for records `first..`, ending at
+    /// `ends`), rotating segments as they fill. Marks the tail failed on
+    /// any error.
+    pub fn write(&mut self, frames: &[u8], ends: &[usize]) -> Result<(), JournalError> {
+        if self.failed {
+            return Err(JournalError::Failed);
+        }
+        let result = self.write_inner(frames, ends);
+        if result.is_err() {
+            self.failed = true;
+        }
+        result
+    }
+
+    fn write_inner(&mut self, frames: &[u8], ends: &[usize]) -> Result<(), JournalError> {
+        let mut start = 0usize;
+        let mut i = 0usize;
+        while i < ends.len() {
+            // Take as many frames as fit in the current segment (at least
+            // one: a record larger than a segment gets a segment of its own).
+            let mut end = ends[i];
+            let mut j = i + 1;
+            let room = self.segment_bytes.saturating_sub(self.len);
+            if (end - start) as u64 > room && self.len > 0 {
+                self.rotate()?;
+                continue;
+            }
+            while j < ends.len() && (ends[j] - start) as u64 <= room {
+                end = ends[j];
+                j += 1;
+            }
+            self.file
+                .write_all(&frames[start..end])
+                .map_err(|e| JournalError::io("write", &self.path, e))?;
+            self.len += (end - start) as u64;
+            self.next_seq += (j - i) as u64;
+            start = end;
+            i = j;
+        }
+        Ok(())
+    }
+
+    /// Makes everything written so far durable.
+    pub fn sync(&mut self) -> Result<(), JournalError> {
+        if self.failed {
+            return Err(JournalError::Failed);
+        }
+        let result = self
+            .file
+            .sync_data()
+            .map_err(|e| JournalError::io("fsync", &self.path, e));
+        if result.is_err() {
+            self.failed = true;
+        }
+        result
+    }
+
+    fn rotate(&mut self) -> Result<(), JournalError> {
+        if self.durable {
+            self.file
+                .sync_data()
+                .map_err(|e| JournalError::io("fsync", &self.path, e))?;
+        }
+        let path = self.dir.join(segment::file_name(self.next_seq));
+        self.file = create_segment(&path)?;
+        if self.durable {
+            segment::sync_dir(&self.dir)?;
+        }
+        self.path = path;
+        self.len = 0;
+        Ok(())
+    }
+}
+
+fn create_segment(path: &Path) -> Result<File, JournalError> {
+    OpenOptions::new()
+        .create_new(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| JournalError::io("create segment", path, e))
+}
+
+/// A durable append-only log of byte records (see the crate docs).
+pub struct Journal {
+    tail: Arc<Mutex<Tail>>,
+    durability: Durability,
+    committer: Option<(Committer, JoinHandle<()>)>,
+    frame: Mutex<Vec<u8>>,
+}
+
+impl Journal {
+    /// Opens (creating it if needed) the journal in `dir`, recovering from
+    /// a crash: a torn tail of the last segment is truncated away.
+    ///
+    /// # Errors
+    ///
+    /// If the directory cannot be created or read, a file cannot be opened
+    /// for writing (read-only directory), or a record in the middle of the
+    /// log is damaged ([`JournalError::Corrupt`]).
+    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Journal, JournalError> {
+        let dir = dir.as_ref().to_path_buf();
+        fs::create_dir_all(&dir).map_err(|e| JournalError::io("create directory", &dir, e))?;
+        let segments = segment::list(&dir)?;
+        let durable = options.durability != Durability::None;
+        let (path, len, next_seq) = match segments.last() {
+            None => {
+                let path = dir.join(segment::file_name(0));
+                create_segment(&path)?;
+                if durable {
+                    segment::sync_dir(&dir)?;
+                }
+                (path, 0, 0)
+            }
+            Some(last) => {
+                // Earlier segments were complete when the journal rotated
+                // away from them; check them now anyway, so a damaged log
+                // is refused at open rather than at replay.
+                let mut expected = segments[0].base;
+                for (i, s) in segments.iter().enumerate() {
+                    if s.base != expected {
+                        return Err(JournalError::Corrupt {
+                            segment: s.path.clone(),
+                            offset: 0,
+                            reason: format!(
+                                "segment starts at record {}, expected {expected}",
+                                s.base
+                            ),
+                        });
+                    }
+                    let bytes = segment::read(&s.path)?;
+                    let found = scan(&s.path, &bytes, i + 1 == segments.len(), |_| {})?;
+                    expected += found.records;
+                    if i + 1 == segments.len() && found.valid_len < bytes.len() as u64 {
+                        truncate(&s.path, found.valid_len)?;
+                    }
+                    if i + 1 == segments.len() {
+                        return Journal::start(
+                            dir,
+                            options,
+                            last.path.clone(),
+                            found.valid_len,
+                            expected,
+                        );
+                    }
+                }
+                unreachable!("the loop returns at the last segment");
+            }
+        };
+        Journal::start(dir, options, path, len, next_seq)
+    }
+
+    fn start(
+        dir: PathBuf,
+        options: Options,
+        path: PathBuf,
+        len: u64,
+        next_seq: u64,
+    ) -> Result<Journal, JournalError> {
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(|e| JournalError::io("open for append", &path, e))?;
+        let tail = Arc::new(Mutex::new(Tail {
+            dir,
+            file,
+            path,
+            len,
+            next_seq,
+            failed: false,
+            segment_bytes: options.segment_bytes.max(1),
+            durable: options.durability != Durability::None,
+        }));
+        let committer = match options.durability {
+            Durability::GroupCommit => Some(committer::start(tail.clone(), next_seq)?),
+            _ => None,
+        };
+        Ok(Journal {
+            tail,
+            durability: options.durability,
+            committer,
+            frame: Mutex::new(Vec::with_capacity(256)),
+        })
+    }
+
+    /// The durability policy.
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    /// The sequence number the next record will get (the number of records
+    /// in the log, once everything appended so far is written).
+    pub fn next_seq(&self) -> u64 {
+        match &self.committer {
+            Some((c, _)) => c.next_seq(),
+            None => lock(&self.tail).next_seq,
+        }
+    }
+
+    /// Appends `payload`, returning its sequence number once it is as
+    /// durable as the policy promises. Under `GroupCommit` this waits for
+    /// the batch's fsync.
+    pub fn append(&self, payload: &[u8]) -> Result<u64, JournalError> {
+        check_size(payload)?;
+        match &self.committer {
+            Some((c, _)) => c.append_wait(payload),
+            None => {
+                let mut frame = lock(&self.frame);
+                frame.clear();
+                frame::encode(payload, &mut frame);
+                let mut tail = lock(&self.tail);
+                let seq = tail.next_seq;
+                let len = frame.len();
+                tail.write(&frame, &[len])?;
+                if self.durability == Durability::SyncEach {
+                    tail.sync()?;
+                }
+                Ok(seq)
+            }
+        }
+    }
+
+    /// Appends `payload` and calls `done` once it is as durable as the
+    /// policy promises: at once, on this thread, without group commit; from
+    /// the writer thread after the batch's fsync with it. The record's
+    /// position in the log is fixed when this returns, so appends made one
+    /// after the other are acknowledged in that order.
+    pub fn append_with(
+        &self,
+        payload: &[u8],
+        done: impl FnOnce(Result<u64, JournalError>) + Send + 'static,
+    ) {
+        if let Err(e) = check_size(payload) {
+            return done(Err(e));
+        }
+        match &self.committer {
+            Some((c, _)) => c.append(payload, Done::new(done)),
+            None => done(self.append(payload)),
+        }
+    }
+
+    /// Makes every record appended so far durable (an fsync; under group
+    /// commit, waits for the pending batch).
+    pub fn sync(&self) -> Result<(), JournalError> {
+        if let Some((c, _)) = &self.committer {
+            c.flush()?;
+        }
+        lock(&self.tail).sync()
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        // Pending group-commit appends are written, synced and answered.
+        if let Some((committer, handle)) = self.committer.take() {
+            committer.close();
+            let _ = handle.join();
+        }
+    }
+}
+
+fn check_size(payload: &[u8]) -> Result<(), JournalError> {
+    if payload.len() > MAX_RECORD {
+        return Err(JournalError::TooLarge {
+            len: payload.len(),
+            max: MAX_RECORD,
+        });
+    }
+    Ok(())
+}
+
+fn truncate(path: &Path, len: u64) -> Result<(), JournalError> {
+    let file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| JournalError::io("open for truncation", path, e))?;
+    file.set_len(len)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| JournalError::io("truncate torn tail", path, e))
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding a journal lock leaves nothing half-updated that
+    // the failed flag does not already cover.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
