@@ -119,12 +119,12 @@ enum Command {
         /// Log modes, comma-separated: off, buffered, group-commit (default all).
         #[arg(long, value_name = "M,M,..", value_delimiter = ',')]
         txlog: Option<Vec<::trading::TxLog>>,
-        /// Orders per run with the log off (default 750,000).
+        /// Orders per run with the log off or buffered (default 750,000).
         #[arg(long, value_name = "N")]
         orders: Option<usize>,
-        /// Orders per run with the log on (default 150,000; `--full`: 750,000).
+        /// Orders per run under group commit (default 30,000; `--full`: 150,000).
         #[arg(long, value_name = "N")]
-        logged_orders: Option<usize>,
+        synced_orders: Option<usize>,
         /// Directory under which each run's logs are written (and removed).
         #[arg(long, value_name = "DIR")]
         log_dir: Option<PathBuf>,
@@ -321,7 +321,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
             variants,
             txlog,
             orders,
-            logged_orders,
+            synced_orders,
             log_dir,
         } => {
             let mut settings = trading::Settings::for_scale(common.scale());
@@ -347,8 +347,8 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
             if let Some(n) = orders {
                 settings.orders = n;
             }
-            if let Some(n) = logged_orders {
-                settings.logged_orders = n;
+            if let Some(n) = synced_orders {
+                settings.synced_orders = n;
             }
             if let Some(dir) = log_dir {
                 settings.log_root = dir;

@@ -45,10 +45,11 @@ pub struct Point {
 pub struct Settings {
     /// Points in run order.
     pub points: Vec<Point>,
-    /// Orders per run with the log off.
+    /// Orders per run with the log off or buffered.
     pub orders: usize,
-    /// Orders per run with the log on (fsyncs make those runs slow).
-    pub logged_orders: usize,
+    /// Orders per run under group commit (every order waits for fsyncs,
+    /// so those runs are much slower).
+    pub synced_orders: usize,
     /// Dispatcher threads of the actor variants.
     pub threads: usize,
     /// Where run directories for logs are made.
@@ -62,11 +63,11 @@ impl Settings {
     /// The default subset, the CI smoke size, or the post's whole sweep.
     pub fn for_scale(scale: Scale) -> Self {
         let mut points = Vec::new();
-        let (clients, logged_clients, orders, logged_orders): (&[usize], &[usize], _, _) =
+        let (clients, logged_clients, orders, synced_orders): (&[usize], &[usize], _, _) =
             match scale {
-                Scale::Quick => (&[1, 10], &[10], 60_000, 30_000),
-                Scale::Default => (&[1, 10, 40], &[10], 750_000, 150_000),
-                Scale::Full => (&FULL_CLIENTS, &FULL_CLIENTS, 750_000, 750_000),
+                Scale::Quick => (&[1, 10], &[10], 60_000, 3_000),
+                Scale::Default => (&[1, 10, 40], &[10], 750_000, 30_000),
+                Scale::Full => (&FULL_CLIENTS, &FULL_CLIENTS, 750_000, 150_000),
             };
         for txlog in TxLog::ALL {
             let counts = if txlog == TxLog::Off {
@@ -87,7 +88,7 @@ impl Settings {
         Settings {
             points,
             orders,
-            logged_orders,
+            synced_orders,
             threads: 2,
             log_root: std::env::temp_dir(),
         }
@@ -110,10 +111,10 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
         .collect();
     let mut rows = Vec::new();
     for (i, point) in selected.iter().enumerate() {
-        let orders = if point.txlog == TxLog::Off {
-            settings.orders
+        let orders = if point.txlog == TxLog::GroupCommit {
+            settings.synced_orders
         } else {
-            settings.logged_orders
+            settings.orders
         };
         let scenario = Scenario::new(point.clients, orders).map_err(WorkloadError::new)?;
         let mut results = Vec::new();

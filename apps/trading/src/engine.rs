@@ -15,9 +15,12 @@
 //!
 //! On start (and restart) the engine replays its own log into fresh books:
 //! a primary that panics is restarted by its supervisor with every logged
-//! order back in place.
+//! order back in place. Orders that were in flight at the failure (not yet
+//! acknowledged to their clients) stay unacknowledged; acknowledgements
+//! still arriving for them are recognised as stale and ignored.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use troupe::{Actor, ActorRef, Context};
 
@@ -61,14 +64,19 @@ impl Engine {
     /// An engine with empty books; its log (if any) is opened and replayed
     /// when it starts.
     pub fn new(role: Role, spec: LogSpec) -> Self {
+        // Each instance numbers its orders from its own base, so an
+        // acknowledgement addressed to a failed predecessor (its log still
+        // completing as it closes) is recognisably stale and ignored.
+        static INSTANCES: AtomicU64 = AtomicU64::new(0);
+        let base = INSTANCES.fetch_add(1, Ordering::Relaxed) << 32;
         Engine {
             role,
             core: EngineCore::new(),
             spec,
             log: EngineLog::Off,
             pending: VecDeque::new(),
-            first_pending: 0,
-            next_seq: 0,
+            first_pending: base,
+            next_seq: base,
             record: Vec::with_capacity(64),
         }
     }
@@ -100,11 +108,11 @@ impl Engine {
         }
     }
 
-    fn pending_mut(&mut self, seq: u64) -> &mut Pending {
-        let index = seq
-            .checked_sub(self.first_pending)
-            .expect("acknowledgements arrive in sequence order");
-        &mut self.pending[index as usize]
+    /// The pending order `seq`, unless the acknowledgement is stale (for
+    /// an order of a failed predecessor, never acknowledged to its client).
+    fn pending_mut(&mut self, seq: u64) -> Option<&mut Pending> {
+        let index = seq.checked_sub(self.first_pending)?;
+        self.pending.get_mut(usize::try_from(index).ok()?)
     }
 }
 
@@ -171,12 +179,16 @@ impl Actor for Engine {
                 }
             }
             EngineMsg::Durable { seq } => {
-                self.pending_mut(seq).own_durable = true;
-                self.complete_front();
+                if let Some(p) = self.pending_mut(seq) {
+                    p.own_durable = true;
+                    self.complete_front();
+                }
             }
             EngineMsg::StandbyDone { seq } => {
-                self.pending_mut(seq).standby_done = true;
-                self.complete_front();
+                if let Some(p) = self.pending_mut(seq) {
+                    p.standby_done = true;
+                    self.complete_front();
+                }
             }
             EngineMsg::Summary(reply) => {
                 reply.reply(self.core.summary());

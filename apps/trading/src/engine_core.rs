@@ -63,6 +63,19 @@ impl EngineCore {
         trades
     }
 
+    /// Processes an order read back from a transaction log.
+    pub fn replay(&mut self, record: &[u8]) -> Result<(), trading_engine::codec::DecodeError> {
+        match trading_engine::codec::decode(record, &mut self.market)? {
+            Command::New(order) => {
+                self.process(&order);
+                Ok(())
+            }
+            Command::Cancel { .. } => Err(trading_engine::codec::DecodeError(
+                "engines log only new orders".into(),
+            )),
+        }
+    }
+
     /// The market, to encode log records against.
     pub fn market(&self) -> &Market {
         &self.market

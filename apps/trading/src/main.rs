@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! trading replay --orders FILE --trades OUT   match a command file, write its trades
+//! trading replay --journal DIR                rebuild books from an engine's log
 //! trading generate --commands N --out FILE    write a reproducible random command file
 //! trading run --variant one-way --clients 10  run the seed scenario once
 //! ```
@@ -25,14 +26,18 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Match a command file on one thread and write the trades.
+    /// Match a command file on one thread and write the trades, or rebuild
+    /// books from a transaction log (`--journal DIR`).
     Replay {
         /// Command file (NEW,... / CANCEL,... lines).
-        #[arg(long)]
-        orders: PathBuf,
+        #[arg(long, required_unless_present = "journal", requires = "trades")]
+        orders: Option<PathBuf>,
         /// Where to write the trades, one line each in execution order.
         #[arg(long)]
-        trades: PathBuf,
+        trades: Option<PathBuf>,
+        /// An engine's transaction log directory to rebuild books from.
+        #[arg(long, conflicts_with_all = ["orders", "trades"])]
+        journal: Option<PathBuf>,
     },
     /// Write a reproducible random command file.
     Generate {
@@ -84,12 +89,27 @@ fn main() -> ExitCode {
 
 fn run_cli(cli: Cli) -> Result<(), String> {
     match cli.command {
-        Cmd::Replay { orders, trades } => {
+        Cmd::Replay {
+            orders,
+            trades,
+            journal,
+        } => {
             let start = Instant::now();
-            let summary = trading::replay::replay_file(&orders, &trades)?;
-            println!("{summary}");
+            match (orders, trades, journal) {
+                (_, _, Some(dir)) => {
+                    let (market, summary) = trading::replay::replay_journal(&dir)?;
+                    println!("rebuilt from {}", dir.display());
+                    println!("{summary}");
+                    print!("{}", trading::replay::describe_books(&market));
+                }
+                (Some(orders), Some(trades), None) => {
+                    let summary = trading::replay::replay_file(&orders, &trades)?;
+                    println!("{summary}");
+                    println!("trades written:  {}", trades.display());
+                }
+                _ => return Err("replay needs --orders FILE --trades OUT, or --journal DIR".into()),
+            }
             println!("total time:      {:.3} s", start.elapsed().as_secs_f64());
-            println!("trades written:  {}", trades.display());
         }
         Cmd::Generate {
             commands,

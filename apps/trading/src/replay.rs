@@ -157,6 +157,65 @@ pub fn replay_file(orders: &Path, trades_out: &Path) -> Result<ReplaySummary, St
     Ok(summary)
 }
 
+/// Rebuilds books from the transaction log in `dir` (one engine's log) by
+/// matching every logged command again, in log order. Reading does not
+/// modify the log: a torn tail is left for the owner to truncate.
+///
+/// # Errors
+///
+/// If `dir` holds no log, a record is damaged (the error names the
+/// segment and offset), or a record is not an encoded command.
+pub fn replay_journal(dir: &Path) -> Result<(Market, ReplaySummary), String> {
+    let has_segments = fs::read_dir(dir)
+        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().ends_with(".log"));
+    if !has_segments {
+        return Err(format!(
+            "{} holds no journal segments (*.log)",
+            dir.display()
+        ));
+    }
+    let mut market = Market::new();
+    let mut summary = ReplaySummary::default();
+    let mut failure = None;
+    let start = Instant::now();
+    troupe_journal::read_from(dir, 0, |record| {
+        if failure.is_some() {
+            return;
+        }
+        match trading_engine::codec::decode(&record.payload, &mut market) {
+            Ok(command) => apply(&mut market, &command, &mut summary, |_, _| {}),
+            Err(e) => failure = Some(format!("record {}: {e}", record.seq)),
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    summary.matching = start.elapsed();
+    finish(&market, &mut summary);
+    Ok((market, summary))
+}
+
+/// One line per book with resting orders: best bid and ask with their sizes.
+pub fn describe_books(market: &Market) -> String {
+    let mut out = String::new();
+    for book in market.books().iter().filter(|b| b.resting() > 0) {
+        let side = |best: Option<(u64, u64)>| {
+            best.map_or("-".to_string(), |(price, qty)| format!("{qty} @ {price}"))
+        };
+        out.push_str(&format!(
+            "  {:<8} bid {:<16} ask {:<16} resting {}\n",
+            market.name(book.id()),
+            side(book.best_bid()),
+            side(book.best_ask()),
+            book.resting()
+        ));
+    }
+    out
+}
+
 /// Writes `count` random commands over `books` books (named `B1`, `B2`,
 /// ...) to `path`, reproducibly from `seed`.
 ///

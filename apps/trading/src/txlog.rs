@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use troupe::ActorRef;
+use troupe_journal::{read_from, Durability, Journal, Options};
 
 use crate::engine::DoneMsg;
 use crate::engine_core::EngineCore;
@@ -119,37 +120,96 @@ impl fmt::Display for LogError {
 impl std::error::Error for LogError {}
 
 /// An open log.
-#[derive(Debug)]
 pub enum EngineLog {
     /// Nothing is logged.
     Off,
+    /// A journal under the run's mode.
+    Journal {
+        /// The journal.
+        journal: Journal,
+        /// Whether appends wait for group commit.
+        mode: TxLog,
+    },
+}
+
+impl fmt::Debug for EngineLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EngineLog::Off => f.write_str("EngineLog::Off"),
+            EngineLog::Journal { mode, .. } => write!(f, "EngineLog::Journal({mode})"),
+        }
+    }
 }
 
 impl EngineLog {
-    /// Opens the log `spec` describes and replays what it holds into `core`.
+    /// Opens the log `spec` describes and replays every order it holds
+    /// into `core`, so a restarted engine has its books back.
     pub fn open(spec: &LogSpec, core: &mut EngineCore) -> Result<EngineLog, LogError> {
-        let _ = core;
-        match spec.mode {
-            TxLog::Off => Ok(EngineLog::Off),
-            mode => Err(LogError(format!("log mode {mode} is not available"))),
+        let durability = match spec.mode {
+            TxLog::Off => return Ok(EngineLog::Off),
+            TxLog::Buffered => Durability::None,
+            TxLog::GroupCommit => Durability::GroupCommit,
+        };
+        let journal = Journal::open(
+            &spec.dir,
+            Options {
+                durability,
+                ..Options::default()
+            },
+        )
+        .map_err(|e| LogError(e.to_string()))?;
+        let mut failure = None;
+        read_from(&spec.dir, 0, |record| {
+            if failure.is_none() {
+                if let Err(e) = core.replay(&record.payload) {
+                    failure = Some(format!("record {}: {e}", record.seq));
+                }
+            }
+        })
+        .map_err(|e| LogError(e.to_string()))?;
+        if let Some(e) = failure {
+            return Err(LogError(format!("{}: {e}", spec.dir.display())));
         }
+        Ok(EngineLog::Journal {
+            journal,
+            mode: spec.mode,
+        })
     }
 
     /// Appends `record`. `Ok(Some(done))`: durable enough now, the caller
-    /// completes; `Ok(None)`: the log fires `done` later.
+    /// completes; `Ok(None)`: the log fires `done` later (group commit),
+    /// or never if the write fails, so the order is never acknowledged.
     pub fn append(&mut self, record: &[u8], done: Done) -> Result<Option<Done>, LogError> {
-        let _ = record;
         match self {
             EngineLog::Off => Ok(Some(done)),
+            EngineLog::Journal {
+                journal,
+                mode: TxLog::GroupCommit,
+            } => {
+                journal.append_with(record, move |result| match result {
+                    Ok(_) => done.fire(),
+                    Err(e) => eprintln!("trading: an order was not acknowledged: {e}"),
+                });
+                Ok(None)
+            }
+            EngineLog::Journal { journal, .. } => {
+                journal
+                    .append(record)
+                    .map_err(|e| LogError(e.to_string()))?;
+                Ok(Some(done))
+            }
         }
     }
 
     /// Appends `record` and returns once it is as durable as the mode
     /// promises (the sync variant's path: the caller's thread waits).
     pub fn append_blocking(&mut self, record: &[u8]) -> Result<(), LogError> {
-        let _ = record;
         match self {
             EngineLog::Off => Ok(()),
+            EngineLog::Journal { journal, .. } => journal
+                .append(record)
+                .map(drop)
+                .map_err(|e| LogError(e.to_string())),
         }
     }
 }

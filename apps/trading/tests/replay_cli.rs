@@ -108,3 +108,62 @@ fn a_malformed_line_is_reported_and_nothing_is_written() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn replay_rebuilds_books_from_an_engine_log_and_refuses_a_damaged_one() {
+    let root = temp_dir("journal");
+    let config = trading::RunConfig {
+        variant: trading::Variant::OneWay,
+        scenario: trading::Scenario::new(2, 600).unwrap(),
+        txlog: trading::TxLog::GroupCommit,
+        log_root: Some(root.clone()),
+        threads: 2,
+        timeout: std::time::Duration::from_secs(60),
+    };
+    let result = trading::run(&config).unwrap();
+    assert!(result.verified(), "{:?}", result.problems);
+    let log = root.join("engine-1-primary");
+    let out = Command::new(bin())
+        .args(["replay", "--journal"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (p, _) = result.engines[1];
+    assert!(
+        stdout.contains(&format!("commands:        {}", p.orders)),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("trades:          {} ", p.trades)),
+        "{stdout}"
+    );
+
+    // Damage the first record: the replay names the segment and offset.
+    let segment = std::fs::read_dir(&log)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut bytes = std::fs::read(&segment).unwrap();
+    bytes[10] ^= 0xff;
+    std::fs::write(&segment, &bytes).unwrap();
+    let out = Command::new(bin())
+        .args(["replay", "--journal"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("corrupt record") && stderr.contains("at byte 0"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&root).unwrap();
+}
