@@ -10,6 +10,7 @@
 
 mod baselines;
 mod chameneos;
+mod compare;
 mod delayed;
 mod micro;
 mod pingpong;
@@ -19,6 +20,7 @@ mod readme;
 mod report;
 mod rss;
 mod runner;
+mod site;
 mod soak;
 mod trading;
 
@@ -159,10 +161,35 @@ enum Command {
         #[arg(long)]
         actors: usize,
     },
-    /// Every experiment at its default sizes.
+    /// Every experiment at its default sizes; writes the report folder.
     All {
         #[command(flatten)]
         common: CommonArgs,
+        /// Where to write results.json, index.html and summary.md.
+        #[arg(long, value_name = "DIR", default_value = "report")]
+        report: PathBuf,
+        /// Do not write the report folder.
+        #[arg(long, conflicts_with = "report")]
+        no_report: bool,
+    },
+    /// Renders the report folder from a saved JSON file.
+    Report {
+        /// A JSON file written by --json (or a report's results.json).
+        #[arg(long, value_name = "FILE")]
+        from: PathBuf,
+        /// The folder to write.
+        #[arg(long, value_name = "DIR", default_value = "report")]
+        out: PathBuf,
+    },
+    /// Prints the change of every row between two saved runs.
+    Compare {
+        /// The earlier run's JSON.
+        old: PathBuf,
+        /// The later run's JSON.
+        new: PathBuf,
+        /// Flag changes larger than this many percent.
+        #[arg(long, default_value_t = 10.0)]
+        threshold: f64,
     },
 }
 
@@ -220,6 +247,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
     let started = SystemTime::now();
+    let mut report_dir: Option<PathBuf> = None;
     let (common, rows) = match cli.command {
         Command::Pingpong {
             common,
@@ -368,7 +396,30 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
             let rows = run_micro(&micro::Sizes::for_scale(common.scale()), &common.options())?;
             (common, rows)
         }
-        Command::All { common } => {
+        Command::Report { from, out } => {
+            let report = compare::load(&from)?;
+            site::write(&out, &report)?;
+            eprintln!(
+                "troupe-bench: wrote {}/index.html, summary.md and results.json",
+                out.display()
+            );
+            return Ok(());
+        }
+        Command::Compare {
+            old,
+            new,
+            threshold,
+        } => {
+            let (old, new) = (compare::load(&old)?, compare::load(&new)?);
+            print!("{}", compare::render(&old, &new, threshold));
+            return Ok(());
+        }
+        Command::All {
+            common,
+            report,
+            no_report,
+        } => {
+            report_dir = (!no_report).then_some(report);
             let sizes = pingpong::Sizes::for_scale(common.scale());
             let mut rows = run_pingpong(&sizes, &common.options())?;
             rows.extend(run_micro(
@@ -402,14 +453,22 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
         readme::update(path, &section)?;
         eprintln!("troupe-bench: updated the results in {}", path.display());
     }
+    let mut report = Report {
+        machine: Machine::detect(),
+        run: RunInfo::new(started),
+        rows,
+    };
     if let Some(path) = &common.json {
-        let mut report = Report {
-            machine: Machine::detect(),
-            run: RunInfo::new(started),
-            rows,
-        };
         report.write_json(path)?;
         eprintln!("troupe-bench: wrote {}", path.display());
+    }
+    if let Some(dir) = report_dir {
+        report.run.peak_rss_bytes = rss::peak_rss_bytes().ok();
+        site::write(&dir, &report)?;
+        eprintln!(
+            "troupe-bench: wrote the report: {}/index.html, summary.md, results.json",
+            dir.display()
+        );
     }
     Ok(())
 }

@@ -25,14 +25,14 @@ use std::process::Command;
 use std::thread;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::rss;
 use crate::runner::{summarize, Measurement};
 
 /// The result of one workload: its identity, its summary and every raw sample.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Row {
     /// The experiment this row belongs to ("pingpong").
     pub experiment: String,
@@ -91,7 +91,7 @@ impl Row {
 }
 
 /// The machine a run happened on, as far as it can be found out.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Machine {
     /// CPU model name from `/proc/cpuinfo`.
     pub cpu_model: Option<String>,
@@ -147,7 +147,7 @@ impl Machine {
 }
 
 /// How this report came about.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunInfo {
     /// The exact command line, program name first.
     pub command: Vec<String>,
@@ -171,7 +171,7 @@ impl RunInfo {
 }
 
 /// The whole JSON file.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
     /// Where it ran.
     pub machine: Machine,
