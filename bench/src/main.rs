@@ -13,6 +13,7 @@ mod chameneos;
 mod compare;
 mod delayed;
 mod micro;
+mod peer;
 mod pingpong;
 mod primes;
 mod progress;
@@ -216,6 +217,11 @@ struct CommonArgs {
     /// `<!-- results:start -->` and `<!-- results:end -->` markers).
     #[arg(long, value_name = "FILE")]
     readme: Option<PathBuf>,
+    /// Also run a peer after troupe's rows: `pekko` (peers/pekko, built with
+    /// Maven if needed) or `none`. `all` runs Pekko whenever java and mvn
+    /// are present.
+    #[arg(long, value_name = "NAME", value_parser = ["pekko", "none"])]
+    peer: Option<String>,
 }
 
 impl CommonArgs {
@@ -224,6 +230,25 @@ impl CommonArgs {
             (true, _) => Scale::Quick,
             (_, true) => Scale::Full,
             _ => Scale::Default,
+        }
+    }
+
+    /// Whether to run the Pekko peer: as asked, or for `all` (`auto`)
+    /// whenever it can be built, saying so when it cannot.
+    fn pekko(&self, auto: bool) -> Result<bool, String> {
+        match self.peer.as_deref() {
+            Some("none") => Ok(false),
+            Some(_) => peer::ensure_built()
+                .map(|()| true)
+                .map_err(|e| format!("--peer pekko: {e}")),
+            None if auto => match peer::ensure_built() {
+                Ok(()) => Ok(true),
+                Err(e) => {
+                    eprintln!("troupe-bench: the Pekko peer is skipped: {e}");
+                    Ok(false)
+                }
+            },
+            None => Ok(false),
         }
     }
 
@@ -257,7 +282,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
                 Some(n) => pingpong::Sizes::uniform(n),
                 None => pingpong::Sizes::for_scale(common.scale()),
             };
-            let rows = run_pingpong(&sizes, &common.options())?;
+            let rows = run_pingpong(&sizes, &common.options(), common.pekko(false)?)?;
             (common, rows)
         }
         Command::Primes {
@@ -281,7 +306,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
             if rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
                 return Err("--rate must be a positive number of requests per second".into());
             }
-            let rows = run_primes(&settings, &common.options())?;
+            let rows = run_primes(&settings, &common.options(), common.pekko(false)?)?;
             (common, rows)
         }
         Command::Delayed { common, jobs } => {
@@ -289,7 +314,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
             if let Some(jobs) = jobs {
                 sizes.jobs = jobs;
             }
-            let rows = run_delayed(&sizes, &common.options())?;
+            let rows = run_delayed(&sizes, &common.options(), common.pekko(false)?)?;
             (common, rows)
         }
         Command::DelayedProbe {
@@ -340,7 +365,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
                 "{}",
                 chameneos::program(settings.meetings, settings.dispatcher)?
             );
-            let rows = run_chameneos(&settings, &common.options())?;
+            let rows = run_chameneos(&settings, &common.options(), common.pekko(false)?)?;
             (common, rows)
         }
         Command::Trading {
@@ -381,7 +406,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
             if let Some(dir) = log_dir {
                 settings.log_root = dir;
             }
-            let rows = run_trading(&settings, &common.options())?;
+            let rows = run_trading(&settings, &common.options(), common.pekko(false)?)?;
             (common, rows)
         }
         Command::Soak { common, minutes } => {
@@ -420,27 +445,32 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
             no_report,
         } => {
             report_dir = (!no_report).then_some(report);
+            let pekko = common.pekko(true)?;
+            let options = common.options();
             let sizes = pingpong::Sizes::for_scale(common.scale());
-            let mut rows = run_pingpong(&sizes, &common.options())?;
+            let mut rows = run_pingpong(&sizes, &options, pekko)?;
             rows.extend(run_micro(
                 &micro::Sizes::for_scale(common.scale()),
-                &common.options(),
+                &options,
             )?);
             rows.extend(run_delayed(
                 &delayed::Sizes::for_scale(common.scale()),
-                &common.options(),
+                &options,
+                pekko,
             )?);
             rows.extend(run_primes(
                 &primes::Settings::for_scale(common.scale()),
-                &common.options(),
+                &options,
+                pekko,
             )?);
             rows.extend(run_trading(
                 &trading::Settings::for_scale(common.scale()),
-                &common.options(),
+                &options,
+                pekko,
             )?);
             let mut cham = chameneos::Settings::for_scale(common.scale());
             cham.sweep_max = Some(chameneos::sweep_cap(common.scale()));
-            rows.extend(run_chameneos(&cham, &common.options())?);
+            rows.extend(run_chameneos(&cham, &options, pekko)?);
             (common, rows)
         }
     };
@@ -474,10 +504,18 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
 }
 
 /// Runs ping-pong and prints its table (when any row was selected).
-fn run_pingpong(sizes: &pingpong::Sizes, options: &RunOptions) -> Result<Vec<Row>, Box<dyn Error>> {
-    let rows = pingpong::run(sizes, options)?;
+fn run_pingpong(
+    sizes: &pingpong::Sizes,
+    options: &RunOptions,
+    pekko: bool,
+) -> Result<Vec<Row>, Box<dyn Error>> {
+    let mut rows = pingpong::run(sizes, options)?;
+    if pekko {
+        rows.extend(peer::runs::pingpong(sizes, options)?);
+    }
     if !rows.is_empty() {
         report::print_table(pingpong::EXPERIMENT, &rows);
+        print_ratios(&rows);
     }
     Ok(rows)
 }
@@ -493,11 +531,19 @@ fn run_micro(sizes: &micro::Sizes, options: &RunOptions) -> Result<Vec<Row>, Box
 }
 
 /// Runs the delayed-messages experiment and prints its table and figures.
-fn run_delayed(sizes: &delayed::Sizes, options: &RunOptions) -> Result<Vec<Row>, Box<dyn Error>> {
-    let rows = delayed::run(sizes, options)?;
+fn run_delayed(
+    sizes: &delayed::Sizes,
+    options: &RunOptions,
+    pekko: bool,
+) -> Result<Vec<Row>, Box<dyn Error>> {
+    let mut rows = delayed::run(sizes, options)?;
+    if pekko {
+        rows.extend(peer::runs::delayed(sizes)?);
+    }
     if !rows.is_empty() {
         report::print_table(delayed::EXPERIMENT, &rows);
         delayed::print_extras(&rows);
+        print_ratios(&rows);
     }
     Ok(rows)
 }
@@ -506,11 +552,16 @@ fn run_delayed(sizes: &delayed::Sizes, options: &RunOptions) -> Result<Vec<Row>,
 fn run_primes(
     settings: &primes::Settings,
     options: &RunOptions,
+    pekko: bool,
 ) -> Result<Vec<Row>, Box<dyn Error>> {
-    let rows = primes::run(settings, options)?;
+    let mut rows = primes::run(settings, options)?;
+    if pekko && settings.url.is_none() {
+        rows.extend(peer::runs::primes(settings, options)?);
+    }
     if !rows.is_empty() {
         report::print_table(primes::EXPERIMENT, &rows);
         primes::print_extras(&rows);
+        print_ratios(&rows);
     }
     Ok(rows)
 }
@@ -519,8 +570,12 @@ fn run_primes(
 fn run_trading(
     settings: &trading::Settings,
     options: &RunOptions,
+    pekko: bool,
 ) -> Result<Vec<Row>, Box<dyn Error>> {
-    let rows = trading::run(settings, options)?;
+    let mut rows = trading::run(settings, options)?;
+    if pekko {
+        rows.extend(peer::runs::trading(settings, options)?);
+    }
     if !rows.is_empty() {
         let repeats = rows[0].repeats;
         println!(
@@ -528,8 +583,22 @@ fn run_trading(
             trading::EXPERIMENT
         );
         println!("{}", trading::render_table(&rows));
+        print_ratios(&rows);
     }
     Ok(rows)
+}
+
+/// "troupe vs Pekko" lines for the peer rows among `rows`.
+fn print_ratios(rows: &[Row]) {
+    let ratios = peer::ratios(rows);
+    if ratios.is_empty() {
+        return;
+    }
+    println!("troupe vs Pekko (Pekko's time per message / troupe's; above 1: troupe is faster):");
+    for (label, ratio) in ratios {
+        println!("  {label}: {ratio:.2}x");
+    }
+    println!();
 }
 
 /// Runs the chameneos rows (and the sweep, when asked) and prints their
@@ -537,8 +606,9 @@ fn run_trading(
 fn run_chameneos(
     settings: &chameneos::Settings,
     options: &RunOptions,
+    pekko: bool,
 ) -> Result<Vec<Row>, Box<dyn Error>> {
-    let rows = chameneos::run(settings, options)?;
+    let mut rows = chameneos::run(settings, options)?;
     let main: Vec<Row> = rows
         .iter()
         .filter(|r| r.experiment == chameneos::EXPERIMENT)
@@ -547,6 +617,14 @@ fn run_chameneos(
     if !main.is_empty() {
         report::print_table(chameneos::EXPERIMENT, &main);
         println!("{}", chameneos::summary(&main));
+    }
+    if pekko {
+        let peer_rows = peer::runs::chameneos(settings, options)?;
+        report::print_table("chameneos (Pekko)", &peer_rows);
+        let mut both = main.clone();
+        both.extend(peer_rows.iter().cloned());
+        print_ratios(&both);
+        rows.extend(peer_rows);
     }
     if rows.len() > main.len() {
         println!(

@@ -171,35 +171,70 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
                 (addr, Some(running))
             }
         };
-        let round = Round {
-            addr,
-            connections: settings.connections,
-            requests: settings.requests,
-            path: format!("/primes/{}", settings.n),
-            expected: expected.clone(),
-            rate: settings.rate,
-        };
-        let mut results = Vec::new();
-        for run in 0..=options.repeats {
-            let result = client.block_on(run_round(&round));
-            eprintln!(
-                "primes/{server}: {} {:.0} req/s, {} errors",
-                if run == 0 {
-                    "warm-up".to_string()
-                } else {
-                    format!("run {run}/{}", options.repeats)
-                },
-                settings.requests as f64 / result.elapsed.as_secs_f64(),
-                result.errors + result.connect_errors
-            );
-            results.push(result);
-        }
+        let results = measure(&client, addr, server, settings, options, &expected);
         if let Some(running) = running {
             stop(running);
         }
         rows.push(row(server, settings, &results));
     }
     Ok(rows)
+}
+
+/// Warm-up and measured rounds against the server at `addr`.
+fn measure(
+    client: &tokio::runtime::Runtime,
+    addr: SocketAddr,
+    server: &str,
+    settings: &Settings,
+    options: &RunOptions,
+    expected: &Arc<String>,
+) -> Vec<RoundResult> {
+    let round = Round {
+        addr,
+        connections: settings.connections,
+        requests: settings.requests,
+        path: format!("/primes/{}", settings.n),
+        expected: expected.clone(),
+        rate: settings.rate,
+    };
+    let mut results = Vec::new();
+    for run in 0..=options.repeats {
+        let result = client.block_on(run_round(&round));
+        eprintln!(
+            "primes/{server}: {} {:.0} req/s, {} errors",
+            if run == 0 {
+                "warm-up".to_string()
+            } else {
+                format!("run {run}/{}", options.repeats)
+            },
+            settings.requests as f64 / result.elapsed.as_secs_f64(),
+            result.errors + result.connect_errors
+        );
+        results.push(result);
+    }
+    results
+}
+
+/// Loads a server that runs elsewhere (a peer) exactly as the in-process
+/// ones, and names its row `label`.
+pub fn run_external(
+    addr: SocketAddr,
+    label: &str,
+    settings: &Settings,
+    options: &RunOptions,
+) -> Result<Row, WorkloadError> {
+    let _ = rlimit::increase_nofile_limit(u64::MAX);
+    let client = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("primes-client")
+        .enable_all()
+        .build()
+        .map_err(|e| WorkloadError::new(e.to_string()))?;
+    let expected = Arc::new(render_json(
+        &PrimeCache::new().first(settings.n)[..settings.n],
+    ));
+    let results = measure(&client, addr, label, settings, options, &expected);
+    Ok(row(label, settings, &results))
 }
 
 fn row(server: &str, settings: &Settings, results: &[RoundResult]) -> Row {

@@ -44,8 +44,12 @@ pub fn render(machine: &Machine, run: &RunInfo, rows: &[Row]) -> String {
             ""
         },
     );
-    let mut experiments: Vec<&str> = rows.iter().map(|r| r.experiment.as_str()).collect();
-    experiments.dedup();
+    let mut experiments: Vec<&str> = Vec::new();
+    for r in rows {
+        if !experiments.contains(&r.experiment.as_str()) {
+            experiments.push(&r.experiment);
+        }
+    }
     for experiment in experiments {
         let these: Vec<Row> = rows
             .iter()
@@ -57,10 +61,23 @@ pub fn render(machine: &Machine, run: &RunInfo, rows: &[Row]) -> String {
             out,
             "**{experiment}** (median of {repeats} measured runs per row after one warm-up):\n"
         );
-        out.push_str(&render_table(&these));
+        if experiment == crate::trading::EXPERIMENT {
+            out.push_str(&crate::trading::render_table(&these));
+        } else {
+            out.push_str(&render_table(&these));
+        }
         out.push('\n');
         for line in notes(experiment, &these) {
             let _ = writeln!(out, "- {line}");
+        }
+        out.push('\n');
+    }
+    let ratios = crate::peer::ratios(rows);
+    if !ratios.is_empty() {
+        out.push_str("**troupe vs Apache Pekko** (same machine, same run; Pekko's time per message divided by troupe's, so above 1 means troupe is faster):\n\n");
+        out.push_str("| troupe row | Pekko time / troupe time |\n|---|---:|\n");
+        for (label, ratio) in ratios {
+            let _ = writeln!(out, "| {label} | {ratio:.2}x |");
         }
         out.push('\n');
     }
