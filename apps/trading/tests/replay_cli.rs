@@ -147,8 +147,8 @@ fn replay_rebuilds_books_from_an_engine_log_and_refuses_a_damaged_one() {
     // Damage the first record: the replay names the segment and offset.
     let segment = std::fs::read_dir(&log)
         .unwrap()
-        .next()
-        .unwrap()
+        .map(|e| e.unwrap())
+        .find(|e| e.path().extension().is_some_and(|x| x == "log"))
         .unwrap()
         .path();
     let mut bytes = std::fs::read(&segment).unwrap();

@@ -36,6 +36,12 @@ pub enum JournalError {
         /// The limit.
         max: usize,
     },
+    /// Another journal (in this process or another) has the directory
+    /// open for writing; two writers would interleave their records.
+    Locked {
+        /// The journal's directory.
+        dir: PathBuf,
+    },
     /// An earlier write failed; the journal refuses further appends rather
     /// than risk acknowledging a record behind a partial one. Reopen it to
     /// recover.
@@ -73,6 +79,11 @@ impl fmt::Display for JournalError {
                     "journal: record of {len} bytes exceeds the limit of {max}"
                 )
             }
+            JournalError::Locked { dir } => write!(
+                f,
+                "journal: {} is already open for writing elsewhere",
+                dir.display()
+            ),
             JournalError::Failed => {
                 f.write_str("journal: an earlier write failed; reopen the journal to recover")
             }

@@ -8,11 +8,14 @@
 //! - An append is acknowledged (returns, or calls back with `Ok`) only
 //!   after its whole frame is written, and, under `GroupCommit` and
 //!   `SyncEach`, after an fsync that covers it.
+//! - One writer per directory: `open` takes the directory's `LOCK` file
+//!   exclusively (an OS file lock, released when the journal is dropped or
+//!   the process dies), before recovery touches anything.
 //! - After a failed write the journal is *failed*: every later append gets
 //!   an error, so no record is acknowledged behind a partial one. Reopening
 //!   truncates the partial frame as a torn tail.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -156,6 +159,9 @@ pub struct Journal {
     durability: Durability,
     committer: Option<(Committer, JoinHandle<()>)>,
     frame: Mutex<Vec<u8>>,
+    /// Held while the journal is open (released when it is dropped, after
+    /// the committer has finished).
+    _lock: File,
 }
 
 impl Journal {
@@ -170,6 +176,9 @@ impl Journal {
     pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Journal, JournalError> {
         let dir = dir.as_ref().to_path_buf();
         fs::create_dir_all(&dir).map_err(|e| JournalError::io("create directory", &dir, e))?;
+        // Taken before recovery: a second writer must not truncate what the
+        // first is appending to. The OS releases it if the process dies.
+        let lock = lock_dir(&dir)?;
         let segments = segment::list(&dir)?;
         let durable = options.durability != Durability::None;
         let (path, len, next_seq) = match segments.last() {
@@ -207,6 +216,7 @@ impl Journal {
                         return Journal::start(
                             dir,
                             options,
+                            lock,
                             last.path.clone(),
                             found.valid_len,
                             expected,
@@ -216,12 +226,13 @@ impl Journal {
                 unreachable!("the loop returns at the last segment");
             }
         };
-        Journal::start(dir, options, path, len, next_seq)
+        Journal::start(dir, options, lock, path, len, next_seq)
     }
 
     fn start(
         dir: PathBuf,
         options: Options,
+        lock: File,
         path: PathBuf,
         len: u64,
         next_seq: u64,
@@ -249,6 +260,7 @@ impl Journal {
             durability: options.durability,
             committer,
             frame: Mutex::new(Vec::with_capacity(256)),
+            _lock: lock,
         })
     }
 
@@ -325,6 +337,24 @@ impl Drop for Journal {
             committer.close();
             let _ = handle.join();
         }
+    }
+}
+
+/// Takes the directory's `LOCK` file exclusively, without waiting.
+fn lock_dir(dir: &Path) -> Result<File, JournalError> {
+    let path = dir.join("LOCK");
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| JournalError::io("open lock file", &path, e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(TryLockError::WouldBlock) => Err(JournalError::Locked {
+            dir: dir.to_path_buf(),
+        }),
+        Err(TryLockError::Error(e)) => Err(JournalError::io("lock", &path, e)),
     }
 }
 

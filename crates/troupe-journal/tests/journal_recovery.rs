@@ -79,8 +79,8 @@ fn segments_rotate_and_reads_start_anywhere() {
         j.append(&payload(i)).unwrap();
     }
     drop(j);
-    let segments = fs::read_dir(&dir).unwrap().count();
-    assert!(segments > 5, "{segments} segments");
+    let count = segments(&dir).len();
+    assert!(count > 5, "{count} segments");
     for from in [0u64, 1, 17, 59, 60, 100] {
         let mut seqs = Vec::new();
         read_from(&dir, from, |r| {
@@ -93,13 +93,19 @@ fn segments_rotate_and_reads_start_anywhere() {
     fs::remove_dir_all(&dir).unwrap();
 }
 
-fn last_segment(dir: &Path) -> PathBuf {
+/// The segment files of `dir`, in log order (the `LOCK` file left out).
+fn segments(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<_> = fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
         .collect();
     files.sort();
-    files.pop().unwrap()
+    files
+}
+
+fn last_segment(dir: &Path) -> PathBuf {
+    segments(dir).pop().unwrap()
 }
 
 #[test]
@@ -113,6 +119,10 @@ fn a_torn_tail_is_truncated_at_every_byte_of_the_last_record() {
     j.append(&payload(4)).unwrap();
     drop(j);
     let full = fs::read(last_segment(&dir)).unwrap();
+    assert!(
+        full.len() > before_last as usize + 8,
+        "the last record is in the file"
+    );
     for cut in before_last as usize..full.len() {
         let copy = temp_dir("torn");
         fs::create_dir_all(&copy).unwrap();
@@ -139,11 +149,8 @@ fn a_bit_flip_in_a_middle_segment_names_the_segment_and_offset() {
         j.append(&payload(i)).unwrap();
     }
     drop(j);
-    let mut files: Vec<_> = fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
+    let files = segments(&dir);
+    assert!(files.len() >= 3, "{} segments", files.len());
     let victim = files[files.len() / 2].clone();
     let mut bytes = fs::read(&victim).unwrap();
     // Somewhere inside the second record of that segment.
@@ -265,4 +272,23 @@ proptest! {
         prop_assert_eq!(all(&dir), records);
         fs::remove_dir_all(&dir).unwrap();
     }
+}
+
+#[test]
+fn a_second_writer_on_the_same_directory_is_refused_until_the_first_closes() {
+    let dir = temp_dir("lock");
+    let first = Journal::open(&dir, Options::default()).unwrap();
+    first.append(b"one").unwrap();
+    match Journal::open(&dir, Options::default()) {
+        Err(JournalError::Locked { dir: locked }) => assert_eq!(locked, dir),
+        Err(other) => panic!("expected Locked, got {other}"),
+        Ok(_) => panic!("a second writer opened the journal"),
+    }
+    // Reading needs no lock.
+    assert_eq!(all(&dir), vec![b"one".to_vec()]);
+    drop(first);
+    let again = Journal::open(&dir, Options::default()).unwrap();
+    assert_eq!(again.append(b"two").unwrap(), 1);
+    drop(again);
+    fs::remove_dir_all(&dir).unwrap();
 }
