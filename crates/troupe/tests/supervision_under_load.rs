@@ -20,7 +20,7 @@ const PER_ACTOR: u64 = 100;
 
 /// Is message `i` to actor `a` poisoned? About 1 in 100, spread unevenly.
 fn poisoned(a: usize, i: u64) -> bool {
-    (a as u64 * 7919 + i * 104_729) % 100 == 0
+    (a as u64 * 7919 + i * 104_729).is_multiple_of(100)
 }
 
 /// Keeps the expected panics of this file out of the test output.
