@@ -139,17 +139,7 @@ pub(crate) fn stop(running: Running) {
 
 /// Runs the servers (or `--url`) and returns one row each.
 pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-    // A thousand client sockets plus a thousand server ones in one process.
-    let _ = rlimit::increase_nofile_limit(u64::MAX);
-    let client = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("primes-client")
-        .enable_all()
-        .build()
-        .map_err(|e| WorkloadError::new(e.to_string()))?;
-    let expected = Arc::new(render_json(
-        &PrimeCache::new().first(settings.n)[..settings.n],
-    ));
+    let (client, expected) = load_generator(settings)?;
     let servers: Vec<&str> = if settings.url.is_some() {
         vec!["url"]
     } else {
@@ -215,14 +205,12 @@ fn measure(
     results
 }
 
-/// Loads a server that runs elsewhere (a peer) exactly as the in-process
-/// ones, and names its row `label`.
-pub fn run_external(
-    addr: SocketAddr,
-    label: &str,
+/// The client runtime and the body every answer must have. Raises the
+/// open-file limit first: a thousand client sockets plus a thousand server
+/// ones live in one process.
+fn load_generator(
     settings: &Settings,
-    options: &RunOptions,
-) -> Result<Row, WorkloadError> {
+) -> Result<(tokio::runtime::Runtime, Arc<String>), WorkloadError> {
     let _ = rlimit::increase_nofile_limit(u64::MAX);
     let client = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -233,6 +221,18 @@ pub fn run_external(
     let expected = Arc::new(render_json(
         &PrimeCache::new().first(settings.n)[..settings.n],
     ));
+    Ok((client, expected))
+}
+
+/// Loads a server that runs elsewhere (a peer) exactly as the in-process
+/// ones, and names its row `label`.
+pub fn run_external(
+    addr: SocketAddr,
+    label: &str,
+    settings: &Settings,
+    options: &RunOptions,
+) -> Result<Row, WorkloadError> {
+    let (client, expected) = load_generator(settings)?;
     let results = measure(&client, addr, label, settings, options, &expected);
     Ok(row(label, settings, &results))
 }
