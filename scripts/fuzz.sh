@@ -20,17 +20,20 @@ targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
     mapfile -t targets < <(cargo +nightly fuzz list)
 fi
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
 for target in "${targets[@]}"; do
     echo "fuzz: $target for ${seconds}s"
     mkdir -p "fuzz/corpus/$target"
+    # The exit status is kept: a target that fails to build, a crash, an
+    # out-of-memory or a timeout all end the run non-zero.
+    status=0
     cargo +nightly fuzz run "$target" "fuzz/corpus/$target" -- \
-        -max_total_time="$seconds" -print_final_stats=1 2>&1 |
-        grep -E "^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==|SUMMARY|Done)" || true
-    # grep swallows the exit status; a crash leaves an artifact behind.
-    if compgen -G "fuzz/artifacts/$target/crash-*" >/dev/null ||
-       compgen -G "fuzz/artifacts/$target/oom-*" >/dev/null ||
-       compgen -G "fuzz/artifacts/$target/timeout-*" >/dev/null; then
-        echo "fuzz: $target FAILED; inputs in fuzz/artifacts/$target/" >&2
+        -max_total_time="$seconds" -print_final_stats=1 >"$log" 2>&1 || status=$?
+    grep -E "^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==|SUMMARY|Done)" "$log" || true
+    if [ "$status" -ne 0 ]; then
+        tail -n 40 "$log" >&2
+        echo "fuzz: $target FAILED (exit $status); any failing input is in fuzz/artifacts/$target/" >&2
         exit 1
     fi
 done

@@ -234,8 +234,11 @@ pub fn game_workload(
     .param("creatures", creatures)
     .param("meetings", meetings);
     match implementation {
-        Implementation::Threads => workload.param("threads", creatures),
+        Implementation::Threads => workload
+            .param("runtime", "baseline")
+            .param("threads", creatures),
         Implementation::Actor | Implementation::Mall => workload
+            .param("runtime", "troupe")
             .param("workers", dispatcher.workers)
             .param("throughput", dispatcher.throughput),
     }

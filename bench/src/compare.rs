@@ -118,6 +118,7 @@ mod tests {
                 command: vec![],
                 started_unix_s: 0,
                 peak_rss_bytes: None,
+                duration_s: None,
             },
             rows,
         }

@@ -26,7 +26,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use crate::report::Row;
-use crate::runner::{summarize, Measurement, RunOptions, Sample, Scale, WorkloadError};
+use crate::runner::{summarize, Measurement, Phase, RunOptions, Sample, Scale, WorkloadError};
 
 /// The experiment's name in tables and JSON.
 pub const EXPERIMENT: &str = "delayed";
@@ -78,14 +78,12 @@ pub fn run(sizes: &Sizes, options: &RunOptions) -> Result<Vec<Row>, WorkloadErro
         }
         let mut outcomes = Vec::new();
         for run in 0..=options.repeats {
-            let label = if run == 0 {
-                "warm-up".to_string()
-            } else {
-                format!("run {run}/{}", options.repeats)
-            };
-            eprintln!("delayed/{variant}: {label}, {} jobs", sizes.jobs);
+            // No status bar here: each run is a child process whose manager
+            // prints its own progress every 5% of the jobs, as in the post.
+            let phase = Phase::nth(run, options.repeats);
+            eprintln!("delayed/{variant}: {phase}, {} jobs", sizes.jobs);
             let outcome = probe::run_child(variant, sizes)
-                .map_err(|e| e.context(&format!("{EXPERIMENT}/{variant}: {label}")))?;
+                .map_err(|e| e.context(&format!("{EXPERIMENT}/{variant}: {phase}")))?;
             outcomes.push(outcome);
         }
         rows.push(row(variant, sizes, &outcomes));
@@ -109,6 +107,13 @@ fn row(variant: &str, sizes: &Sizes, outcomes: &[probe::Outcome]) -> Row {
         summarize(&values).map_or(f64::NAN, |s| s.median)
     };
     let mut params = Map::new();
+    // The scheduler-driven actors are troupe's; the task per job is tokio's.
+    let runtime = if variant == "actor" {
+        "troupe"
+    } else {
+        "baseline"
+    };
+    params.insert("runtime".into(), json!(runtime));
     params.insert("jobs".into(), json!(sizes.jobs));
     params.insert("workers".into(), json!(sizes.workers));
     params.insert("mailbox_capacity".into(), json!(sizes.capacity));

@@ -492,6 +492,12 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
         report.write_json(path)?;
         eprintln!("troupe-bench: wrote {}", path.display());
     }
+    if let Some(seconds) = report.run.duration_s {
+        eprintln!(
+            "troupe-bench: the run took {}",
+            report::duration_text(seconds)
+        );
+    }
     if let Some(dir) = report_dir {
         report.run.peak_rss_bytes = rss::peak_rss_bytes().ok();
         site::write(&dir, &report)?;

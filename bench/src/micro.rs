@@ -167,6 +167,7 @@ fn spawn_workload(actors: usize, extras: Extras) -> Workload {
             elapsed: Duration::from_nanos(probe.spawn_ns),
         })
     })
+    .param("runtime", "troupe")
     .param("actors", actors)
     .param("process", "fresh per run")
 }
@@ -219,6 +220,7 @@ fn ask_workload(asks: u64, extras: Extras) -> Workload {
             Ok(sample)
         })
     })
+    .param("runtime", "troupe")
     .param("asks", asks)
 }
 

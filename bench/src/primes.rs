@@ -16,8 +16,9 @@ use primes::sieve::{render_json, PrimeCache};
 use serde_json::{json, Map, Value};
 use troupe::ActorSystem;
 
+use crate::progress::Progress;
 use crate::report::Row;
-use crate::runner::{summarize, Measurement, RunOptions, Sample, Scale, WorkloadError};
+use crate::runner::{summarize, Measurement, Phase, RunOptions, Sample, Scale, WorkloadError};
 use loadgen::{run_round, Round, RoundResult};
 
 /// The experiment's name in tables and JSON.
@@ -145,23 +146,30 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
     } else {
         vec!["actor", "plain", "blocking"]
     };
+    let servers: Vec<&str> = servers
+        .into_iter()
+        .filter(|server| options.filter.as_deref().is_none_or(|f| server.contains(f)))
+        .collect();
+    let mut progress = Progress::new(EXPERIMENT, servers.len(), options.repeats);
     let mut rows = Vec::new();
-    for server in servers {
-        if options
-            .filter
-            .as_deref()
-            .is_some_and(|f| !server.contains(f))
-        {
-            continue;
-        }
+    for (index, server) in servers.into_iter().enumerate() {
+        progress.start_row(index, server);
         let (addr, running) = match settings.url {
             Some(url) => (url, None),
             None => {
-                let (addr, running) = start(server)?;
+                let (addr, running) = start(server).inspect_err(|_| progress.finish())?;
                 (addr, Some(running))
             }
         };
-        let results = measure(&client, addr, server, settings, options, &expected);
+        let results = measure(
+            &client,
+            addr,
+            server,
+            settings,
+            options,
+            &expected,
+            &mut progress,
+        );
         if let Some(running) = running {
             stop(running);
         }
@@ -178,6 +186,7 @@ fn measure(
     settings: &Settings,
     options: &RunOptions,
     expected: &Arc<String>,
+    progress: &mut Progress,
 ) -> Vec<RoundResult> {
     let round = Round {
         addr,
@@ -189,17 +198,14 @@ fn measure(
     };
     let mut results = Vec::new();
     for run in 0..=options.repeats {
+        let phase = Phase::nth(run, options.repeats);
+        progress.phase(phase);
         let result = client.block_on(run_round(&round));
-        eprintln!(
-            "primes/{server}: {} {:.0} req/s, {} errors",
-            if run == 0 {
-                "warm-up".to_string()
-            } else {
-                format!("run {run}/{}", options.repeats)
-            },
+        progress.note(&format!(
+            "primes/{server}: {phase} {:.0} req/s, {} errors",
             settings.requests as f64 / result.elapsed.as_secs_f64(),
             result.errors + result.connect_errors
-        );
+        ));
         results.push(result);
     }
     results
@@ -233,7 +239,17 @@ pub fn run_external(
     options: &RunOptions,
 ) -> Result<Row, WorkloadError> {
     let (client, expected) = load_generator(settings)?;
-    let results = measure(&client, addr, label, settings, options, &expected);
+    let mut progress = Progress::new(EXPERIMENT, 1, options.repeats);
+    progress.start_row(0, label);
+    let results = measure(
+        &client,
+        addr,
+        label,
+        settings,
+        options,
+        &expected,
+        &mut progress,
+    );
     Ok(row(label, settings, &results))
 }
 
@@ -253,6 +269,14 @@ fn row(server: &str, settings: &Settings, results: &[RoundResult]) -> Row {
     };
     let ms = |us: u64| us as f64 / 1e3;
     let mut params = Map::new();
+    // "url" is a server elsewhere: what runs it is not known here (a peer's
+    // rows are relabelled by the peer).
+    let runtime = match server {
+        "actor" => "troupe",
+        "url" => "external",
+        _ => "baseline",
+    };
+    params.insert("runtime".into(), json!(runtime));
     params.insert("server".into(), json!(server));
     params.insert("connections".into(), json!(settings.connections));
     params.insert("requests".into(), json!(settings.requests));

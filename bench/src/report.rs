@@ -155,10 +155,15 @@ pub struct RunInfo {
     pub started_unix_s: u64,
     /// Peak resident memory of the benchmark process when the report was written.
     pub peak_rss_bytes: Option<u64>,
+    /// Wall-clock seconds from the start of the run to the moment this was
+    /// made (the end of the run). Absent in reports written before it existed.
+    #[serde(default)]
+    pub duration_s: Option<f64>,
 }
 
 impl RunInfo {
-    /// The current process's command line, with the given start time.
+    /// The current process's command line, with the given start time and
+    /// the time since then as the run's duration.
     pub fn new(started: SystemTime) -> Self {
         RunInfo {
             command: std::env::args().collect(),
@@ -166,7 +171,17 @@ impl RunInfo {
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
             peak_rss_bytes: None,
+            duration_s: started.elapsed().ok().map(|d| d.as_secs_f64()),
         }
+    }
+}
+
+/// A run's length in words: seconds under two minutes, minutes above.
+pub fn duration_text(seconds: f64) -> String {
+    if seconds < 120.0 {
+        format!("{seconds:.1} s")
+    } else {
+        format!("{:.1} minutes", seconds / 60.0)
     }
 }
 

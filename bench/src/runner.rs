@@ -212,6 +212,27 @@ pub enum Phase {
     },
 }
 
+impl Phase {
+    /// Run `index` of a row with `repeats` measured runs, counting the
+    /// warm-up as run 0.
+    pub fn nth(index: u32, repeats: u32) -> Self {
+        match index {
+            0 => Phase::WarmUp,
+            run => Phase::Measured { run, of: repeats },
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    /// "warm-up" or "run 2/5".
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Phase::WarmUp => f.write_str("warm-up"),
+            Phase::Measured { run, of } => write!(f, "run {run}/{of}"),
+        }
+    }
+}
+
 /// Every sample of one row: the warm-up and the measured runs, in order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Measurement {
@@ -323,7 +344,7 @@ pub fn run_experiment(
                 .is_none_or(|f| w.variant().contains(f))
         })
         .collect();
-    let mut progress = Progress::new(experiment, selected.len());
+    let mut progress = Progress::new(experiment, selected.len(), options.repeats);
     let mut rows = Vec::with_capacity(selected.len());
     for (index, workload) in selected.into_iter().enumerate() {
         let Workload {

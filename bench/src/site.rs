@@ -58,7 +58,7 @@ pub fn esc(text: &str) -> String {
 fn machine_line(report: &Report) -> String {
     let m = &report.machine;
     format!(
-        "{} ({} CPUs), {} {}, {}, commit {}{}",
+        "{} ({} CPUs), {} {}, {}, commit {}{}{}",
         m.cpu_model.as_deref().unwrap_or("unknown CPU"),
         m.logical_cpus.map_or("?".into(), |n| n.to_string()),
         m.os,
@@ -70,6 +70,10 @@ fn machine_line(report: &Report) -> String {
         } else {
             ""
         },
+        report.run.duration_s.map_or_else(String::new, |s| format!(
+            "; the run took {}",
+            crate::report::duration_text(s)
+        )),
     )
 }
 
@@ -190,6 +194,7 @@ mod tests {
                 command: vec!["troupe-bench".into(), "all".into()],
                 started_unix_s: 0,
                 peak_rss_bytes: None,
+                duration_s: None,
             },
             rows,
         }

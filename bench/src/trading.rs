@@ -23,8 +23,9 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 use trading::{RunConfig, Scenario, TxLog, Variant};
 
+use crate::progress::Progress;
 use crate::report::Row;
-use crate::runner::{summarize, Measurement, RunOptions, Sample, Scale, WorkloadError};
+use crate::runner::{summarize, Measurement, Phase, RunOptions, Sample, Scale, WorkloadError};
 
 /// The experiment's name in reports.
 pub const EXPERIMENT: &str = "trading";
@@ -110,7 +111,9 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
         })
         .collect();
     let mut rows = Vec::new();
+    let mut progress = Progress::new(EXPERIMENT, selected.len(), options.repeats);
     for (i, point) in selected.iter().enumerate() {
+        progress.start_row(i, &format!("{} c{}", label(point), point.clients));
         let orders = if point.txlog == TxLog::GroupCommit {
             settings.synced_orders
         } else {
@@ -119,6 +122,7 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
         let scenario = Scenario::new(point.clients, orders).map_err(WorkloadError::new)?;
         let mut results = Vec::new();
         for run in 0..=options.repeats {
+            progress.phase(Phase::nth(run, options.repeats));
             let dir = settings
                 .log_root
                 .join(format!("troupe-trading-{}-{i}-{run}", std::process::id()));
@@ -133,23 +137,21 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
             let outcome = trading::run(&config);
             let _ = std::fs::remove_dir_all(&dir);
             let result = outcome.map_err(|e| {
+                progress.finish();
                 WorkloadError::new(e).context(&format!("{} c{}", label(point), point.clients))
             })?;
-            eprintln!(
+            progress.note(&format!(
                 "trading: [{}/{}] {} clients={} {}: {:.0} orders/s, p95 {:.1} us",
                 i + 1,
                 selected.len(),
                 label(point),
                 point.clients,
-                if run == 0 {
-                    "warm-up".to_string()
-                } else {
-                    format!("run {run}/{}", options.repeats)
-                },
+                Phase::nth(run, options.repeats),
                 result.tps(),
                 result.latency_ns.value_at_quantile(0.95) as f64 / 1e3
-            );
+            ));
             if !result.verified() {
+                progress.finish();
                 return Err(WorkloadError::new(format!(
                     "{} clients={}: verification failed: {}",
                     label(point),
@@ -224,18 +226,18 @@ fn row(point: &Point, results: &[trading::RunResult]) -> Row {
     Row::new(EXPERIMENT, &label(point), params, &measurement)
 }
 
-/// The experiment's table: one line per point with throughput and the
-/// post's latency columns.
+/// The experiment's table: one line per point with throughput, the post's
+/// latency columns, the median run's duration and the trades that verified it.
 pub fn render_table(rows: &[Row]) -> String {
     let get = |r: &Row, k: &str| r.params.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| variant         | txlog        | clients |    orders |  orders/s | mean us | p5 us | p25 us | p50 us | p75 us | p95 us | p99 us |  max us | verified |"
+        "| variant         | txlog        | clients |    orders | duration s |  orders/s | mean us | p5 us | p25 us | p50 us | p75 us | p95 us | p99 us |  max us |  trades | verified |"
     );
     let _ = writeln!(
         out,
-        "|-----------------|--------------|--------:|----------:|----------:|--------:|------:|-------:|-------:|-------:|-------:|-------:|--------:|----------|"
+        "|-----------------|--------------|--------:|----------:|-----------:|----------:|--------:|------:|-------:|-------:|-------:|-------:|-------:|--------:|--------:|----------|"
     );
     for r in rows {
         let text = |k: &str| {
@@ -247,11 +249,12 @@ pub fn render_table(rows: &[Row]) -> String {
         };
         let _ = writeln!(
             out,
-            "| {:<15} | {:<12} | {:>7} | {:>9} | {:>9.0} | {:>7.1} | {:>5.1} | {:>6.1} | {:>6.1} | {:>6.1} | {:>6.1} | {:>6.1} | {:>7.0} | {:<8} |",
+            "| {:<15} | {:<12} | {:>7} | {:>9} | {:>10.2} | {:>9.0} | {:>7.1} | {:>5.1} | {:>6.1} | {:>6.1} | {:>6.1} | {:>6.1} | {:>6.1} | {:>7.0} | {:>7} | {:<8} |",
             text("variant"),
             text("txlog"),
             get(r, "clients"),
             get(r, "orders"),
+            get(r, "duration_s"),
             get(r, "tps"),
             get(r, "mean_us"),
             get(r, "p5_us"),
@@ -261,6 +264,7 @@ pub fn render_table(rows: &[Row]) -> String {
             get(r, "p95_us"),
             get(r, "p99_us"),
             get(r, "max_us"),
+            get(r, "trades"),
             r.params.get("verified").and_then(Value::as_bool).map_or("?", |v| if v { "yes" } else { "NO" }),
         );
     }

@@ -46,6 +46,7 @@ const GATE_ABORT: u8 = 2;
 /// The busy-spin row: `repetitions` round trips, two one-way hops each.
 pub fn workload(repetitions: u64) -> Workload {
     Workload::new(VARIANT, move || run(repetitions))
+        .param("runtime", "baseline")
         .param("repetitions", repetitions)
         .param("threads", 2)
         .param("pinned", false)

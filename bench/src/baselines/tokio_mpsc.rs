@@ -74,7 +74,8 @@ pub fn workload(flavor: Flavor, repetitions: u64, capacity: usize) -> Workload {
             .map_err(|e| WorkloadError::new(format!("cannot build the tokio runtime: {e}")))?;
         Ok(move || run(&runtime, repetitions, capacity))
     })
-    .param("runtime", flavor.runtime_name())
+    .param("runtime", "baseline")
+    .param("flavor", flavor.runtime_name())
     .param("workers", flavor.workers())
     .param("capacity", capacity)
     .param("repetitions", repetitions)

@@ -152,6 +152,11 @@ pub fn trading(
             ],
         );
         p.insert("variant".into(), json!(format!("pekko {variant}")));
+        // The peer reports its median throughput; its duration follows.
+        p.insert(
+            "duration_s".into(),
+            json!(num(&r, "orders") / num(&r, "tps")),
+        );
         rows.push(row(
             trading::EXPERIMENT,
             &format!("pekko-{variant}/off"),

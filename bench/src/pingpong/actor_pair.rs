@@ -164,6 +164,7 @@ pub fn workload(setting: Setting, repetitions: u64) -> Workload {
             Ok(sample)
         })
     })
+    .param("runtime", "troupe")
     .param("workers", if pinned { 0 } else { workers })
     .param("throughput", throughput)
     .param("pinned", pinned)

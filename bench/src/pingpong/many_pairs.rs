@@ -154,6 +154,7 @@ pub fn workload(
             Ok(sample)
         })
     })
+    .param("runtime", "troupe")
     .param("pairs", pairs)
     .param("balls", balls)
     .param("workers", workers)
