@@ -21,10 +21,10 @@
 //!
 //! The creatures are spawned by the meeting place, on a worker, rather than
 //! by the driver thread: an actor first scheduled from outside the pool waits
-//! in the pool's shared injector queue, which a worker reads only when its
-//! own queue is empty, and in this game it never is. Spawned from the driver,
-//! half the creatures did not run until the other half had used up every
-//! meeting (see the closing note on the runtime).
+//! in the pool's shared injector queue, which a busy worker reads only every
+//! 61 tasks. Spawned from the driver, creatures would join the game late
+//! (before that fairness rule existed, half of them never ran until the
+//! other half had used up every meeting); spawned here, all start at once.
 //!
 //! # Why it is fast
 //!
