@@ -24,11 +24,12 @@
 //! # Recovery
 //!
 //! [`Journal::open`] checks every segment. A torn tail (the last segment
-//! ends inside a record, or in bytes that never became a record) is
-//! truncated to the last good record: those bytes were never acknowledged.
-//! A bad record anywhere else, or one followed by good records, is damage:
-//! the open fails with [`JournalError::Corrupt`], naming the segment and
-//! the byte offset. Nothing is ever skipped silently.
+//! ends inside a record, or in bytes that never became a record, with no
+//! valid record anywhere after them) is truncated to the last good record:
+//! those bytes were never acknowledged. A bad record anywhere else, or one
+//! with a valid record at any byte after it, is damage: the open fails with
+//! [`JournalError::Corrupt`], naming the segment and the byte offset.
+//! Nothing is ever skipped silently.
 //!
 //! ```
 //! use troupe_journal::{read_from, Durability, Journal, Options};

@@ -292,3 +292,117 @@ fn a_second_writer_on_the_same_directory_is_refused_until_the_first_closes() {
     drop(again);
     fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A one-segment journal holding `payload(0..count)`: its directory, the
+/// segment, and the byte offset of every record's frame in it.
+fn one_segment(name: &str, count: usize) -> (PathBuf, PathBuf, Vec<usize>) {
+    let dir = temp_dir(name);
+    let j = Journal::open(&dir, options(Durability::None, 1 << 20)).unwrap();
+    for i in 0..count {
+        j.append(&payload(i)).unwrap();
+    }
+    drop(j);
+    let files = segments(&dir);
+    assert_eq!(files.len(), 1, "the records fit in one segment");
+    let offsets = (0..count)
+        .scan(0, |at, i| {
+            let here = *at;
+            *at += 8 + payload(i).len();
+            Some(here)
+        })
+        .collect();
+    (dir, files[0].clone(), offsets)
+}
+
+/// Asserts that both opening and reading `dir` report damage at `offset`
+/// of `segment`, and that the failed open left the file as it was.
+fn assert_corrupt_at(dir: &Path, segment: &Path, offset: usize, context: &str) {
+    let before = fs::read(segment).unwrap();
+    for err in [
+        Journal::open(dir, options(Durability::SyncEach, 1 << 20))
+            .err()
+            .unwrap_or_else(|| panic!("{context}: the damaged journal opened")),
+        read_from(dir, 0, |_| {}).unwrap_err(),
+    ] {
+        match &err {
+            JournalError::Corrupt {
+                segment: s,
+                offset: o,
+                ..
+            } => {
+                assert_eq!(s, segment, "{context}");
+                assert_eq!(*o, offset as u64, "{context}: {err}");
+                let text = err.to_string();
+                assert!(text.contains(&format!("at byte {offset}")), "{text}");
+            }
+            other => panic!("{context}: expected corruption, got {other}"),
+        }
+    }
+    assert_eq!(
+        fs::read(segment).unwrap(),
+        before,
+        "{context}: recovery changed a damaged segment"
+    );
+}
+
+#[test]
+fn a_flipped_length_bit_in_the_middle_of_the_last_segment_is_reported_not_truncated() {
+    // Every bit of the length: high bits make an impossible length, middle
+    // ones a frame running past the end of the file, low ones a frame that
+    // ends inside a later record. All of them used to be cut as a torn tail,
+    // dropping the acknowledged records after them.
+    let (dir, segment, offsets) = one_segment("length-flip", 20);
+    let victim = offsets[10];
+    let good = fs::read(&segment).unwrap();
+    for bit in 0..32 {
+        let mut bytes = good.clone();
+        bytes[victim + bit / 8] ^= 1 << (bit % 8);
+        fs::write(&segment, &bytes).unwrap();
+        assert_corrupt_at(&dir, &segment, victim, &format!("length bit {bit}"));
+    }
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn two_adjacent_damaged_records_followed_by_good_ones_are_reported() {
+    let (dir, segment, offsets) = one_segment("two-damaged", 20);
+    let mut bytes = fs::read(&segment).unwrap();
+    // A checksum bit of the first and a length bit of the second: the first
+    // frame's declared end lands on a bad frame, the old rule's signal for
+    // a torn tail.
+    bytes[offsets[12] + 4] ^= 0x01;
+    bytes[offsets[13] + 1] ^= 0x40;
+    fs::write(&segment, &bytes).unwrap();
+    assert_corrupt_at(&dir, &segment, offsets[12], "records 12 and 13");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_zero_filled_tail_after_good_records_is_truncated_and_appendable() {
+    // What a crash can leave when the file's size reached the disk but its
+    // last pages did not: zeroes, after whole records or inside one.
+    for cut_inside_last in [false, true] {
+        let (dir, segment, offsets) = one_segment("zero-tail", 8);
+        let mut bytes = fs::read(&segment).unwrap();
+        let keep = if cut_inside_last {
+            offsets[7] + 5
+        } else {
+            bytes.len()
+        };
+        bytes.truncate(keep);
+        bytes.resize(keep + 3 * 4096, 0);
+        fs::write(&segment, &bytes).unwrap();
+
+        let j = Journal::open(&dir, options(Durability::SyncEach, 1 << 20)).unwrap();
+        let kept = if cut_inside_last { 7 } else { 8 };
+        assert_eq!(j.next_seq(), kept as u64, "cut inside: {cut_inside_last}");
+        let end = offsets.get(kept).copied().unwrap_or(keep);
+        assert_eq!(fs::metadata(&segment).unwrap().len(), end as u64);
+        assert_eq!(j.append(b"after").unwrap(), kept as u64);
+        drop(j);
+        let mut want: Vec<_> = (0..kept).map(payload).collect();
+        want.push(b"after".to_vec());
+        assert_eq!(all(&dir), want, "cut inside: {cut_inside_last}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
