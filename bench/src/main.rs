@@ -132,7 +132,7 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         log_dir: Option<PathBuf>,
     },
-    /// Soak: minutes of trading + primes + delayed load in one process, the
+    /// Soak: minutes of trading + primes + delayed + overload in one process, the
     /// resident memory sampled every second; reports the drift.
     Soak {
         #[command(flatten)]

@@ -1,13 +1,16 @@
 //! The soak run: minutes of mixed load in one process, with the resident
 //! memory sampled every second, to show whether anything grows.
 //!
-//! Three workloads run side by side until the deadline:
+//! Four workloads run side by side until the deadline:
 //! - trading: the seed scenario, one-way, 10 clients, 150,000 orders per
 //!   run, run after run, each verified;
 //! - primes: the actor-backed server under an open-loop load of 2,000
 //!   requests/s over 50 connections, every answer checked;
 //! - delayed: 5,000 messages a second, each sent by the scheduler one second
-//!   later to a counting actor; at the end every one must have arrived.
+//!   later to a counting actor; at the end every one must have arrived;
+//! - overload: a producer faster than its consumer behind a bounded
+//!   mailbox, and asks that time out (see [`overload`]); at the end every
+//!   message sent must have been handled and no ask may be left pending.
 //!
 //! The memory curve's drift is the mean of the last minute against the mean
 //! of the second minute (the first is warm-up: caches, pools and wheels
@@ -21,6 +24,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map};
 use troupe::prelude::*;
+
+mod overload;
 
 use crate::primes::loadgen::{run_round, Round};
 use crate::report::Row;
@@ -148,6 +153,8 @@ pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
         })
     };
 
+    let overload = overload::Overload::start(&stop)?;
+
     let mut series = Vec::new();
     let mut next = started;
     while Instant::now() < deadline {
@@ -158,12 +165,13 @@ pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
         series.push((secs, bytes));
         if series.len() % 10 == 0 {
             eprintln!(
-                "soak: {secs:.0} s, rss {:.1} MiB, trading runs {}, primes ok {}, delayed {}/{}",
+                "soak: {secs:.0} s, rss {:.1} MiB, trading runs {}, primes ok {}, delayed {}/{}, overload sent {}",
                 bytes as f64 / (1 << 20) as f64,
                 tally.trading_runs.load(Ordering::Relaxed),
                 tally.primes_ok.load(Ordering::Relaxed),
                 tally.delayed_received.load(Ordering::Relaxed),
                 tally.delayed_sent.load(Ordering::Relaxed),
+                overload.snapshot().sent,
             );
         }
     }
@@ -171,6 +179,8 @@ pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
     let _ = trading.join();
     let _ = primes.join();
     let _ = delayed.join();
+    let counted = overload.snapshot();
+    let overload_result = overload.finish();
     crate::primes::stop(server);
     // The last scheduled messages fire one second after they were sent.
     let drain_deadline = Instant::now() + Duration::from_secs(10);
@@ -217,6 +227,16 @@ pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
     ] {
         params.insert(key.into(), json!(value.load(Ordering::Relaxed)));
     }
+    for (key, value) in [
+        ("overload_sent", counted.sent),
+        ("overload_send_timeouts", counted.send_timeouts),
+        ("overload_asks_answered", counted.asks_answered),
+        ("overload_asks_timed_out", counted.asks_timed_out),
+        ("overload_asks_refused", counted.asks_refused),
+        ("overload_asks_failed", counted.asks_failed),
+    ] {
+        params.insert(key.into(), json!(value));
+    }
     params.insert(
         "delayed_received".into(),
         json!(tally.delayed_received.load(Ordering::Relaxed)),
@@ -250,7 +270,8 @@ pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
         warmup: sample,
         samples: vec![sample],
     };
-    let failures = tally.trading_failures.load(Ordering::Relaxed)
+    let failures = counted.asks_failed
+        + tally.trading_failures.load(Ordering::Relaxed)
         + tally.primes_errors.load(Ordering::Relaxed)
         + tally.delayed_sent.load(Ordering::Relaxed)
         - tally
@@ -259,7 +280,7 @@ pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
             .min(tally.delayed_sent.load(Ordering::Relaxed));
     let row = Row::new(EXPERIMENT, "mixed", params, &measurement);
     println!(
-        "soak: {total:.0} s of trading + primes + delayed; rss early {:.1} MiB, late {:.1} MiB, peak {:.1} MiB, drift {drift:+.1}%",
+        "soak: {total:.0} s of trading + primes + delayed + overload; rss early {:.1} MiB, late {:.1} MiB, peak {:.1} MiB, drift {drift:+.1}%",
         early.unwrap_or(f64::NAN) / (1 << 20) as f64,
         late.unwrap_or(f64::NAN) / (1 << 20) as f64,
         peak as f64 / (1 << 20) as f64
@@ -274,6 +295,21 @@ pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
         tally.delayed_received.load(Ordering::Relaxed),
         tally.delayed_sent.load(Ordering::Relaxed),
     );
+    println!(
+        "  overload: {} sent through a mailbox of {}, {} sends found no room for a second; asks: {} answered, {} timed out, {} refused by the full mailbox, {} failed otherwise; {}",
+        counted.sent,
+        overload::CAPACITY,
+        counted.send_timeouts,
+        counted.asks_answered,
+        counted.asks_timed_out,
+        counted.asks_refused,
+        counted.asks_failed,
+        match &overload_result {
+            Ok(handled) => format!("all {handled} handled, no ask left pending"),
+            Err(e) => e.to_string(),
+        }
+    );
+    overload_result?;
     if failures > 0 {
         return Err(WorkloadError::new(format!(
             "soak: {failures} failures (see the line above)"
