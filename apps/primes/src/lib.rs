@@ -2,10 +2,11 @@
 //! a JSON array. Three servers share the routes, the validation (bad input
 //! gets a 4xx with a JSON error body) and the metrics:
 //!
-//! - **actor-backed** (`Service::with_actors` + [`http::serve`]): axum on
-//!   tokio; each request asks a round-robin pool of prime-worker actors,
-//!   which share a growing sieve cache; a worker that panics is restarted by
-//!   its supervisor and the request gets a 500;
+//! - **actor-backed** (`Service::with_actors` + [`http::serve`]): axum and
+//!   hyper on tokio, with header-read and idle timeouts ([`timeouts`]);
+//!   each request asks a round-robin pool of prime-worker actors, which
+//!   share a growing sieve cache; a worker that panics is restarted by its
+//!   supervisor and the request gets a 500;
 //! - **plain** (`Service::direct` + [`http::serve`]): the same axum server
 //!   computing in the handler, the no-actor async baseline;
 //! - **blocking** ([`blocking::BlockingServer`]): a fixed pool of threads on
@@ -22,9 +23,11 @@
 #![forbid(unsafe_code)]
 
 pub mod blocking;
+mod drain;
 pub mod http;
 pub mod listener;
 pub mod metrics;
 pub mod route;
 pub mod service;
 pub mod sieve;
+pub mod timeouts;

@@ -5,10 +5,12 @@
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use primes::blocking::BlockingServer;
 use primes::service::{Service, DEFAULT_MAX_N};
+use primes::timeouts::Timeouts;
 use primes::{http, listener};
 use troupe::ActorSystem;
 
@@ -41,7 +43,33 @@ enum Command {
         /// keeps the two from competing on a small machine.
         #[arg(long, default_value_t = 1)]
         dispatcher_threads: usize,
+        /// Time a client has to send a complete request head, from the
+        /// accept or the head's first byte, before the connection is closed
+        /// (async servers), e.g. `10s` or `200ms`.
+        #[arg(long, default_value = "10s", value_parser = parse_duration)]
+        header_read_timeout: Duration,
+        /// Time a keep-alive connection may sit without a request, or with
+        /// an unread response, before it is closed (async servers).
+        #[arg(long, default_value = "60s", value_parser = parse_duration)]
+        idle_timeout: Duration,
     },
+}
+
+/// `<n>s` or `<n>ms`, n > 0.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let (digits, unit): (&str, fn(u64) -> Duration) = match text.strip_suffix("ms") {
+        Some(digits) => (digits, Duration::from_millis),
+        None => match text.strip_suffix('s') {
+            Some(digits) => (digits, Duration::from_secs),
+            None => return Err(format!("{text:?}: expected e.g. 10s or 200ms")),
+        },
+    };
+    match digits.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(unit(n)),
+        _ => Err(format!(
+            "{text:?}: expected a positive whole number of s or ms"
+        )),
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -58,8 +86,14 @@ fn main() -> ExitCode {
         server,
         workers,
         dispatcher_threads,
+        header_read_timeout,
+        idle_timeout,
     } = Cli::parse().command;
-    match run(addr, max_n, server, workers, dispatcher_threads) {
+    let timeouts = Timeouts {
+        header_read: header_read_timeout,
+        idle: idle_timeout,
+    };
+    match run(addr, max_n, server, workers, dispatcher_threads, timeouts) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("primes: error: {e}");
@@ -74,6 +108,7 @@ fn run(
     kind: Kind,
     workers: Option<usize>,
     dispatcher_threads: usize,
+    timeouts: Timeouts,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let socket = listener::bind(addr)?;
     eprintln!("primes: {kind:?} server on http://{}", socket.local_addr()?);
@@ -97,13 +132,28 @@ fn run(
         Kind::Actor => Service::with_actors(&system, workers.unwrap_or(4), max_n, None)?,
         _ => Service::direct(max_n),
     };
-    runtime.block_on(http::serve(
+    runtime.block_on(http::serve_with(
         socket,
         Arc::new(service),
         http::termination_signal(),
+        timeouts,
     ))?;
     eprintln!("primes: shutting down");
     system.shutdown();
     system.await_termination()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_in_seconds_or_milliseconds() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("200ms"), Ok(Duration::from_millis(200)));
+        for bad in ["0s", "0ms", "10", "s", "1.5s", "-1s", "10m"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
 }

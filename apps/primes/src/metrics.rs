@@ -16,6 +16,17 @@ pub struct Metrics {
     server_errors: AtomicU64,
     latency_sum_us: AtomicU64,
     buckets: [AtomicU64; BUCKETS.len()],
+    header_read_timeouts: AtomicU64,
+    idle_timeouts: AtomicU64,
+}
+
+/// Why the server closed a connection on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cutoff {
+    /// A request head took too long.
+    HeaderRead,
+    /// No request (or no progress on a response) for too long.
+    Idle,
 }
 
 impl Metrics {
@@ -34,6 +45,23 @@ impl Metrics {
             if secs <= *bound {
                 count.fetch_add(1, Ordering::Relaxed);
             }
+        }
+    }
+
+    /// Records a connection closed by one of the async servers' timeouts.
+    pub fn record_cutoff(&self, cutoff: Cutoff) {
+        let counter = match cutoff {
+            Cutoff::HeaderRead => &self.header_read_timeouts,
+            Cutoff::Idle => &self.idle_timeouts,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Connections closed so far for `cutoff`.
+    pub fn cutoffs(&self, cutoff: Cutoff) -> u64 {
+        match cutoff {
+            Cutoff::HeaderRead => self.header_read_timeouts.load(Ordering::Relaxed),
+            Cutoff::Idle => self.idle_timeouts.load(Ordering::Relaxed),
         }
     }
 
@@ -87,6 +115,21 @@ impl Metrics {
             load(&self.latency_sum_us) as f64 / 1e6
         );
         let _ = writeln!(out, "primes_request_seconds_count {}", load(&self.requests));
+        let _ = writeln!(
+            out,
+            "# HELP primes_connections_timed_out_total Connections the async servers closed for a timeout."
+        );
+        let _ = writeln!(out, "# TYPE primes_connections_timed_out_total counter");
+        let _ = writeln!(
+            out,
+            "primes_connections_timed_out_total{{timeout=\"header_read\"}} {}",
+            load(&self.header_read_timeouts)
+        );
+        let _ = writeln!(
+            out,
+            "primes_connections_timed_out_total{{timeout=\"idle\"}} {}",
+            load(&self.idle_timeouts)
+        );
         out
     }
 }
@@ -100,10 +143,13 @@ mod tests {
         let m = Metrics::default();
         m.record(200, Duration::from_micros(300));
         m.record(404, Duration::from_millis(20));
+        m.record_cutoff(Cutoff::Idle);
         let text = m.render();
         assert!(text.contains("primes_requests_total 2"));
         assert!(text.contains("primes_errors_total{class=\"4xx\"} 1"));
         assert!(text.contains("primes_request_seconds_bucket{le=\"0.0005\"} 1"));
         assert!(text.contains("primes_request_seconds_bucket{le=\"0.05\"} 2"));
+        assert!(text.contains("primes_connections_timed_out_total{timeout=\"header_read\"} 0"));
+        assert!(text.contains("primes_connections_timed_out_total{timeout=\"idle\"} 1"));
     }
 }
