@@ -145,10 +145,9 @@ pub fn print_extras(rows: &[Row]) {
     for row in rows {
         let p = &row.params;
         let f = |k: &str| p.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
-        println!(
-            "{}: {} jobs in {:.2} s ({:.0} completions/s); timers fired late p50 {:.1} ms, p99 {:.1} ms, \
-             max {:.1} ms (reached the manager p99 {:.1} ms late); peak RSS {:.0} MB, {:.0} bytes \
-             per in-flight job (max in flight {:.0})",
+        let mut line = format!(
+            "{}: {} jobs in {:.2} s ({:.0} completions/s); timers fired late p50 {:.1} ms, \
+             p99 {:.1} ms, max {:.1} ms",
             row.variant,
             f("jobs"),
             f("total_s"),
@@ -156,10 +155,23 @@ pub fn print_extras(rows: &[Row]) {
             f("late_p50_ms"),
             f("late_p99_ms"),
             f("late_max_ms"),
-            f("arrival_p99_ms"),
-            f("peak_rss_mb"),
-            f("bytes_per_job"),
-            f("max_in_flight"),
         );
+        // A peer reports only some figures; what it does not report is left
+        // out rather than printed as NaN.
+        if p.contains_key("arrival_p99_ms") {
+            line += &format!(
+                " (reached the manager p99 {:.1} ms late)",
+                f("arrival_p99_ms")
+            );
+        }
+        line += &format!("; peak RSS {:.0} MB", f("peak_rss_mb"));
+        if p.contains_key("bytes_per_job") {
+            line += &format!(
+                ", {:.0} bytes per in-flight job (max in flight {:.0})",
+                f("bytes_per_job"),
+                f("max_in_flight")
+            );
+        }
+        println!("{line}");
     }
 }
