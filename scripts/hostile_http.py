@@ -50,7 +50,7 @@ def memory_bound_mib(idle):
     Measured on the actor server (2-core machine, glibc malloc): peak 8.6 MiB
     with no idle connections (3.7 at start; the rest is the runtime, the
     prime cache and the 1 MiB-header attack's buffers), 17.0 to 17.6 MiB
-    with 1,000 and 121.5 MiB with 10,000: about 12 KiB per keep-alive
+    with 1,000 and 120.5 MiB with 10,000: about 12 KiB per keep-alive
     connection that has served a request (hyper's HTTP/1 read and write
     buffers, the task, the socket; the server on axum::serve reached
     175.6 MiB in the same run, about 17 KiB per connection). The bound is
