@@ -76,7 +76,7 @@ enum Command {
         /// Requests per round (default 20,000).
         #[arg(long, value_name = "R", value_parser = clap::value_parser!(u64).range(1..))]
         requests: Option<u64>,
-        /// The n of /primes/{n}.
+        /// The n of `/primes/<n>`.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=100_000))]
         n: u64,
         /// Open loop: start requests at this fixed rate (requests per second).

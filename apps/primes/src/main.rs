@@ -24,7 +24,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve `GET /primes/{n}`, `/health` and `/metrics`.
+    // `<n>` rather than the usual braces: clap prints `{n}` as a line break.
+    /// Serve `GET /primes/<n>`, `/health` and `/metrics`.
     Serve {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8080")]
