@@ -85,15 +85,25 @@ fn quiet_panics() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-#[test]
-fn a_restarted_primary_rebuilds_its_books_from_its_log() {
-    let _serial = quiet_panics();
-    for txlog in [TxLog::Buffered, TxLog::GroupCommit] {
-        let root =
-            std::env::temp_dir().join(format!("trading-failover-{}-{txlog}", std::process::id()));
+/// A system with the engine pairs of `variant` logging under a fresh
+/// directory named after `case`, and a probe that reports completions.
+struct Rig {
+    root: std::path::PathBuf,
+    system: ActorSystem,
+    pairs: trading::Pairs,
+    probe: ActorRef<ClientMsg>,
+    done: Receiver<()>,
+}
+
+impl Rig {
+    fn start(variant: Variant, txlog: TxLog, case: &str) -> Self {
+        let root = std::env::temp_dir().join(format!(
+            "trading-failover-{}-{txlog}-{case}",
+            std::process::id()
+        ));
         let _ = std::fs::remove_dir_all(&root);
         let config = RunConfig {
-            variant: Variant::RequestReply,
+            variant,
             scenario: Scenario::new(1, 30).unwrap(),
             txlog,
             log_root: Some(root.clone()),
@@ -104,11 +114,36 @@ fn a_restarted_primary_rebuilds_its_books_from_its_log() {
         let pairs = spawn_pairs(&system, &config).unwrap();
         let (tx, done) = mpsc::channel();
         let probe = system.spawn(Props::new(move || Probe(tx.clone()))).unwrap();
+        Rig {
+            root,
+            system,
+            pairs,
+            probe,
+            done,
+        }
+    }
+
+    /// Shuts down and removes the logs; returns the probe's channel, for
+    /// checks after the end.
+    fn finish(self) -> Receiver<()> {
+        self.system.shutdown();
+        self.system.await_termination().unwrap();
+        std::fs::remove_dir_all(&self.root).unwrap();
+        self.done
+    }
+}
+
+#[test]
+fn a_restarted_primary_rebuilds_its_books_from_its_log() {
+    let _serial = quiet_panics();
+    for txlog in [TxLog::Buffered, TxLog::GroupCommit] {
+        let rig = Rig::start(Variant::RequestReply, txlog, "idle");
+        let (pairs, probe, done) = (&rig.pairs, &rig.probe, &rig.done);
         let primary = &pairs.primaries[0];
 
         // Asks on A1..A5 (engine 0), all acknowledged.
         for book in 0..5 {
-            place(primary, &probe, &done, order(book.into(), book, Side::Sell));
+            place(primary, probe, done, order(book.into(), book, Side::Sell));
         }
         let before = summary(primary);
         assert_eq!((before.orders, before.resting, before.trades), (5, 5, 0));
@@ -124,22 +159,19 @@ fn a_restarted_primary_rebuilds_its_books_from_its_log() {
         for book in 0..5 {
             place(
                 primary,
-                &probe,
-                &done,
+                probe,
+                done,
                 order(100 + u64::from(book), book, Side::Buy),
             );
         }
-        let end = summarise(&pairs);
+        let end = summarise(pairs);
         assert_eq!(
             (end.0.orders, end.0.trades, end.0.resting),
             (10, 5, 0),
             "{txlog}"
         );
         assert_eq!(end.0, end.1, "{txlog}: the standby mirrors the primary");
-
-        system.shutdown();
-        system.await_termination().unwrap();
-        std::fs::remove_dir_all(&root).unwrap();
+        rig.finish();
     }
 }
 
@@ -156,23 +188,8 @@ fn an_engine_failing_under_load_loses_and_duplicates_no_order() {
     const ROUNDS: u64 = 200;
     for txlog in [TxLog::Buffered, TxLog::GroupCommit] {
         for failing in [Failing::Primary, Failing::Standby] {
-            let root = std::env::temp_dir().join(format!(
-                "trading-failover-load-{}-{txlog}-{failing:?}",
-                std::process::id()
-            ));
-            let _ = std::fs::remove_dir_all(&root);
-            let config = RunConfig {
-                variant: Variant::OneWay,
-                scenario: Scenario::new(1, 30).unwrap(),
-                txlog,
-                log_root: Some(root.clone()),
-                threads: 2,
-                timeout: PATIENCE,
-            };
-            let system = ActorSystem::builder().threads(2).build().unwrap();
-            let pairs = spawn_pairs(&system, &config).unwrap();
-            let (tx, done) = mpsc::channel();
-            let probe = system.spawn(Props::new(move || Probe(tx.clone()))).unwrap();
+            let rig = Rig::start(Variant::OneWay, txlog, &format!("load-{failing:?}"));
+            let (pairs, probe, done) = (&rig.pairs, &rig.probe, &rig.done);
             let primary = &pairs.primaries[0];
             let crashes = CRASHES.load(Ordering::SeqCst);
             let victim = match failing {
@@ -213,22 +230,19 @@ fn an_engine_failing_under_load_loses_and_duplicates_no_order() {
                 1,
                 "{txlog}/{failing:?}: the engine failed once"
             );
-            let end = summarise(&pairs);
+            let end = summarise(pairs);
             assert_eq!(
                 (end.0.orders, end.0.trades, end.0.resting),
                 (orders, orders / 2, 0),
                 "{txlog}/{failing:?}: every order once, every bid traded"
             );
             assert_eq!(end.0, end.1, "{txlog}/{failing:?}: the standby mirrors");
-
-            system.shutdown();
-            system.await_termination().unwrap();
-            // No completion beyond one per order.
+            // No completion beyond one per order, even after the end.
+            let done = rig.finish();
             assert!(
                 done.try_recv().is_err(),
                 "{txlog}/{failing:?}: an order completed twice"
             );
-            std::fs::remove_dir_all(&root).unwrap();
         }
     }
 }
