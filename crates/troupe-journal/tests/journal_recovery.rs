@@ -5,22 +5,14 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use proptest::prelude::*;
 use troupe_journal::{read_from, Durability, Journal, JournalError, Options};
 
-fn temp_dir(name: &str) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "troupe-journal-{name}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = fs::remove_dir_all(&dir);
-    dir
-}
+#[path = "support/temp.rs"]
+mod temp;
+use temp::temp_dir;
 
 fn all(dir: &Path) -> Vec<Vec<u8>> {
     let mut out = Vec::new();

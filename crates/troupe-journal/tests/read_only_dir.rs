@@ -16,20 +16,12 @@
 use std::fs::{self, File};
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use troupe_journal::{read_from, Durability, Journal, JournalError, Options};
 
-fn temp_dir(name: &str) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "troupe-journal-ro-{name}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = fs::remove_dir_all(&dir);
-    dir
-}
+#[path = "support/temp.rs"]
+mod temp;
+use temp::temp_dir;
 
 fn set_mode(dir: &Path, mode: u32) {
     fs::set_permissions(dir, fs::Permissions::from_mode(mode)).unwrap();
@@ -45,7 +37,7 @@ enum Refusal {
 
 /// Finds out, by trying, which [`Refusal`] works here, and says so.
 fn refusal() -> Refusal {
-    let dir = temp_dir("probe");
+    let dir = temp_dir("ro-probe");
     fs::create_dir_all(&dir).unwrap();
     set_mode(&dir, 0o555);
     let probe = File::create_new(dir.join("probe"));
@@ -78,7 +70,7 @@ fn refusal() -> Refusal {
 fn opening_a_journal_in_an_unwritable_directory_is_a_clear_error() {
     let (dir, made) = match refusal() {
         Refusal::Chmod => {
-            let dir = temp_dir("open");
+            let dir = temp_dir("ro-open");
             fs::create_dir_all(&dir).unwrap();
             set_mode(&dir, 0o555);
             (dir, true)
@@ -144,9 +136,9 @@ fn a_directory_that_becomes_unwritable_fails_the_rotation_and_nothing_after_it()
         // directory can "become unwritable" by pointing the link at one
         // that refuses new files; the open segment stays writable, as it
         // does after a chmod.
-        let real = temp_dir("real");
+        let real = temp_dir("ro-real");
         fs::create_dir_all(&real).unwrap();
-        let link = temp_dir("link");
+        let link = temp_dir("ro-link");
         symlink(&real, &link).unwrap();
 
         let journal = Journal::open(&link, options(durability)).unwrap();
