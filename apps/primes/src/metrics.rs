@@ -74,63 +74,72 @@ impl Metrics {
     pub fn render(&self) -> String {
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let mut out = String::new();
-        let _ = writeln!(out, "# HELP primes_requests_total Requests answered.");
-        let _ = writeln!(out, "# TYPE primes_requests_total counter");
-        let _ = writeln!(out, "primes_requests_total {}", load(&self.requests));
-        let _ = writeln!(
-            out,
-            "# HELP primes_errors_total Requests answered with an error status."
+        family(
+            &mut out,
+            "primes_requests_total",
+            "counter",
+            "Requests answered.",
         );
-        let _ = writeln!(out, "# TYPE primes_errors_total counter");
-        let _ = writeln!(
-            out,
-            "primes_errors_total{{class=\"4xx\"}} {}",
-            load(&self.client_errors)
+        sample(&mut out, "primes_requests_total", "", load(&self.requests));
+        family(
+            &mut out,
+            "primes_errors_total",
+            "counter",
+            "Requests answered with an error status.",
         );
-        let _ = writeln!(
-            out,
-            "primes_errors_total{{class=\"5xx\"}} {}",
-            load(&self.server_errors)
+        let errors = "primes_errors_total";
+        sample(&mut out, errors, "class=\"4xx\"", load(&self.client_errors));
+        sample(&mut out, errors, "class=\"5xx\"", load(&self.server_errors));
+        family(
+            &mut out,
+            "primes_request_seconds",
+            "histogram",
+            "Time to answer a request.",
         );
-        let _ = writeln!(
-            out,
-            "# HELP primes_request_seconds Time to answer a request."
-        );
-        let _ = writeln!(out, "# TYPE primes_request_seconds histogram");
+        let bucket = "primes_request_seconds_bucket";
         for (bound, count) in BUCKETS.iter().zip(&self.buckets) {
-            let _ = writeln!(
-                out,
-                "primes_request_seconds_bucket{{le=\"{bound}\"}} {}",
-                load(count)
-            );
+            sample(&mut out, bucket, &format!("le=\"{bound}\""), load(count));
         }
-        let _ = writeln!(
-            out,
-            "primes_request_seconds_bucket{{le=\"+Inf\"}} {}",
-            load(&self.requests)
+        sample(&mut out, bucket, "le=\"+Inf\"", load(&self.requests));
+        let sum = load(&self.latency_sum_us) as f64 / 1e6;
+        let _ = writeln!(out, "primes_request_seconds_sum {sum}");
+        sample(
+            &mut out,
+            "primes_request_seconds_count",
+            "",
+            load(&self.requests),
         );
-        let _ = writeln!(
-            out,
-            "primes_request_seconds_sum {}",
-            load(&self.latency_sum_us) as f64 / 1e6
+        let cutoffs = "primes_connections_timed_out_total";
+        family(
+            &mut out,
+            cutoffs,
+            "counter",
+            "Connections the async servers closed for a timeout.",
         );
-        let _ = writeln!(out, "primes_request_seconds_count {}", load(&self.requests));
-        let _ = writeln!(
-            out,
-            "# HELP primes_connections_timed_out_total Connections the async servers closed for a timeout."
-        );
-        let _ = writeln!(out, "# TYPE primes_connections_timed_out_total counter");
-        let _ = writeln!(
-            out,
-            "primes_connections_timed_out_total{{timeout=\"header_read\"}} {}",
-            load(&self.header_read_timeouts)
-        );
-        let _ = writeln!(
-            out,
-            "primes_connections_timed_out_total{{timeout=\"idle\"}} {}",
-            load(&self.idle_timeouts)
+        let header_read = load(&self.header_read_timeouts);
+        sample(&mut out, cutoffs, "timeout=\"header_read\"", header_read);
+        sample(
+            &mut out,
+            cutoffs,
+            "timeout=\"idle\"",
+            load(&self.idle_timeouts),
         );
         out
+    }
+}
+
+/// A metric family's `# HELP` and `# TYPE` lines.
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// One sample line, with its labels (`key="value"`, or none).
+fn sample(out: &mut String, name: &str, labels: &str, value: u64) {
+    if labels.is_empty() {
+        let _ = writeln!(out, "{name} {value}");
+    } else {
+        let _ = writeln!(out, "{name}{{{labels}}} {value}");
     }
 }
 
