@@ -108,6 +108,8 @@ mod tests {
                 .as_object()
                 .unwrap()
                 .clone(),
+            protocol: String::new(),
+            failure: None,
         }
     }
 

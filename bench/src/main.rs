@@ -506,6 +506,20 @@ fn run(cli: Cli) -> Result<(), Box<dyn Error>> {
             dir.display()
         );
     }
+    // A failed row is reported with the rest (so its figures and reason are
+    // in every output), and then fails the run.
+    let failed: Vec<String> = report
+        .rows
+        .iter()
+        .filter_map(|r| {
+            r.failure
+                .as_ref()
+                .map(|f| format!("{} {}: {f}", r.experiment, r.variant))
+        })
+        .collect();
+    if !failed.is_empty() {
+        return Err(format!("{} row(s) failed:\n  {}", failed.len(), failed.join("\n  ")).into());
+    }
     Ok(())
 }
 

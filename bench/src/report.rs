@@ -57,6 +57,15 @@ pub struct Row {
     /// The parameters that produced this row (workers, throughput, pairs,
     /// repetitions, ...).
     pub params: Map<String, Value>,
+    /// How the samples were taken ("1 warm-up, then 5 measured runs"), so a
+    /// table can say it per row instead of assuming every row ran alike.
+    #[serde(default)]
+    pub protocol: String,
+    /// Why this row's result is not valid (a failed check, errors in the
+    /// responses), or `None` when every check passed. A failed row is still
+    /// reported, with its figures, and makes the run's exit status fail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 impl Row {
@@ -74,6 +83,7 @@ impl Row {
     ) -> Self {
         let samples = measurement.ns_per_msg();
         let summary = summarize(&samples).expect("a measurement has at least one sample");
+        let samples_len = samples.len();
         Row {
             experiment: experiment.to_string(),
             variant: variant.to_string(),
@@ -85,7 +95,9 @@ impl Row {
             max_ns_per_msg: summary.max,
             samples_ns_per_msg: samples,
             warmup_ns_per_msg: measurement.warmup.ns_per_msg(),
+            protocol: format!("1 warm-up, then {} measured runs", samples_len),
             params,
+            failure: None,
         }
     }
 }

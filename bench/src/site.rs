@@ -173,6 +173,8 @@ mod tests {
             samples_ns_per_msg: vec![50.0],
             warmup_ns_per_msg: 55.0,
             params: params.as_object().unwrap().clone(),
+            protocol: String::new(),
+            failure: None,
         }
     }
 
