@@ -8,14 +8,9 @@
 
 #![forbid(unsafe_code)]
 
-mod baselines;
-mod chameneos;
 mod compare;
-mod delayed;
-mod micro;
+mod experiments;
 mod peer;
-mod pingpong;
-mod primes;
 mod progress;
 mod readme;
 mod report;
@@ -23,7 +18,6 @@ mod rss;
 mod runner;
 mod site;
 mod soak;
-mod trading;
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -31,6 +25,8 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use clap::{Args, Parser, Subcommand};
+
+use crate::experiments::{chameneos, delayed, micro, pingpong, primes, trading};
 
 use crate::report::{Machine, Report, Row, RunInfo};
 use crate::runner::{RunOptions, Scale};

@@ -14,9 +14,10 @@
 //! - the troupe actor rows from [`actor_rows`].
 
 pub mod actor_pair;
+pub mod baselines;
 pub mod many_pairs;
 
-use crate::baselines::{busy_spin, tokio_mpsc};
+use baselines::{busy_spin, tokio_mpsc};
 use crate::report::Row;
 use crate::runner::{self, RunOptions, Scale, Workload, WorkloadError};
 
