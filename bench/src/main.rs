@@ -17,7 +17,6 @@ mod report;
 mod rss;
 mod runner;
 mod site;
-mod soak;
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -26,7 +25,7 @@ use std::time::SystemTime;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::experiments::{chameneos, delayed, micro, pingpong, primes, trading};
+use crate::experiments::{chameneos, delayed, micro, pingpong, primes, soak, trading};
 
 use crate::report::{Machine, Report, Row, RunInfo};
 use crate::runner::{RunOptions, Scale};
@@ -527,7 +526,7 @@ fn run_pingpong(
 ) -> Result<Vec<Row>, Box<dyn Error>> {
     let mut rows = pingpong::run(sizes, options)?;
     if pekko {
-        rows.extend(peer::runs::pingpong(sizes, options)?);
+        rows.extend(pingpong::peer::rows(sizes, options)?);
     }
     if !rows.is_empty() {
         report::print_table(pingpong::EXPERIMENT, &rows);
@@ -554,7 +553,7 @@ fn run_delayed(
 ) -> Result<Vec<Row>, Box<dyn Error>> {
     let mut rows = delayed::run(sizes, options)?;
     if pekko {
-        rows.extend(peer::runs::delayed(sizes)?);
+        rows.extend(delayed::peer::rows(sizes)?);
     }
     if !rows.is_empty() {
         report::print_table(delayed::EXPERIMENT, &rows);
@@ -572,7 +571,7 @@ fn run_primes(
 ) -> Result<Vec<Row>, Box<dyn Error>> {
     let mut rows = primes::run(settings, options)?;
     if pekko && settings.url.is_none() {
-        rows.extend(peer::runs::primes(settings, options)?);
+        rows.extend(primes::peer::rows(settings, options)?);
     }
     if !rows.is_empty() {
         report::print_table(primes::EXPERIMENT, &rows);
@@ -590,7 +589,7 @@ fn run_trading(
 ) -> Result<Vec<Row>, Box<dyn Error>> {
     let mut rows = trading::run(settings, options)?;
     if pekko {
-        rows.extend(peer::runs::trading(settings, options)?);
+        rows.extend(trading::peer::rows(settings, options)?);
     }
     if !rows.is_empty() {
         let repeats = rows[0].repeats;
@@ -635,7 +634,7 @@ fn run_chameneos(
         println!("{}", chameneos::summary(&main));
     }
     if pekko {
-        let peer_rows = peer::runs::chameneos(settings, options)?;
+        let peer_rows = chameneos::peer::rows(settings, options)?;
         report::print_table("chameneos (Pekko)", &peer_rows);
         let mut both = main.clone();
         both.extend(peer_rows.iter().cloned());

@@ -5,8 +5,6 @@
 //! into rows with `params.runtime = "pekko"` and `params.peer_of` naming the
 //! troupe row it is compared with.
 
-pub mod runs;
-
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -148,6 +146,13 @@ pub fn row(
         params,
         &Measurement { warmup, samples },
     )
+}
+
+/// The fields `keys` of a RESULT object, as a row's params.
+pub fn params(result: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
+    keys.iter()
+        .filter_map(|k| Some((k.to_string(), result.get(*k)?.clone())))
+        .collect()
 }
 
 /// The number field `key` of a RESULT object.

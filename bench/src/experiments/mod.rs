@@ -6,4 +6,5 @@ pub mod delayed;
 pub mod micro;
 pub mod pingpong;
 pub mod primes;
+pub mod soak;
 pub mod trading;

@@ -27,6 +27,7 @@ pub mod colour;
 pub mod mall;
 pub mod meeting_place;
 pub mod output;
+pub mod peer;
 pub mod sweep;
 pub mod threads;
 

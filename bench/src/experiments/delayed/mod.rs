@@ -19,6 +19,7 @@
 //! (resident growth over the start, divided by jobs in flight, at the
 //! sample with the most jobs in flight).
 
+pub mod peer;
 pub mod probe;
 
 use std::time::Duration;

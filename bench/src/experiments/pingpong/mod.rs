@@ -16,10 +16,11 @@
 pub mod actor_pair;
 pub mod baselines;
 pub mod many_pairs;
+pub mod peer;
 
-use baselines::{busy_spin, tokio_mpsc};
 use crate::report::Row;
 use crate::runner::{self, RunOptions, Scale, Workload, WorkloadError};
+use baselines::{busy_spin, tokio_mpsc};
 
 /// The experiment's name in tables, progress lines and JSON.
 pub const EXPERIMENT: &str = "pingpong";

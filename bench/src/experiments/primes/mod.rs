@@ -5,6 +5,7 @@
 //! rounds, as in the post; every response is counted and checked.
 
 pub mod loadgen;
+pub mod peer;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -16,6 +16,8 @@
 //! experiment. Logs are written under a fresh directory per run, deleted
 //! afterwards.
 
+pub mod peer;
+
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
