@@ -162,27 +162,26 @@ async fn drive_connection(
     part
 }
 
-/// Sends one request and reads the whole response: status and body.
+/// Sends one request and reads the whole response: status and body. The
+/// body is framed by `Content-Length` or by chunked transfer encoding
+/// (the two framings an HTTP/1.1 server answers a GET with on a keep-alive
+/// connection).
 async fn exchange(
     conn: &mut BufReader<TcpStream>,
     request: &[u8],
 ) -> std::io::Result<(u16, String)> {
     conn.get_mut().write_all(request).await?;
     let mut line = String::new();
-    if conn.read_line(&mut line).await? == 0 {
-        return Err(std::io::ErrorKind::UnexpectedEof.into());
-    }
+    read_line(conn, &mut line).await?;
     let status: u16 = line
         .split_whitespace()
         .nth(1)
         .and_then(|s| s.parse().ok())
         .ok_or(std::io::ErrorKind::InvalidData)?;
     let mut length = 0usize;
+    let mut chunked = false;
     loop {
-        line.clear();
-        if conn.read_line(&mut line).await? == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
+        read_line(conn, &mut line).await?;
         let header = line.trim_end();
         if header.is_empty() {
             break;
@@ -193,10 +192,131 @@ async fn exchange(
                     .trim()
                     .parse()
                     .map_err(|_| std::io::ErrorKind::InvalidData)?;
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                // Chunked is always the last coding when present.
+                chunked = value
+                    .rsplit(',')
+                    .next()
+                    .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
             }
         }
     }
-    let mut body = vec![0; length];
-    conn.read_exact(&mut body).await?;
+    // Transfer-Encoding overrides Content-Length (RFC 9112, 6.3).
+    let body = if chunked {
+        read_chunked(conn, &mut line).await?
+    } else {
+        let mut body = vec![0; length];
+        conn.read_exact(&mut body).await?;
+        body
+    };
     Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// Reads one line into `line` (cleared first); end of stream is an error.
+async fn read_line(conn: &mut BufReader<TcpStream>, line: &mut String) -> std::io::Result<()> {
+    line.clear();
+    if conn.read_line(line).await? == 0 {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    Ok(())
+}
+
+/// Reads a chunked body: chunks of `<hex size>[;extensions]` then the
+/// data and CRLF, up to the zero-size chunk, then trailer lines up to an
+/// empty one (discarded).
+async fn read_chunked(
+    conn: &mut BufReader<TcpStream>,
+    line: &mut String,
+) -> std::io::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        read_line(conn, line).await?;
+        let size = line.split(';').next().unwrap_or("").trim();
+        let size =
+            usize::from_str_radix(size, 16).map_err(|_| std::io::ErrorKind::InvalidData)?;
+        if size == 0 {
+            break;
+        }
+        let start = body.len();
+        body.resize(start + size, 0);
+        conn.read_exact(&mut body[start..]).await?;
+        let mut crlf = [0u8; 2];
+        conn.read_exact(&mut crlf).await?;
+        if crlf != *b"\r\n" {
+            return Err(std::io::ErrorKind::InvalidData.into());
+        }
+    }
+    loop {
+        read_line(conn, line).await?;
+        if line.trim_end().is_empty() {
+            return Ok(body);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpListener;
+
+    /// A server that answers every request on a keep-alive connection with
+    /// `body` in chunked encoding: split in two chunks (one with a chunk
+    /// extension), then the last chunk and a trailer.
+    async fn chunked_server(body: &'static str) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut conn = BufReader::new(stream);
+                    let mut line = String::new();
+                    loop {
+                        // Read one head.
+                        loop {
+                            line.clear();
+                            if conn.read_line(&mut line).await.unwrap_or(0) == 0 {
+                                return;
+                            }
+                            if line == "\r\n" {
+                                break;
+                            }
+                        }
+                        let (a, b) = body.split_at(body.len() / 2);
+                        let answer = format!(
+                            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+                             {:x};note=1\r\n{a}\r\n{:X}\r\n{b}\r\n0\r\nX-Trailer: t\r\n\r\n",
+                            a.len(),
+                            b.len()
+                        );
+                        if conn.get_mut().write_all(answer.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn chunked_answers_are_read_and_checked() {
+        const BODY: &str = "[2,3,5,7,11,13,17,19,23,29,31,37,41,43,47,53,59]";
+        let round = Round {
+            addr: chunked_server(BODY).await,
+            connections: 2,
+            requests: 20,
+            path: "/primes/17".into(),
+            expected: Arc::new(BODY.to_string()),
+            rate: None,
+        };
+        let result = run_round(&round).await;
+        assert_eq!((result.ok, result.errors), (20, 0));
+        // A wrong body in chunks is still caught.
+        let wrong = Round {
+            expected: Arc::new("[2]".into()),
+            ..round
+        };
+        let result = run_round(&wrong).await;
+        assert_eq!((result.ok, result.errors), (0, 20));
+    }
 }
