@@ -58,29 +58,20 @@ async fn fallback(State(service): State<Arc<Service>>, method: Method, uri: Uri)
 }
 
 /// The axum application for `service`.
-pub fn app(service: Arc<Service>) -> Router {
+fn app(service: Arc<Service>) -> Router {
     Router::new().fallback(fallback).with_state(service)
 }
 
-/// Serves on `listener` with the default [`Timeouts`] until `shutdown`
+/// Serves on `listener` with the connection `timeouts` until `shutdown`
 /// completes, then finishes the requests in flight (graceful shutdown).
-/// Must run inside a tokio runtime.
-pub async fn serve(
-    listener: StdListener,
-    service: Arc<Service>,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> io::Result<()> {
-    serve_with(listener, service, shutdown, Timeouts::default()).await
-}
-
-/// [`serve`] with the given connection timeouts.
+/// Must run inside a tokio runtime; started by `server.rs`.
 ///
 /// When `shutdown` completes the listener is closed at once (new
 /// connections are refused), idle connections are closed, and each
 /// connection with a request in flight answers it (with `connection: close`)
 /// and closes; this returns when all have. A connection halfway through its
 /// first head keeps the drain waiting for at most the header-read timeout.
-pub async fn serve_with(
+pub(crate) async fn serve(
     listener: StdListener,
     service: Arc<Service>,
     shutdown: impl Future<Output = ()> + Send + 'static,

@@ -4,15 +4,13 @@
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
-use primes::blocking::BlockingServer;
-use primes::service::{Service, DEFAULT_MAX_N};
-use primes::timeouts::Timeouts;
-use primes::{http, listener};
-use troupe::ActorSystem;
+use clap::{Parser, Subcommand};
+use primes::http;
+use primes::server::{Config, Kind, Server};
+use primes::service::DEFAULT_MAX_N;
+use primes::timeouts::{Timeouts, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT};
 
 /// The primes REST service.
 #[derive(Debug, Parser)]
@@ -45,14 +43,14 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         dispatcher_threads: usize,
         /// Time a client has to send a complete request head, from the
-        /// accept or the head's first byte, before the connection is closed
-        /// (async servers), e.g. `10s` or `200ms`.
-        #[arg(long, default_value = "10s", value_parser = parse_duration)]
-        header_read_timeout: Duration,
+        /// accept or the head's first byte, before the connection is closed,
+        /// e.g. `10s` or `200ms` (default 10s).
+        #[arg(long, value_parser = parse_duration)]
+        header_read_timeout: Option<Duration>,
         /// Time a keep-alive connection may sit without a request, or with
-        /// an unread response, before it is closed (async servers).
-        #[arg(long, default_value = "60s", value_parser = parse_duration)]
-        idle_timeout: Duration,
+        /// an unread response, before it is closed (default 60s).
+        #[arg(long, value_parser = parse_duration)]
+        idle_timeout: Option<Duration>,
     },
 }
 
@@ -73,13 +71,6 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     }
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Kind {
-    Actor,
-    Plain,
-    Blocking,
-}
-
 fn main() -> ExitCode {
     let Command::Serve {
         addr,
@@ -91,10 +82,15 @@ fn main() -> ExitCode {
         idle_timeout,
     } = Cli::parse().command;
     let timeouts = Timeouts {
-        header_read: header_read_timeout,
-        idle: idle_timeout,
+        header_read: header_read_timeout.unwrap_or(DEFAULT_HEADER_READ_TIMEOUT),
+        idle: idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
     };
-    match run(addr, max_n, server, workers, dispatcher_threads, timeouts) {
+    let config = Config::new(server)
+        .max_n(max_n)
+        .workers(workers)
+        .dispatcher_threads(dispatcher_threads)
+        .timeouts(timeouts);
+    match run(addr, &config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("primes: error: {e}");
@@ -103,46 +99,20 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(
-    addr: SocketAddr,
-    max_n: usize,
-    kind: Kind,
-    workers: Option<usize>,
-    dispatcher_threads: usize,
-    timeouts: Timeouts,
-) -> Result<(), Box<dyn std::error::Error>> {
-    let socket = listener::bind(addr)?;
-    eprintln!("primes: {kind:?} server on http://{}", socket.local_addr()?);
-    if let Kind::Blocking = kind {
-        let server = BlockingServer::start(socket, workers.unwrap_or(200), max_n)?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        runtime.block_on(http::termination_signal());
-        server.stop();
-        return Ok(());
-    }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+fn run(addr: SocketAddr, config: &Config) -> std::io::Result<()> {
+    let server = Server::start(addr, config)?;
+    eprintln!(
+        "primes: {} server on http://{}",
+        config.kind().name(),
+        server.addr()
+    );
+    // The server runs on threads of its own; this one waits for the signal.
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()?;
-    let system = ActorSystem::builder()
-        .name("primes")
-        .threads(dispatcher_threads.max(1))
-        .build()?;
-    let service = match kind {
-        Kind::Actor => Service::with_actors(&system, workers.unwrap_or(4), max_n, None)?,
-        _ => Service::direct(max_n),
-    };
-    runtime.block_on(http::serve_with(
-        socket,
-        Arc::new(service),
-        http::termination_signal(),
-        timeouts,
-    ))?;
+        .build()?
+        .block_on(http::termination_signal());
     eprintln!("primes: shutting down");
-    system.shutdown();
-    system.await_termination()?;
-    Ok(())
+    server.stop()
 }
 
 #[cfg(test)]

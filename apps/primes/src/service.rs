@@ -2,12 +2,13 @@
 //! answer it from the actor pool (`Backend::Actors`) or directly
 //! (`Backend::Direct`, the plain-handler baseline), and count it.
 
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use troupe::prelude::*;
 use troupe::{Router, Routing};
 
+use crate::faults::Faults;
 use crate::metrics::Metrics;
 use crate::route::{route, HttpError, Route};
 use crate::sieve::{render_json, PrimeCache};
@@ -29,68 +30,8 @@ pub enum WorkerMsg {
     },
 }
 
-/// Faults a test can inject into the prime workers.
-#[derive(Clone, Default)]
-pub struct Faults {
-    /// Panic on this n: the supervisor restarts the worker and the request
-    /// gets a 500.
-    pub panic_on: Option<usize>,
-    /// Wait at this gate on this n before answering: a request held in
-    /// flight for as long as the test wants (up to `REQUEST_TIMEOUT`).
-    pub hold_on: Option<(usize, Arc<Gate>)>,
-}
-
-/// A gate a worker waits at (fault injection): the test learns when a
-/// request has reached it and decides when it may go on. Opened once, it
-/// stays open.
-#[derive(Debug, Default)]
-pub struct Gate {
-    state: Mutex<GateState>,
-    changed: Condvar,
-}
-
-#[derive(Debug, Default)]
-struct GateState {
-    arrived: usize,
-    open: bool,
-}
-
-impl Gate {
-    fn lock(&self) -> MutexGuard<'_, GateState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Waits until a request has arrived at the gate, for at most
-    /// `timeout`; false if none did.
-    pub fn wait_arrival(&self, timeout: Duration) -> bool {
-        let state = self.lock();
-        let (state, _) = self
-            .changed
-            .wait_timeout_while(state, timeout, |s| s.arrived == 0)
-            .unwrap_or_else(PoisonError::into_inner);
-        state.arrived > 0
-    }
-
-    /// Lets the held requests, and all later ones, through.
-    pub fn open(&self) {
-        self.lock().open = true;
-        self.changed.notify_all();
-    }
-
-    /// Announces an arrival, then blocks until the gate is open.
-    fn pass(&self) {
-        let mut state = self.lock();
-        state.arrived += 1;
-        self.changed.notify_all();
-        let _open = self
-            .changed
-            .wait_while(state, |s| !s.open)
-            .unwrap_or_else(PoisonError::into_inner);
-    }
-}
-
-/// A prime worker: answers from the shared cache, unless a fault is
-/// injected for its n (see [`Faults`]).
+/// A prime worker: answers from the shared cache (unless a test injected a
+/// fault for its n: see `faults.rs`).
 pub struct PrimeWorker {
     cache: Arc<PrimeCache>,
     faults: Faults,
@@ -101,14 +42,7 @@ impl Actor for PrimeWorker {
 
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: WorkerMsg) {
         let WorkerMsg::First { n, reply } = msg;
-        if self.faults.panic_on == Some(n) {
-            panic!("fault injected for n = {n}");
-        }
-        if let Some((held, gate)) = &self.faults.hold_on {
-            if *held == n {
-                gate.pass();
-            }
-        }
+        self.faults.before_answer(n);
         let primes = self.cache.first(n);
         reply.reply(render_json(&primes[..n]));
     }
@@ -156,23 +90,27 @@ impl Answer {
 }
 
 impl Service {
-    /// A service answering from a pool of `workers` prime actors;
-    /// `panic_on` injects a panic (see [`Faults::panic_on`]).
+    /// A service answering from a pool of `workers` prime actors.
     pub fn with_actors(
         system: &ActorSystem,
         workers: usize,
         max_n: usize,
-        panic_on: Option<usize>,
     ) -> Result<Self, troupe::SpawnError> {
-        let faults = Faults {
-            panic_on,
-            ..Faults::default()
-        };
+        Self::with_faulty_actors(system, workers, max_n, Faults::default())
+    }
+
+    /// [`Service::with_actors`] with the faults a test injects.
+    #[cfg(feature = "faults")]
+    pub fn with_faults(
+        system: &ActorSystem,
+        workers: usize,
+        max_n: usize,
+        faults: Faults,
+    ) -> Result<Self, troupe::SpawnError> {
         Self::with_faulty_actors(system, workers, max_n, faults)
     }
 
-    /// [`Service::with_actors`] with any of the [`Faults`] (for tests).
-    pub fn with_faulty_actors(
+    fn with_faulty_actors(
         system: &ActorSystem,
         workers: usize,
         max_n: usize,

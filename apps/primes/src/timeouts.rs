@@ -4,7 +4,7 @@
 //! clock starts as soon as it waits for a head, so on a keep-alive connection
 //! the quiet time before the next request counts against it: one timer cannot
 //! both cut a slowloris head after 10 s and let a keep-alive connection sit
-//! unused for a minute. So the timing is done here, in [`TimedIo`], a wrapper
+//! unused for a minute. So the timing is done here, in `TimedIo`, a wrapper
 //! around the socket that sees every read and write and is told by the
 //! service when hyper hands it a parsed request. A connection is always in
 //! one of three phases:
@@ -54,16 +54,29 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// that abandoned connections do not pile up.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A zero timeout would make the lazy re-arming spin; this is the floor.
+/// The floor of every timeout (see [`Timeouts::at_least_a_millisecond`]).
 const MIN_TIMEOUT: Duration = Duration::from_millis(1);
 
-/// The connection timeouts of the async servers.
+/// The connection timeouts of every server (the blocking one keeps them
+/// with socket timeouts: see `blocking.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeouts {
     /// Allowance for a complete request head (see the module docs).
     pub header_read: Duration,
     /// Allowance for a connection with no request in progress.
     pub idle: Duration,
+}
+
+impl Timeouts {
+    /// These timeouts with each raised to the floor of a millisecond (a
+    /// zero timeout would make the lazy re-arming spin, and a zero socket
+    /// timeout means none).
+    pub fn at_least_a_millisecond(self) -> Self {
+        Timeouts {
+            header_read: self.header_read.max(MIN_TIMEOUT),
+            idle: self.idle.max(MIN_TIMEOUT),
+        }
+    }
 }
 
 impl Default for Timeouts {
@@ -118,10 +131,7 @@ impl TimedIo {
         request_started: Arc<AtomicBool>,
         service: Arc<Service>,
     ) -> Self {
-        let timeouts = Timeouts {
-            header_read: timeouts.header_read.max(MIN_TIMEOUT),
-            idle: timeouts.idle.max(MIN_TIMEOUT),
-        };
+        let timeouts = timeouts.at_least_a_millisecond();
         let now = Instant::now();
         TimedIo {
             stream,
