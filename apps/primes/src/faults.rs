@@ -14,7 +14,9 @@ pub use enabled::{Faults, Gate};
 mod disabled {
     /// No faults: production builds.
     #[derive(Clone, Default)]
-    pub(crate) struct Faults;
+    // Braced, so that `Faults::default()` reads the same with or without
+    // the feature.
+    pub(crate) struct Faults {}
 
     impl Faults {
         /// Nothing to inject.

@@ -4,7 +4,8 @@
 //!
 //! Every response is counted: a non-2xx status, a body that is not the
 //! expected JSON, and a connection error are all errors, reported, never
-//! dropped. Closed loop: each connection sends its next request when the
+//! dropped, and never timed (a quick refusal is not a fast answer). Bodies
+//! are framed by `Content-Length` or chunked transfer encoding. Closed loop: each connection sends its next request when the
 //! previous answer is complete. Open loop (`rate`): request `i` is due at
 //! `t0 + i / rate` whether or not earlier ones have been answered, and its
 //! latency counts from that due time, so a stall shows up in the latency
@@ -22,7 +23,7 @@ use tokio::net::TcpStream;
 /// What one round measured.
 #[derive(Debug)]
 pub struct RoundResult {
-    /// Latencies of the answered requests, in microseconds.
+    /// Latencies of the correctly answered requests, in microseconds.
     pub latency_us: Histogram<u64>,
     /// Responses with status 2xx and the expected body.
     pub ok: u64,
@@ -144,10 +145,10 @@ async fn drive_connection(
         let c = conn.as_mut().expect("connected");
         match exchange(c, request.as_bytes()).await {
             Ok((status, body)) => {
-                let _ = part
-                    .latency_us
-                    .record((sent.elapsed().as_micros() as u64).max(1));
                 if (200..300).contains(&status) && body == *round.expected {
+                    let _ = part
+                        .latency_us
+                        .record((sent.elapsed().as_micros() as u64).max(1));
                     part.ok += 1;
                 } else {
                     part.errors += 1;
@@ -232,8 +233,7 @@ async fn read_chunked(
     loop {
         read_line(conn, line).await?;
         let size = line.split(';').next().unwrap_or("").trim();
-        let size =
-            usize::from_str_radix(size, 16).map_err(|_| std::io::ErrorKind::InvalidData)?;
+        let size = usize::from_str_radix(size, 16).map_err(|_| std::io::ErrorKind::InvalidData)?;
         if size == 0 {
             break;
         }

@@ -1,21 +1,21 @@
-//! The primes REST experiment (seed 003, `EXPERIMENTS.md` section 4): the
-//! load generator against the actor-backed server, the plain axum handler
-//! and the blocking thread-pool server, each started in this process (or a
-//! server elsewhere with `--url`). One warm-up round, then the measured
-//! rounds, as in the post; every response is counted and checked.
+//! The primes REST experiment (see docs/experiments.md, primes): the load
+//! generator against the actor-backed server, the plain axum handler and
+//! the blocking thread-pool server, each started in this process by
+//! `primes::server` (or a server elsewhere with `--url`). One warm-up round,
+//! then the measured rounds, as in the post; every response is counted and
+//! checked. Only correct answers count as served: a row's requests/s and
+//! ns per request are over them alone, and a row with any failed request
+//! is a failed row.
 
 pub mod loadgen;
 pub mod peer;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
-use primes::blocking::BlockingServer;
-use primes::service::Service;
+use primes::server::{Config, Kind, Server};
 use primes::sieve::{render_json, PrimeCache};
 use serde_json::{json, Map, Value};
-use troupe::ActorSystem;
 
 use crate::progress::Progress;
 use crate::report::Row;
@@ -57,124 +57,78 @@ impl Settings {
     }
 }
 
-/// A server started in this process.
-pub(crate) enum Running {
-    Async {
-        runtime: tokio::runtime::Runtime,
-        stop: Option<tokio::sync::oneshot::Sender<()>>,
-        done: tokio::task::JoinHandle<std::io::Result<()>>,
-        system: Option<ActorSystem>,
-    },
-    Blocking(BlockingServer),
-}
-
 const MAX_N: usize = 100_000;
 
-/// Dispatcher threads of the actor-backed server (see `start`).
+/// Dispatcher threads of the actor-backed server. The HTTP runtime already
+/// has a thread per core, and on a 2-core machine a second spinning
+/// dispatcher thread takes CPU from it (40 K req/s with two, 52-63 K with
+/// one).
 const DISPATCHER_THREADS: usize = 1;
 
-pub(crate) fn start(server: &str) -> Result<(SocketAddr, Running), WorkloadError> {
-    let err = |e: &dyn std::fmt::Display| WorkloadError::new(format!("{server} server: {e}"));
-    let socket =
-        primes::listener::bind("127.0.0.1:0".parse().expect("valid")).map_err(|e| err(&e))?;
-    let addr = socket.local_addr().map_err(|e| err(&e))?;
-    if server == "blocking" {
-        let s = BlockingServer::start(socket, 200, MAX_N).map_err(|e| err(&e))?;
-        return Ok((addr, Running::Blocking(s)));
-    }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("primes-server")
-        .enable_all()
-        .build()
-        .map_err(|e| err(&e))?;
-    let (system, service) = if server == "actor" {
-        // One dispatcher thread: the HTTP runtime already has a thread per
-        // core, and on this 2-core machine a second spinning worker takes
-        // CPU from it (40 K req/s with two workers, 52-63 K with one).
-        let system = ActorSystem::builder()
-            .name("primes")
-            .threads(DISPATCHER_THREADS)
-            .build()
-            .map_err(|e| err(&e))?;
-        let service = Service::with_actors(&system, 4, MAX_N, None).map_err(|e| err(&e))?;
-        (Some(system), service)
-    } else {
-        (None, Service::direct(MAX_N))
-    };
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let done = runtime.spawn(primes::http::serve(socket, Arc::new(service), async {
-        let _ = rx.await;
-    }));
-    Ok((
-        addr,
-        Running::Async {
-            runtime,
-            stop: Some(tx),
-            done,
-            system,
-        },
-    ))
+/// Starts a `kind` server on a free local port as the benchmark runs it:
+/// two HTTP threads, one dispatcher thread, n up to 100,000.
+pub(crate) fn start(kind: Kind) -> Result<Server, WorkloadError> {
+    let config = Config::new(kind)
+        .max_n(MAX_N)
+        .http_threads(Some(2))
+        .dispatcher_threads(DISPATCHER_THREADS);
+    Server::start("127.0.0.1:0".parse().expect("valid"), &config)
+        .map_err(|e| WorkloadError::new(format!("{} server: {e}", kind.name())))
 }
 
-pub(crate) fn stop(running: Running) {
-    match running {
-        Running::Blocking(s) => s.stop(),
-        Running::Async {
-            runtime,
-            mut stop,
-            done,
-            system,
-        } => {
-            if let Some(tx) = stop.take() {
-                let _ = tx.send(());
-            }
-            let _ = runtime.block_on(done);
-            drop(runtime);
-            if let Some(system) = system {
-                system.shutdown();
-                let _ = system.await_termination_timeout(Duration::from_secs(30));
-            }
-        }
-    }
+/// Stops a server started by [`start`]; its error, if any, as a workload
+/// error.
+pub(crate) fn stop(server: Server) -> Result<(), WorkloadError> {
+    let kind = server.kind();
+    server
+        .stop()
+        .map_err(|e| WorkloadError::new(format!("{} server: {e}", kind.name())))
 }
 
 /// Runs the servers (or `--url`) and returns one row each.
 pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
     let (client, expected) = load_generator(settings)?;
-    let servers: Vec<&str> = if settings.url.is_some() {
-        vec!["url"]
-    } else {
-        vec!["actor", "plain", "blocking"]
+    // `None`: the server at `--url`.
+    let servers: Vec<Option<Kind>> = match settings.url {
+        Some(_) => vec![None],
+        None => Kind::ALL.into_iter().map(Some).collect(),
     };
-    let servers: Vec<&str> = servers
+    let name = |server: &Option<Kind>| server.map_or("url", Kind::name);
+    let servers: Vec<Option<Kind>> = servers
         .into_iter()
-        .filter(|server| options.filter.as_deref().is_none_or(|f| server.contains(f)))
+        .filter(|server| {
+            options
+                .filter
+                .as_deref()
+                .is_none_or(|f| name(server).contains(f))
+        })
         .collect();
     let mut progress = Progress::new(EXPERIMENT, servers.len(), options.repeats);
     let mut rows = Vec::new();
     for (index, server) in servers.into_iter().enumerate() {
-        progress.start_row(index, server);
-        let (addr, running) = match settings.url {
-            Some(url) => (url, None),
-            None => {
-                let (addr, running) = start(server).inspect_err(|_| progress.finish())?;
-                (addr, Some(running))
+        let label = name(&server);
+        progress.start_row(index, label);
+        let (addr, running) = match (server, settings.url) {
+            (None, Some(url)) => (url, None),
+            (None, None) => unreachable!("a server elsewhere only with --url"),
+            (Some(kind), _) => {
+                let running = start(kind).inspect_err(|_| progress.finish())?;
+                (running.addr(), Some(running))
             }
         };
         let results = measure(
             &client,
             addr,
-            server,
+            label,
             settings,
             options,
             &expected,
             &mut progress,
         );
         if let Some(running) = running {
-            stop(running);
+            stop(running).inspect_err(|_| progress.finish())?;
         }
-        rows.push(row(server, settings, &results));
+        rows.push(row(label, settings, &results));
     }
     Ok(rows)
 }
@@ -204,7 +158,7 @@ fn measure(
         let result = client.block_on(run_round(&round));
         progress.note(&format!(
             "primes/{server}: {phase} {:.0} req/s, {} errors",
-            settings.requests as f64 / result.elapsed.as_secs_f64(),
+            result.ok as f64 / result.elapsed.as_secs_f64(),
             result.errors + result.connect_errors
         ));
         results.push(result);
@@ -255,8 +209,11 @@ pub fn run_external(
 }
 
 fn row(server: &str, settings: &Settings, results: &[RoundResult]) -> Row {
+    // Only correct answers are served requests. A round with none counts
+    // as one, so that its ns per request stays a finite (and dismal)
+    // figure; its row is failed anyway.
     let sample = |r: &RoundResult| Sample {
-        msgs: settings.requests,
+        msgs: r.ok.max(1),
         elapsed: r.elapsed,
     };
     let measurement = Measurement {
@@ -296,13 +253,14 @@ fn row(server: &str, settings: &Settings, results: &[RoundResult]) -> Row {
     if let Some(rate) = settings.rate {
         params.insert("offered_rps".into(), json!(rate));
     }
-    let errors: u64 = measured.iter().map(|r| r.errors + r.connect_errors).sum();
+    let failed = |r: &RoundResult| r.errors + r.connect_errors;
+    let errors: u64 = measured.iter().map(failed).sum();
+    let warmup_errors = failed(&results[0]);
     params.insert("errors".into(), json!(errors));
+    params.insert("warmup_errors".into(), json!(warmup_errors));
     params.insert(
         "rps".into(),
-        json!(median(
-            &|r| settings.requests as f64 / r.elapsed.as_secs_f64()
-        )),
+        json!(median(&|r| r.ok as f64 / r.elapsed.as_secs_f64())),
     );
     params.insert("min_ms".into(), json!(median(&|r| ms(r.latency_us.min()))));
     params.insert(
@@ -316,7 +274,15 @@ fn row(server: &str, settings: &Settings, results: &[RoundResult]) -> Row {
         );
     }
     params.insert("max_ms".into(), json!(median(&|r| ms(r.latency_us.max()))));
-    Row::new(EXPERIMENT, server, params, &measurement)
+    let mut row = Row::new(EXPERIMENT, server, params, &measurement);
+    if errors + warmup_errors > 0 {
+        row.failure = Some(format!(
+            "{errors} of {} measured requests failed ({warmup_errors} in the warm-up): \
+             wrong status or body, or a connection error",
+            settings.requests * measured.len() as u64
+        ));
+    }
+    row
 }
 
 /// The latency line of each row, printed under the table.
@@ -352,8 +318,7 @@ pub fn print_extras(rows: &[Row]) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_small_load_against_each_server_has_no_errors() {
+    fn small_load() -> (Settings, RunOptions) {
         let settings = Settings {
             connections: 8,
             requests: 200,
@@ -365,11 +330,36 @@ mod tests {
             repeats: 1,
             filter: None,
         };
+        (settings, options)
+    }
+
+    #[test]
+    fn a_small_load_against_each_server_has_no_errors() {
+        let (settings, options) = small_load();
         let rows = run(&settings, &options).unwrap();
         assert_eq!(rows.len(), 3);
         for row in &rows {
             assert_eq!(row.params["errors"], 0, "{}", row.variant);
+            assert_eq!(row.failure, None, "{}", row.variant);
             assert_eq!(row.msgs, 200);
         }
+    }
+
+    #[test]
+    fn a_server_that_answers_with_errors_makes_a_failed_row_that_served_nothing() {
+        let (settings, options) = small_load();
+        // A real server that refuses the n asked for: every answer is a 400.
+        let config = Config::new(Kind::Plain).max_n(settings.n - 1);
+        let server = Server::start("127.0.0.1:0".parse().unwrap(), &config).unwrap();
+        let row = run_external(server.addr(), "refusing", &settings, &options).unwrap();
+        server.stop().unwrap();
+        assert_eq!(row.params["errors"], 200);
+        assert_eq!(row.params["warmup_errors"], 200);
+        assert_eq!(row.params["rps"], 0.0, "refusals are not served requests");
+        let failure = row.failure.expect("a failed row");
+        assert!(
+            failure.starts_with("200 of 200 measured requests failed"),
+            "{failure}"
+        );
     }
 }

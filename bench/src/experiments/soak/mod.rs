@@ -99,7 +99,8 @@ pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
         })
     };
 
-    let (addr, server) = crate::primes::start("actor")?;
+    let server = crate::primes::start(primes::server::Kind::Actor)?;
+    let addr = server.addr();
     let primes = {
         let (tally, stop) = (tally.clone(), stop.clone());
         let client = tokio::runtime::Builder::new_current_thread()
@@ -181,7 +182,7 @@ pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
     let _ = delayed.join();
     let counted = overload.snapshot();
     let overload_result = overload.finish();
-    crate::primes::stop(server);
+    crate::primes::stop(server)?;
     // The last scheduled messages fire one second after they were sent.
     let drain_deadline = Instant::now() + Duration::from_secs(10);
     while tally.delayed_received.load(Ordering::Relaxed)
