@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use primes::http;
 use primes::server::{Config, Kind, Server};
 use primes::service::DEFAULT_MAX_N;
-use primes::timeouts::{Timeouts, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT};
+use primes::timeouts::Timeouts;
 
 /// The primes REST service.
 #[derive(Debug, Parser)]
@@ -43,14 +43,14 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         dispatcher_threads: usize,
         /// Time a client has to send a complete request head, from the
-        /// accept or the head's first byte, before the connection is closed,
-        /// e.g. `10s` or `200ms` (default 10s).
-        #[arg(long, value_parser = parse_duration)]
-        header_read_timeout: Option<Duration>,
+        /// accept or the head's first byte, before the connection is closed
+        /// (every server), e.g. `10s` or `200ms`.
+        #[arg(long, default_value = "10s", value_parser = parse_duration)]
+        header_read_timeout: Duration,
         /// Time a keep-alive connection may sit without a request, or with
-        /// an unread response, before it is closed (default 60s).
-        #[arg(long, value_parser = parse_duration)]
-        idle_timeout: Option<Duration>,
+        /// an unread response, before it is closed (every server).
+        #[arg(long, default_value = "60s", value_parser = parse_duration)]
+        idle_timeout: Duration,
     },
 }
 
@@ -82,8 +82,8 @@ fn main() -> ExitCode {
         idle_timeout,
     } = Cli::parse().command;
     let timeouts = Timeouts {
-        header_read: header_read_timeout.unwrap_or(DEFAULT_HEADER_READ_TIMEOUT),
-        idle: idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
+        header_read: header_read_timeout,
+        idle: idle_timeout,
     };
     let config = Config::new(server)
         .max_n(max_n)
