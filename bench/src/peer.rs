@@ -201,32 +201,3 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
-
-/// `troupe / Pekko` lines: for every peer row, how many times faster the
-/// troupe row it names is (by ns per message; trading by orders/s).
-pub fn ratios(rows: &[Row]) -> Vec<(String, f64)> {
-    let mut out = Vec::new();
-    for peer in rows
-        .iter()
-        .filter(|r| r.params.get("runtime").and_then(Value::as_str) == Some("pekko"))
-    {
-        let Some(of) = peer.params.get("peer_of").and_then(Value::as_str) else {
-            continue;
-        };
-        let clients = peer.params.get("clients");
-        let troupe = rows.iter().find(|r| {
-            r.experiment == peer.experiment
-                && r.variant == of
-                && r.params.get("runtime").and_then(Value::as_str) != Some("pekko")
-                && (clients.is_none() || r.params.get("clients") == clients)
-        });
-        if let Some(t) = troupe {
-            let label = match clients {
-                Some(c) => format!("{} {of} ({c} clients)", peer.experiment),
-                None => format!("{} {of}", peer.experiment),
-            };
-            out.push((label, peer.ns_per_msg / t.ns_per_msg));
-        }
-    }
-    out
-}

@@ -7,15 +7,18 @@
 //! ns per request are over them alone, and a row with any failed request
 //! is a failed row.
 
+mod experiment;
 pub mod loadgen;
 pub mod peer;
+
+pub use experiment::Primes;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use primes::server::{Config, Kind, Server};
 use primes::sieve::{render_json, PrimeCache};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map};
 
 use crate::progress::Progress;
 use crate::report::Row;
@@ -283,35 +286,6 @@ fn row(server: &str, settings: &Settings, results: &[RoundResult]) -> Row {
         ));
     }
     row
-}
-
-/// The latency line of each row, printed under the table.
-pub fn print_extras(rows: &[Row]) {
-    for row in rows {
-        let f = |k: &str| {
-            row.params
-                .get(k)
-                .and_then(Value::as_f64)
-                .unwrap_or(f64::NAN)
-        };
-        println!(
-            "{}: {:.0} req/s, {} errors; latency ms min {:.2} mean {:.2} p50 {:.2} p95 {:.2} p99 {:.2} max {:.2}{}",
-            row.variant,
-            f("rps"),
-            f("errors"),
-            f("min_ms"),
-            f("mean_ms"),
-            f("p50_ms"),
-            f("p95_ms"),
-            f("p99_ms"),
-            f("max_ms"),
-            row.params
-                .get("offered_rps")
-                .and_then(Value::as_f64)
-                .map(|o| format!(" (open loop: offered {o:.0} req/s)"))
-                .unwrap_or_default(),
-        );
-    }
 }
 
 #[cfg(test)]
