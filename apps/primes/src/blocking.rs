@@ -251,7 +251,14 @@ fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             Err(Cut::Io(e)) => return Err(e),
         };
         let started = Instant::now();
-        let request = Head::parse(&head);
+        let Ok(head) = std::str::from_utf8(&head) else {
+            let err = HttpError {
+                status: 400,
+                message: "request head is not UTF-8".into(),
+            };
+            return refuse(&mut writer, shared, &err);
+        };
+        let request = Head::parse(head);
         match request.body_length() {
             Ok(0) => {}
             Ok(length) => match skip_body(&mut reader, length, &clock) {
@@ -391,11 +398,8 @@ struct Head<'h> {
 }
 
 impl<'h> Head<'h> {
-    fn parse(head: &'h [u8]) -> Self {
-        // A head that is not UTF-8 gets its method or path refused by
-        // `route` (a lossy copy would have to outlive this borrow).
-        let text = std::str::from_utf8(head).unwrap_or("");
-        let mut lines = text.lines();
+    fn parse(head: &'h str) -> Self {
+        let mut lines = head.lines();
         let mut parts = lines.next().unwrap_or("").split_whitespace();
         let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
         let mut parsed = Head {
