@@ -68,12 +68,16 @@ const MAX_N: usize = 100_000;
 /// one).
 const DISPATCHER_THREADS: usize = 1;
 
+/// tokio worker threads of the async servers (one per core of the 2-core
+/// machine the published figures come from).
+const HTTP_THREADS: usize = 2;
+
 /// Starts a `kind` server on a free local port as the benchmark runs it:
 /// two HTTP threads, one dispatcher thread, n up to 100,000.
 pub(crate) fn start(kind: Kind) -> Result<Server, WorkloadError> {
     let config = Config::new(kind)
         .max_n(MAX_N)
-        .http_threads(Some(2))
+        .http_threads(Some(HTTP_THREADS))
         .dispatcher_threads(DISPATCHER_THREADS);
     Server::start("127.0.0.1:0".parse().expect("valid"), &config)
         .map_err(|e| WorkloadError::new(format!("{} server: {e}", kind.name())))
@@ -242,6 +246,20 @@ fn row(server: &str, settings: &Settings, results: &[RoundResult]) -> Row {
     params.insert("connections".into(), json!(settings.connections));
     params.insert("requests".into(), json!(settings.requests));
     params.insert("n".into(), json!(settings.n));
+    // Recorded for the reader; not thread counts that pairing compares (the
+    // servers differ in shape: HTTP threads, dispatcher threads, a pool).
+    match server {
+        "actor" | "plain" => {
+            params.insert("http_threads".into(), json!(HTTP_THREADS));
+        }
+        "blocking" => {
+            params.insert(
+                "pool_threads".into(),
+                json!(primes::server::DEFAULT_BLOCKING_THREADS),
+            );
+        }
+        _ => {}
+    }
     if server == "actor" {
         params.insert("dispatcher_threads".into(), json!(DISPATCHER_THREADS));
     }
