@@ -553,7 +553,7 @@ fn run_delayed(
 ) -> Result<Vec<Row>, Box<dyn Error>> {
     let mut rows = delayed::run(sizes, options)?;
     if pekko {
-        rows.extend(delayed::peer::rows(sizes)?);
+        rows.extend(delayed::peer::rows(sizes, options)?);
     }
     if !rows.is_empty() {
         report::print_table(delayed::EXPERIMENT, &rows);

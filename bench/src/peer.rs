@@ -4,6 +4,12 @@
 //! troupe's rows in the same invocation, and turns each `RESULT {json}` line
 //! into rows with `params.runtime = "pekko"` and `params.peer_of` naming the
 //! troupe row it is compared with.
+//!
+//! Every peer row follows one protocol, [`WarmUp`]: warm the JVM up until
+//! two consecutive runs differ by less than a few percent (with a cap), then
+//! take as many measured runs as troupe's rows, all of which the row keeps.
+//! The peer says per row what it did (`protocol`), and a failed check comes
+//! back as a RESULT with a `failure` field, which becomes the row's failure.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -80,50 +86,124 @@ fn java() -> Command {
     c
 }
 
-/// Runs one experiment of the peer and returns its RESULT object.
+/// The peers' warm-up rule: warm up until two consecutive runs differ by
+/// less than [`WarmUp::STEADY_PCT`] percent, after at least
+/// [`WarmUp::MIN_RUNS`] and at most [`WarmUp::MAX_RUNS`] runs. The Java peer
+/// applies it inside its JVM (it gets these figures as arguments); the
+/// primes row, whose load comes from this process, applies it here.
+pub struct WarmUp;
+
+impl WarmUp {
+    /// Two consecutive runs closer than this (percent) end the warm-up.
+    pub const STEADY_PCT: f64 = 3.0;
+    /// The fewest warm-up runs: the first runs of a JVM are interpreted.
+    pub const MIN_RUNS: usize = 3;
+    /// The most warm-up runs, for a machine too noisy to ever settle.
+    pub const MAX_RUNS: usize = 15;
+
+    /// The change between the last two of `runs`, as a fraction.
+    fn last_change(runs: &[f64]) -> Option<f64> {
+        match runs {
+            [.., a, b] => Some((b - a).abs() / a),
+            _ => None,
+        }
+    }
+
+    /// Whether the warm-up `runs` so far are enough.
+    pub fn done(runs: &[f64]) -> bool {
+        runs.len() >= Self::MAX_RUNS
+            || (runs.len() >= Self::MIN_RUNS
+                && Self::last_change(runs).is_some_and(|c| c < Self::STEADY_PCT / 100.0))
+    }
+
+    /// The protocol line of a row warmed up with `runs` and measured `repeats` times.
+    pub fn protocol(runs: &[f64], repeats: usize) -> String {
+        let change = Self::last_change(runs);
+        let warm = match change {
+            Some(c) if c < Self::STEADY_PCT / 100.0 => format!(
+                "JVM warm-up: {} runs until two consecutive differed by <{}%",
+                runs.len(),
+                Self::STEADY_PCT
+            ),
+            Some(c) => format!(
+                "JVM warm-up: {} runs (the cap; last change {:.1}%, not <{}%)",
+                runs.len(),
+                100.0 * c,
+                Self::STEADY_PCT
+            ),
+            None => format!("JVM warm-up: {} run(s)", runs.len()),
+        };
+        format!("{warm}; then {repeats} measured runs")
+    }
+
+    /// The arguments that give the Java peer this rule.
+    fn args() -> [String; 6] {
+        [
+            "--steady-pct".into(),
+            Self::STEADY_PCT.to_string(),
+            "--min-warmup".into(),
+            Self::MIN_RUNS.to_string(),
+            "--max-warmup".into(),
+            Self::MAX_RUNS.to_string(),
+        ]
+    }
+}
+
+/// Runs one experiment of the peer (with the [`WarmUp`] rule) and returns
+/// its RESULT object. A run whose checks failed still returns its RESULT,
+/// with a `failure` field; a run with no RESULT at all is an error.
 pub fn run(args: &[&str]) -> Result<Map<String, Value>, WorkloadError> {
     eprintln!("pekko: {}", args.join(" "));
     let output = java()
         .args(args)
+        .args(WarmUp::args())
         .stderr(Stdio::piped())
         .output()
         .map_err(|e| WorkloadError::new(format!("cannot start java: {e}")))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let last = stderr
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let last = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    let Some(line) = stdout.lines().find_map(|l| l.strip_prefix("RESULT ")) else {
         return Err(WorkloadError::new(format!(
-            "pekko {}: {last}",
-            args.join(" ")
+            "pekko {}: no RESULT line ({}): {last}",
+            args.join(" "),
+            output.status
+        )));
+    };
+    let map = match serde_json::from_str(line) {
+        Ok(Value::Object(map)) => map,
+        _ => {
+            return Err(WorkloadError::new(format!(
+                "pekko: unreadable RESULT line {line}"
+            )))
+        }
+    };
+    if !output.status.success() && !map.contains_key("failure") {
+        return Err(WorkloadError::new(format!(
+            "pekko {}: exited with {} without saying why: {last}",
+            args.join(" "),
+            output.status
         )));
     }
-    let line = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("RESULT "))
-        .ok_or_else(|| WorkloadError::new(format!("pekko {}: no RESULT line", args.join(" "))))?;
-    match serde_json::from_str(line) {
-        Ok(Value::Object(map)) => Ok(map),
-        _ => Err(WorkloadError::new(format!(
-            "pekko: unreadable RESULT line {line}"
-        ))),
-    }
+    Ok(map)
 }
 
-/// A row for a peer result: `msgs` messages at a median of `ns_per_msg`,
-/// with the measured runs' figures when the peer reported them
-/// (`params.samples`, ns per message) and its median alone otherwise.
+/// A row for a peer result of `msgs` messages per run, built from the
+/// figures the peer reported in `params`: `samples` (ns per message of
+/// every measured run; required), `warmup_ns_per_msg` (the last warm-up
+/// run), `protocol` (moved to the row's protocol) and `failure` (moved to
+/// the row's failure).
 pub fn row(
     experiment: &str,
     variant: &str,
     peer_of: &str,
     msgs: u64,
-    ns_per_msg: f64,
     mut params: Map<String, Value>,
-) -> Row {
+) -> Result<Row, WorkloadError> {
     let sample = |ns: f64| Sample {
         msgs: msgs.max(1),
         elapsed: Duration::from_secs_f64(ns.max(0.0) * msgs.max(1) as f64 / 1e9),
@@ -132,20 +212,43 @@ pub fn row(
         .get("samples")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_f64).map(sample).collect())
-        .filter(|v: &Vec<Sample>| !v.is_empty())
-        .unwrap_or_else(|| vec![sample(ns_per_msg)]);
+        .unwrap_or_default();
+    if samples.is_empty() {
+        return Err(WorkloadError::new(format!(
+            "pekko {experiment}/{variant}: the peer reported no samples"
+        )));
+    }
     let warmup = params
         .get("warmup_ns_per_msg")
         .and_then(Value::as_f64)
         .map_or(samples[0], sample);
     params.insert("runtime".into(), json!("pekko"));
     params.insert("peer_of".into(), json!(peer_of));
-    Row::new(
+    let protocol = params.remove("protocol");
+    let failure = params.remove("failure");
+    let mut row = Row::new(
         experiment,
         variant,
         params,
         &Measurement { warmup, samples },
-    )
+    );
+    if let Some(Value::String(p)) = protocol {
+        row.protocol = p;
+    }
+    row.failure = failure.map(|f| match f {
+        Value::String(s) => s,
+        other => other.to_string(),
+    });
+    Ok(row)
+}
+
+/// The fields of a RESULT object whose keys end in `suffix`, without it:
+/// the chameneos peer reports each game's `samples_3`, `protocol_3`, ...
+pub fn suffixed(result: &Map<String, Value>, suffix: &str) -> Map<String, Value> {
+    result
+        .iter()
+        .filter_map(|(k, v)| Some((k.strip_suffix(suffix)?.to_string(), v.clone())))
+        .collect()
 }
 
 /// The fields `keys` of a RESULT object, as a row's params.

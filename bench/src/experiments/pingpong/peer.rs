@@ -66,9 +66,17 @@ pub fn rows(sizes: &Sizes, options: &RunOptions) -> Result<Vec<Row>, WorkloadErr
             &variant,
             &peer_of,
             num(&r, "msgs") as u64,
-            num(&r, "ns_per_msg"),
-            params(&r, &["samples", "warmup_ns_per_msg"]),
-        ));
+            params(
+                &r,
+                &[
+                    "samples",
+                    "warmup_samples",
+                    "warmup_ns_per_msg",
+                    "protocol",
+                    "failure",
+                ],
+            ),
+        )?);
     }
     Ok(rows)
 }
