@@ -6,7 +6,7 @@
 //! troupe row it is compared with.
 //!
 //! Every peer row follows one protocol, [`WarmUp`]: warm the JVM up until
-//! two consecutive runs differ by less than a few percent (with a cap), then
+//! three runs in a row agree within a few percent (with a cap), then
 //! take as many measured runs as troupe's rows, all of which the row keeps.
 //! The peer says per row what it did (`protocol`), and a failed check comes
 //! back as a RESULT with a `failure` field, which becomes the row's failure.
@@ -86,11 +86,13 @@ fn java() -> Command {
     c
 }
 
-/// The peers' warm-up rule: warm up until two consecutive runs differ by
-/// less than [`WarmUp::STEADY_PCT`] percent, after at least
-/// [`WarmUp::MIN_RUNS`] and at most [`WarmUp::MAX_RUNS`] runs. The Java peer
-/// applies it inside its JVM (it gets these figures as arguments); the
-/// primes row, whose load comes from this process, applies it here.
+/// The peers' warm-up rule: warm up until two run-to-run changes in a row
+/// are below [`WarmUp::STEADY_PCT`] percent (three consecutive runs agree;
+/// one pair of similar runs happens by chance while the JIT is still at
+/// work), after at least [`WarmUp::MIN_RUNS`] and at most
+/// [`WarmUp::MAX_RUNS`] runs. The Java peer applies it inside its JVM (it
+/// gets these figures as arguments); the primes row, whose load comes from
+/// this process, applies it here.
 pub struct WarmUp;
 
 impl WarmUp {
@@ -101,35 +103,38 @@ impl WarmUp {
     /// The most warm-up runs, for a machine too noisy to ever settle.
     pub const MAX_RUNS: usize = 15;
 
-    /// The change between the last two of `runs`, as a fraction.
-    fn last_change(runs: &[f64]) -> Option<f64> {
+    /// The last two run-to-run changes of `runs`, as fractions.
+    fn last_changes(runs: &[f64]) -> Option<(f64, f64)> {
         match runs {
-            [.., a, b] => Some((b - a).abs() / a),
+            [.., a, b, c] => Some(((b - a).abs() / a, (c - b).abs() / b)),
             _ => None,
         }
     }
 
+    /// Whether the last three of `runs` agree within the tolerance.
+    fn steady(runs: &[f64]) -> bool {
+        let tolerance = Self::STEADY_PCT / 100.0;
+        Self::last_changes(runs).is_some_and(|(a, b)| a < tolerance && b < tolerance)
+    }
+
     /// Whether the warm-up `runs` so far are enough.
     pub fn done(runs: &[f64]) -> bool {
-        runs.len() >= Self::MAX_RUNS
-            || (runs.len() >= Self::MIN_RUNS
-                && Self::last_change(runs).is_some_and(|c| c < Self::STEADY_PCT / 100.0))
+        runs.len() >= Self::MAX_RUNS || (runs.len() >= Self::MIN_RUNS && Self::steady(runs))
     }
 
     /// The protocol line of a row warmed up with `runs` and measured `repeats` times.
     pub fn protocol(runs: &[f64], repeats: usize) -> String {
-        let change = Self::last_change(runs);
-        let warm = match change {
-            Some(c) if c < Self::STEADY_PCT / 100.0 => format!(
-                "JVM warm-up: {} runs until two consecutive differed by <{}%",
-                runs.len(),
-                Self::STEADY_PCT
+        let pct = Self::STEADY_PCT;
+        let warm = match Self::last_changes(runs) {
+            Some(_) if Self::steady(runs) => format!(
+                "JVM warm-up: {} runs, until 3 in a row were within {pct}% run to run",
+                runs.len()
             ),
-            Some(c) => format!(
-                "JVM warm-up: {} runs (the cap; last change {:.1}%, not <{}%)",
+            Some((a, b)) => format!(
+                "JVM warm-up: {} runs (the cap; last changes {:.1}% and {:.1}%, not both <{pct}%)",
                 runs.len(),
-                100.0 * c,
-                Self::STEADY_PCT
+                100.0 * a,
+                100.0 * b
             ),
             None => format!("JVM warm-up: {} run(s)", runs.len()),
         };
@@ -332,4 +337,50 @@ pub fn ratios(rows: &[Row]) -> Vec<(String, f64)> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_warm_up_ends_only_when_three_runs_in_a_row_agree() {
+        // Two similar cold runs are not enough: the third must agree too.
+        assert!(!WarmUp::done(&[500.0, 200.0, 201.0]));
+        assert!(WarmUp::done(&[500.0, 200.0, 201.0, 202.0]));
+        // Fewer than the minimum never ends it, however steady.
+        assert!(!WarmUp::done(&[100.0, 100.0]));
+        // A machine that never settles stops at the cap, and says so.
+        let noisy: Vec<f64> = (0..WarmUp::MAX_RUNS)
+            .map(|i| if i % 2 == 0 { 100.0 } else { 150.0 })
+            .collect();
+        assert!(!WarmUp::done(&noisy[..WarmUp::MAX_RUNS - 1]));
+        assert!(WarmUp::done(&noisy));
+        assert!(WarmUp::protocol(&noisy, 5).contains("the cap"));
+        assert_eq!(
+            WarmUp::protocol(&[500.0, 200.0, 201.0, 202.0], 5),
+            "JVM warm-up: 4 runs, until 3 in a row were within 3% run to run; then 5 measured runs"
+        );
+    }
+
+    #[test]
+    fn a_peer_row_keeps_every_sample_its_protocol_and_its_failure() {
+        let result: Map<String, Value> = serde_json::from_str(
+            r#"{"samples": [30.0, 10.0, 20.0], "warmup_ns_per_msg": 40.0,
+                "protocol": "JVM warm-up: 4 runs", "failure": "2 hops arrived out of order"}"#,
+        )
+        .unwrap();
+        let r = row("pingpong", "pekko-pair", "actor-tp5-w2", 1000, result).unwrap();
+        assert_eq!(r.samples_ns_per_msg, [30.0, 10.0, 20.0]);
+        assert_eq!(
+            (r.min_ns_per_msg, r.ns_per_msg, r.max_ns_per_msg),
+            (10.0, 20.0, 30.0)
+        );
+        assert_eq!(r.protocol, "JVM warm-up: 4 runs");
+        assert_eq!(r.failure.as_deref(), Some("2 hops arrived out of order"));
+        assert_eq!(r.params["peer_of"], "actor-tp5-w2");
+        assert!(!r.params.contains_key("protocol"));
+        // A RESULT without samples is refused rather than shown with no spread.
+        assert!(row("pingpong", "pekko-pair", "actor", 1000, Map::new()).is_err());
+    }
 }

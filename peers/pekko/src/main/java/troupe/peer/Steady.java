@@ -1,9 +1,11 @@
 // The measurement protocol of every peer experiment, the same for each:
 // warm up in this JVM until the run-to-run change settles, then take N
 // measured runs and return every one of them. The rule: at least
-// --min-warmup runs, and stop warming as soon as a run differs from the one
-// before it by less than --steady-pct percent; at most --max-warmup runs,
-// and if the cap is hit the protocol line says so with the last change.
+// --min-warmup runs, and stop warming as soon as two run-to-run changes in
+// a row are below --steady-pct percent (three consecutive runs agree: one
+// pair of similar runs happens by chance while the JIT is still at work);
+// at most --max-warmup runs, and if the cap is hit the protocol line says
+// so with the last two changes.
 package troupe.peer;
 
 import java.util.ArrayList;
@@ -47,14 +49,15 @@ final class Steady {
 
     Result measure(String what, Trial trial) throws Exception {
         List<Double> warmup = new ArrayList<>();
-        double change = Double.NaN;
+        double change = Double.NaN, previous = Double.NaN;
         while (warmup.size() < maxWarmup) {
             warmup.add(trial.run(false));
             int k = warmup.size();
+            previous = change;
             if (k >= 2) change = Math.abs(warmup.get(k - 1) - warmup.get(k - 2)) / warmup.get(k - 2);
             System.err.printf("pekko %s: warm-up %d: %.1f%s%n", what, k, warmup.get(k - 1),
                 k >= 2 ? String.format(" (%+.1f%%)", 100 * (warmup.get(k - 1) / warmup.get(k - 2) - 1)) : "");
-            if (k >= minWarmup && change < tolerance) break;
+            if (k >= minWarmup && change < tolerance && previous < tolerance) break;
         }
         List<Double> samples = new ArrayList<>();
         for (int i = 0; i < repeats; i++) samples.add(trial.run(true));
@@ -62,11 +65,11 @@ final class Steady {
         String warm;
         if (warmup.isEmpty()) {
             warm = "no warm-up";
-        } else if (change < tolerance) {
-            warm = String.format("JVM warm-up: %d runs until two consecutive differed by <%s", warmup.size(), pct);
+        } else if (change < tolerance && previous < tolerance) {
+            warm = String.format("JVM warm-up: %d runs, until 3 in a row were within %s run to run", warmup.size(), pct);
         } else {
-            warm = String.format("JVM warm-up: %d runs (the cap; last change %.1f%%, not <%s)",
-                warmup.size(), 100 * change, pct);
+            warm = String.format("JVM warm-up: %d runs (the cap; last changes %.1f%% and %.1f%%, not both <%s)",
+                warmup.size(), 100 * previous, 100 * change, pct);
         }
         return new Result(warmup, samples, warm + "; then " + repeats + " measured runs");
     }
