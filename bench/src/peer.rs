@@ -273,6 +273,8 @@ pub struct Server {
     child: Child,
     /// Where it listens.
     pub addr: SocketAddr,
+    /// The threads of its dispatcher, as it reported them.
+    pub threads: Option<u64>,
 }
 
 impl Server {
@@ -286,19 +288,24 @@ impl Server {
             .spawn()
             .map_err(|e| WorkloadError::new(format!("cannot start java: {e}")))?;
         let stdout = child.stdout.take().expect("piped");
-        let mut lines = BufReader::new(stdout).lines();
-        let port = lines
-            .find_map(|l| {
-                l.ok()?
-                    .strip_prefix("LISTENING ")?
-                    .trim()
-                    .parse::<u16>()
-                    .ok()
-            })
-            .ok_or_else(|| WorkloadError::new("the Pekko primes server did not start"))?;
+        // `THREADS <n>` (its dispatcher's threads), then `LISTENING <port>`.
+        let mut threads = None;
+        let mut port = None;
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(n) = line.strip_prefix("THREADS ") {
+                threads = n.trim().parse().ok();
+            } else if let Some(p) = line.strip_prefix("LISTENING ") {
+                port = p.trim().parse::<u16>().ok();
+                break;
+            }
+        }
+        let port =
+            port.ok_or_else(|| WorkloadError::new("the Pekko primes server did not start"))?;
         Ok(Server {
             child,
             addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            threads,
         })
     }
 }
@@ -309,36 +316,6 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
-
-/// `troupe / Pekko` lines: for every peer row, how many times faster the
-/// troupe row it names is (by ns per message; trading by orders/s).
-pub fn ratios(rows: &[Row]) -> Vec<(String, f64)> {
-    let mut out = Vec::new();
-    for peer in rows
-        .iter()
-        .filter(|r| r.params.get("runtime").and_then(Value::as_str) == Some("pekko"))
-    {
-        let Some(of) = peer.params.get("peer_of").and_then(Value::as_str) else {
-            continue;
-        };
-        let clients = peer.params.get("clients");
-        let troupe = rows.iter().find(|r| {
-            r.experiment == peer.experiment
-                && r.variant == of
-                && r.params.get("runtime").and_then(Value::as_str) != Some("pekko")
-                && (clients.is_none() || r.params.get("clients") == clients)
-        });
-        if let Some(t) = troupe {
-            let label = match clients {
-                Some(c) => format!("{} {of} ({c} clients)", peer.experiment),
-                None => format!("{} {of}", peer.experiment),
-            };
-            out.push((label, peer.ns_per_msg / t.ns_per_msg));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,6 +31,7 @@
 //! ([`output`]) from one actor run of both games, validated the same way.
 
 pub mod colour;
+mod experiment;
 pub mod mall;
 pub mod meeting_place;
 pub mod output;
@@ -38,7 +39,8 @@ pub mod peer;
 pub mod sweep;
 pub mod threads;
 
-use std::fmt::Write as _;
+pub use experiment::Chameneos;
+
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -47,7 +49,7 @@ use troupe::prelude::*;
 
 use crate::chameneos::colour::{Colour, GAME_TEN, GAME_THREE};
 use crate::chameneos::output::{Game, Tally};
-use crate::pingpong::actor_pair::SystemGuard;
+use crate::shared::SystemGuard;
 use crate::report::Row;
 use crate::runner::{self, RunOptions, Scale, Stopwatch, Workload, WorkloadError};
 
@@ -353,64 +355,6 @@ pub fn program(meetings: u64, dispatcher: Dispatcher) -> Result<String, Workload
     Ok(output::render(&games))
 }
 
-/// The lines under the main table: both games per implementation and their
-/// ratio, the mall row, the dispatcher.
-pub fn summary(rows: &[Row]) -> String {
-    let mut out = String::new();
-    let main: Vec<&Row> = rows.iter().filter(|r| r.experiment == EXPERIMENT).collect();
-    let find = |v: &str| main.iter().find(|r| r.variant == v).copied();
-    // Both games per implementation and setting: the `-3` row and its `-10` twin.
-    let mut both = Vec::new();
-    for three in main
-        .iter()
-        .filter(|r| r.variant.starts_with("threads-3") || r.variant.starts_with("actor-3"))
-    {
-        let name = three.variant.replacen("-3", "", 1);
-        let Some(ten) = find(&three.variant.replacen("-3", "-10", 1)) else {
-            continue;
-        };
-        let (Some(a), Some(b)) = (seconds(three), seconds(ten)) else {
-            continue;
-        };
-        let _ = writeln!(
-            out,
-            "{name}: both games at {} meetings each in {:.6} s (3 creatures {a:.6} s + 10 \
-             creatures {b:.6} s)",
-            sweep::group_thousands(three.msgs),
-            a + b
-        );
-        both.push((name, a + b));
-    }
-    if let Some((_, threads)) = both.iter().find(|(n, _)| n == "threads") {
-        for (name, actor) in both.iter().filter(|(n, _)| n != "threads") {
-            let _ = writeln!(
-                out,
-                "{name} / threads, both games: {:.2}x the time",
-                actor / threads
-            );
-        }
-    }
-    for row in main.iter().filter(|r| r.variant.starts_with("actor-mall")) {
-        let _ = writeln!(
-            out,
-            "{}: {} meetings among {} creatures in {:.6} s ({} meetings/s)",
-            row.variant,
-            sweep::group_thousands(row.msgs),
-            row.params["creatures"],
-            seconds(row).unwrap_or(f64::NAN),
-            sweep::group_thousands(row.msgs_per_s.round() as u64)
-        );
-    }
-    if let Some(mall) = main.iter().find(|r| r.variant.starts_with("actor-mall")) {
-        let _ = writeln!(
-            out,
-            "{}: a pool of {} worker(s), throughput {}",
-            mall.variant, mall.params["workers"], mall.params["throughput"]
-        );
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -508,7 +452,8 @@ mod tests {
             assert_eq!(row.params["variant"], row.variant.as_str());
             assert_eq!(row.params["meetings"], row.msgs);
         }
-        let text = summary(&rows);
+        let refs: Vec<&Row> = rows.iter().collect();
+        let text = crate::experiments::Experiment::extras(&Chameneos, &refs).join("\n");
         assert!(
             text.contains("actor-w1-tp100: both games at 300 meetings each"),
             "{text}"

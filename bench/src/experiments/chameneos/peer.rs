@@ -34,8 +34,11 @@ pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workl
             // The game's own samples, warm-up and protocol (`samples_3`, ...).
             let mut p = suffixed(&r, &format!("_{creatures}"));
             p.remove("seconds");
-            if let Some(failure) = r.get("failure") {
-                p.insert("failure".into(), failure.clone());
+            // Both games share the JVM, its dispatcher and its checks.
+            for key in ["failure", "threads"] {
+                if let Some(v) = r.get(key) {
+                    p.insert(key.into(), v.clone());
+                }
             }
             let label = dispatcher.label();
             p.insert(

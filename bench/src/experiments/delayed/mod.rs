@@ -21,8 +21,11 @@
 //! (resident growth over the start, divided by jobs in flight, at the
 //! sample with the most jobs in flight).
 
+mod experiment;
 pub mod peer;
 pub mod probe;
+
+pub use experiment::Delayed;
 
 use std::time::Duration;
 
@@ -118,6 +121,13 @@ fn row(variant: &str, sizes: &Sizes, outcomes: &[probe::Outcome]) -> Row {
     };
     params.insert("runtime".into(), json!(runtime));
     params.insert("jobs".into(), json!(sizes.jobs));
+    // The threads that run the workload (troupe's default pool and tokio's
+    // multi-thread runtime both take one per core); `workers` below counts
+    // worker actors, not threads.
+    params.insert(
+        "threads".into(),
+        json!(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    );
     params.insert("workers".into(), json!(sizes.workers));
     params.insert("mailbox_capacity".into(), json!(sizes.capacity));
     params.insert("delay_ms".into(), json!(sizes.delay.as_millis() as u64));
@@ -151,41 +161,4 @@ fn row(variant: &str, sizes: &Sizes, outcomes: &[probe::Outcome]) -> Row {
         measured.len()
     );
     row
-}
-
-/// The lines printed under the table.
-pub fn print_extras(rows: &[Row]) {
-    for row in rows {
-        let p = &row.params;
-        let f = |k: &str| p.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
-        let mut line = format!(
-            "{}: {} jobs in {:.2} s ({:.0} completions/s); replies reached the manager late \
-             p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
-            row.variant,
-            f("jobs"),
-            f("total_s"),
-            f("completions_per_s"),
-            f("late_p50_ms"),
-            f("late_p99_ms"),
-            f("late_max_ms"),
-        );
-        // A peer reports only some figures; what it does not report is left
-        // out rather than printed as NaN.
-        if p.contains_key("fired_p99_ms") {
-            line += &format!(
-                " (timers fired late p50 {:.1} ms, p99 {:.1} ms)",
-                f("fired_p50_ms"),
-                f("fired_p99_ms")
-            );
-        }
-        line += &format!("; peak RSS {:.0} MB", f("peak_rss_mb"));
-        if p.contains_key("bytes_per_job") {
-            line += &format!(
-                ", {:.0} bytes per in-flight job (max in flight {:.0})",
-                f("bytes_per_job"),
-                f("max_in_flight")
-            );
-        }
-        println!("{line}");
-    }
 }

@@ -34,6 +34,7 @@ pub fn rows(sizes: &Sizes, options: &RunOptions) -> Result<Vec<Row>, WorkloadErr
             &r,
             &[
                 "jobs",
+                "threads",
                 "total_s",
                 "completions_per_s",
                 "late_p50_ms",

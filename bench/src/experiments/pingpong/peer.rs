@@ -69,6 +69,7 @@ pub fn rows(sizes: &Sizes, options: &RunOptions) -> Result<Vec<Row>, WorkloadErr
             params(
                 &r,
                 &[
+                    "threads",
                     "samples",
                     "warmup_samples",
                     "warmup_ns_per_msg",

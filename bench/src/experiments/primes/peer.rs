@@ -33,6 +33,9 @@ pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workl
         );
     }
     let mut r = super::run_external(server.addr, "pekko", settings, options)?;
+    if let Some(threads) = server.threads {
+        r.params.insert("threads".into(), json!(threads));
+    }
     drop(server);
     r.protocol = format!(
         "{} (plus the load generator's own warm-up round)",

@@ -37,6 +37,7 @@ pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workl
             &[
                 "txlog",
                 "clients",
+                "threads",
                 "orders",
                 "tps",
                 "mean_us",

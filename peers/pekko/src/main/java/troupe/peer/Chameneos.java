@@ -149,7 +149,7 @@ final class Chameneos {
         Json json = new Json()
             .put("experiment", "chameneos")
             .put("variant", "pekko")
-            .put("threads", threads)
+            .put("threads", Stats.dispatcherThreads(system))
             .put("throughput", throughput)
             .put("meetings", n)
             .put("seconds_3", s3)

@@ -119,6 +119,7 @@ final class Delayed {
             .put("experiment", "delayed")
             .put("variant", "pekko")
             .put("jobs", jobs)
+            .put("threads", Stats.dispatcherThreads(system))
             .put("total_s", total)
             .put("completions_per_s", jobs / total)
             .put("ns_per_msg", result.median())

@@ -103,6 +103,7 @@ final class PingPong {
             .put("experiment", "pingpong")
             .put("variant", pairs == 1 ? "pekko-pair" : "pekko-" + pairs + "-pairs-" + balls + "-balls")
             .put("msgs", perBall * pairs * balls)
+            .put("threads", Stats.dispatcherThreads(system))
             .put("ns_per_msg", median)
             .put("msgs_per_s", 1e9 / median);
         return check.into(result.into(json, ""));

@@ -287,6 +287,7 @@ final class Trading {
             .put("variant", variant)
             .put("txlog", "off")
             .put("clients", clients)
+            .put("threads", Stats.dispatcherThreads(system))
             .put("orders", orders)
             .put("tps", 1e9 / result.median())
             .put("mean_us", sum / all.length / us)
