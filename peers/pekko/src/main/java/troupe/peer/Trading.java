@@ -214,7 +214,6 @@ final class Trading {
         ActorSystem system = ActorSystem.create("trading");
         Check check = new Check();
         List<long[]> measuredLatencies = new ArrayList<>();
-        List<Double> tps = new ArrayList<>();
         long[] lastTrades = {0};
         boolean oneWay = variant.equals("one-way");
         Steady.Trial trial = measured -> {
@@ -259,7 +258,6 @@ final class Trading {
             check.that(trades == orders / 2, trades + " trades, expected " + orders / 2);
             lastTrades[0] = trades;
             if (measured) {
-                tps.add(orders / seconds);
                 long[] run = new long[(int) orders];
                 for (int c = 0; c < clients; c++) System.arraycopy(lat[c], 0, run, c * perClient, perClient);
                 measuredLatencies.add(run);
