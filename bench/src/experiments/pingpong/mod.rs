@@ -1,4 +1,4 @@
-//! The ping-pong experiment (seed 001, `EXPERIMENTS.md` section 2): which rows
+//! The ping-pong experiment (see docs/experiments.md, ping-pong): which rows
 //! it has, how large each is, and running them through the runner.
 //!
 //! Every row is a round trip repeated `repetitions` times, and every row
