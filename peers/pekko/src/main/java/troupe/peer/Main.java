@@ -19,7 +19,9 @@ public final class Main {
                 System.err.println("expected --key value, found " + args[i]);
                 System.exit(2);
             }
-            opts.put(args[i].substring(2), args[i + 1]);
+            // The first occurrence wins: a caller's own options come before
+            // the protocol options the bench appends to every run.
+            opts.putIfAbsent(args[i].substring(2), args[i + 1]);
         }
         Args a = new Args(opts);
         Json result = null;
