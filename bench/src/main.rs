@@ -224,7 +224,7 @@ fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
                 capacity,
                 delay_ms,
             } => {
-                let sizes = delayed::Sizes {
+                let sizes = delayed::Settings {
                     jobs,
                     workers,
                     capacity,

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Sizes, EXPERIMENT};
+use super::{Settings, EXPERIMENT};
 use crate::peer::{params, row, run};
 use crate::report::Row;
 use crate::runner::{RunOptions, WorkloadError};
@@ -18,7 +18,7 @@ use crate::runner::{RunOptions, WorkloadError};
 /// troupe run's; so the row's `peak_rss_mb` comes from one more run in a
 /// fresh JVM, as troupe's, and the shared JVM's is kept as
 /// `peak_rss_mb_all_runs`.
-pub fn rows(sizes: &Sizes, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
     let jobs = sizes.jobs.to_string();
     let delay = sizes.delay.as_millis().to_string();
     let repeats = options.repeats.to_string();
