@@ -4,6 +4,12 @@
 //! troupe's rows in the same invocation, and turns each `RESULT {json}` line
 //! into rows with `params.runtime = "pekko"` and `params.peer_of` naming the
 //! troupe row it is compared with.
+//!
+//! Every peer row follows one protocol, [`WarmUp`]: warm the JVM up until
+//! three runs in a row agree within a few percent (with a cap), then
+//! take as many measured runs as troupe's rows, all of which the row keeps.
+//! The peer says per row what it did (`protocol`), and a failed check comes
+//! back as a RESULT with a `failure` field, which becomes the row's failure.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -80,50 +86,129 @@ fn java() -> Command {
     c
 }
 
-/// Runs one experiment of the peer and returns its RESULT object.
+/// The peers' warm-up rule: warm up until two run-to-run changes in a row
+/// are below [`WarmUp::STEADY_PCT`] percent (three consecutive runs agree;
+/// one pair of similar runs happens by chance while the JIT is still at
+/// work), after at least [`WarmUp::MIN_RUNS`] and at most
+/// [`WarmUp::MAX_RUNS`] runs. The Java peer applies it inside its JVM (it
+/// gets these figures as arguments); the primes row, whose load comes from
+/// this process, applies it here.
+pub struct WarmUp;
+
+impl WarmUp {
+    /// Two consecutive runs closer than this (percent) end the warm-up.
+    pub const STEADY_PCT: f64 = 3.0;
+    /// The fewest warm-up runs: the first runs of a JVM are interpreted.
+    pub const MIN_RUNS: usize = 3;
+    /// The most warm-up runs, for a machine too noisy to ever settle.
+    pub const MAX_RUNS: usize = 15;
+
+    /// The last two run-to-run changes of `runs`, as fractions.
+    fn last_changes(runs: &[f64]) -> Option<(f64, f64)> {
+        match runs {
+            [.., a, b, c] => Some(((b - a).abs() / a, (c - b).abs() / b)),
+            _ => None,
+        }
+    }
+
+    /// Whether the last three of `runs` agree within the tolerance.
+    fn steady(runs: &[f64]) -> bool {
+        let tolerance = Self::STEADY_PCT / 100.0;
+        Self::last_changes(runs).is_some_and(|(a, b)| a < tolerance && b < tolerance)
+    }
+
+    /// Whether the warm-up `runs` so far are enough.
+    pub fn done(runs: &[f64]) -> bool {
+        runs.len() >= Self::MAX_RUNS || (runs.len() >= Self::MIN_RUNS && Self::steady(runs))
+    }
+
+    /// The protocol line of a row warmed up with `runs` and measured `repeats` times.
+    pub fn protocol(runs: &[f64], repeats: usize) -> String {
+        let pct = Self::STEADY_PCT;
+        let warm = match Self::last_changes(runs) {
+            Some(_) if Self::steady(runs) => format!(
+                "JVM warm-up: {} runs, until 3 in a row were within {pct}% run to run",
+                runs.len()
+            ),
+            Some((a, b)) => format!(
+                "JVM warm-up: {} runs (the cap; last changes {:.1}% and {:.1}%, not both <{pct}%)",
+                runs.len(),
+                100.0 * a,
+                100.0 * b
+            ),
+            None => format!("JVM warm-up: {} run(s)", runs.len()),
+        };
+        format!("{warm}; then {repeats} measured runs")
+    }
+
+    /// The arguments that give the Java peer this rule.
+    fn args() -> [String; 6] {
+        [
+            "--steady-pct".into(),
+            Self::STEADY_PCT.to_string(),
+            "--min-warmup".into(),
+            Self::MIN_RUNS.to_string(),
+            "--max-warmup".into(),
+            Self::MAX_RUNS.to_string(),
+        ]
+    }
+}
+
+/// Runs one experiment of the peer (with the [`WarmUp`] rule) and returns
+/// its RESULT object. A run whose checks failed still returns its RESULT,
+/// with a `failure` field; a run with no RESULT at all is an error.
 pub fn run(args: &[&str]) -> Result<Map<String, Value>, WorkloadError> {
     eprintln!("pekko: {}", args.join(" "));
     let output = java()
         .args(args)
+        .args(WarmUp::args())
         .stderr(Stdio::piped())
         .output()
         .map_err(|e| WorkloadError::new(format!("cannot start java: {e}")))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let last = stderr
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let last = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    let Some(line) = stdout.lines().find_map(|l| l.strip_prefix("RESULT ")) else {
         return Err(WorkloadError::new(format!(
-            "pekko {}: {last}",
-            args.join(" ")
+            "pekko {}: no RESULT line ({}): {last}",
+            args.join(" "),
+            output.status
+        )));
+    };
+    let map = match serde_json::from_str(line) {
+        Ok(Value::Object(map)) => map,
+        _ => {
+            return Err(WorkloadError::new(format!(
+                "pekko: unreadable RESULT line {line}"
+            )))
+        }
+    };
+    if !output.status.success() && !map.contains_key("failure") {
+        return Err(WorkloadError::new(format!(
+            "pekko {}: exited with {} without saying why: {last}",
+            args.join(" "),
+            output.status
         )));
     }
-    let line = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("RESULT "))
-        .ok_or_else(|| WorkloadError::new(format!("pekko {}: no RESULT line", args.join(" "))))?;
-    match serde_json::from_str(line) {
-        Ok(Value::Object(map)) => Ok(map),
-        _ => Err(WorkloadError::new(format!(
-            "pekko: unreadable RESULT line {line}"
-        ))),
-    }
+    Ok(map)
 }
 
-/// A row for a peer result: `msgs` messages at a median of `ns_per_msg`,
-/// with the measured runs' figures when the peer reported them
-/// (`params.samples`, ns per message) and its median alone otherwise.
+/// A row for a peer result of `msgs` messages per run, built from the
+/// figures the peer reported in `params`: `samples` (ns per message of
+/// every measured run; required), `warmup_ns_per_msg` (the last warm-up
+/// run), `protocol` (moved to the row's protocol) and `failure` (moved to
+/// the row's failure).
 pub fn row(
     experiment: &str,
     variant: &str,
     peer_of: &str,
     msgs: u64,
-    ns_per_msg: f64,
     mut params: Map<String, Value>,
-) -> Row {
+) -> Result<Row, WorkloadError> {
     let sample = |ns: f64| Sample {
         msgs: msgs.max(1),
         elapsed: Duration::from_secs_f64(ns.max(0.0) * msgs.max(1) as f64 / 1e9),
@@ -132,20 +217,43 @@ pub fn row(
         .get("samples")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_f64).map(sample).collect())
-        .filter(|v: &Vec<Sample>| !v.is_empty())
-        .unwrap_or_else(|| vec![sample(ns_per_msg)]);
+        .unwrap_or_default();
+    if samples.is_empty() {
+        return Err(WorkloadError::new(format!(
+            "pekko {experiment}/{variant}: the peer reported no samples"
+        )));
+    }
     let warmup = params
         .get("warmup_ns_per_msg")
         .and_then(Value::as_f64)
         .map_or(samples[0], sample);
     params.insert("runtime".into(), json!("pekko"));
     params.insert("peer_of".into(), json!(peer_of));
-    Row::new(
+    let protocol = params.remove("protocol");
+    let failure = params.remove("failure");
+    let mut row = Row::new(
         experiment,
         variant,
         params,
         &Measurement { warmup, samples },
-    )
+    );
+    if let Some(Value::String(p)) = protocol {
+        row.protocol = p;
+    }
+    row.failure = failure.map(|f| match f {
+        Value::String(s) => s,
+        other => other.to_string(),
+    });
+    Ok(row)
+}
+
+/// The fields of a RESULT object whose keys end in `suffix`, without it:
+/// the chameneos peer reports each game's `samples_3`, `protocol_3`, ...
+pub fn suffixed(result: &Map<String, Value>, suffix: &str) -> Map<String, Value> {
+    result
+        .iter()
+        .filter_map(|(k, v)| Some((k.strip_suffix(suffix)?.to_string(), v.clone())))
+        .collect()
 }
 
 /// The fields `keys` of a RESULT object, as a row's params.
@@ -165,6 +273,8 @@ pub struct Server {
     child: Child,
     /// Where it listens.
     pub addr: SocketAddr,
+    /// The threads of its dispatcher, as it reported them.
+    pub threads: Option<u64>,
 }
 
 impl Server {
@@ -178,19 +288,24 @@ impl Server {
             .spawn()
             .map_err(|e| WorkloadError::new(format!("cannot start java: {e}")))?;
         let stdout = child.stdout.take().expect("piped");
-        let mut lines = BufReader::new(stdout).lines();
-        let port = lines
-            .find_map(|l| {
-                l.ok()?
-                    .strip_prefix("LISTENING ")?
-                    .trim()
-                    .parse::<u16>()
-                    .ok()
-            })
-            .ok_or_else(|| WorkloadError::new("the Pekko primes server did not start"))?;
+        // `THREADS <n>` (its dispatcher's threads), then `LISTENING <port>`.
+        let mut threads = None;
+        let mut port = None;
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(n) = line.strip_prefix("THREADS ") {
+                threads = n.trim().parse().ok();
+            } else if let Some(p) = line.strip_prefix("LISTENING ") {
+                port = p.trim().parse::<u16>().ok();
+                break;
+            }
+        }
+        let port =
+            port.ok_or_else(|| WorkloadError::new("the Pekko primes server did not start"))?;
         Ok(Server {
             child,
             addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            threads,
         })
     }
 }
@@ -199,5 +314,50 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_warm_up_ends_only_when_three_runs_in_a_row_agree() {
+        // Two similar cold runs are not enough: the third must agree too.
+        assert!(!WarmUp::done(&[500.0, 200.0, 201.0]));
+        assert!(WarmUp::done(&[500.0, 200.0, 201.0, 202.0]));
+        // Fewer than the minimum never ends it, however steady.
+        assert!(!WarmUp::done(&[100.0, 100.0]));
+        // A machine that never settles stops at the cap, and says so.
+        let noisy: Vec<f64> = (0..WarmUp::MAX_RUNS)
+            .map(|i| if i % 2 == 0 { 100.0 } else { 150.0 })
+            .collect();
+        assert!(!WarmUp::done(&noisy[..WarmUp::MAX_RUNS - 1]));
+        assert!(WarmUp::done(&noisy));
+        assert!(WarmUp::protocol(&noisy, 5).contains("the cap"));
+        assert_eq!(
+            WarmUp::protocol(&[500.0, 200.0, 201.0, 202.0], 5),
+            "JVM warm-up: 4 runs, until 3 in a row were within 3% run to run; then 5 measured runs"
+        );
+    }
+
+    #[test]
+    fn a_peer_row_keeps_every_sample_its_protocol_and_its_failure() {
+        let result: Map<String, Value> = serde_json::from_str(
+            r#"{"samples": [30.0, 10.0, 20.0], "warmup_ns_per_msg": 40.0,
+                "protocol": "JVM warm-up: 4 runs", "failure": "2 hops arrived out of order"}"#,
+        )
+        .unwrap();
+        let r = row("pingpong", "pekko-pair", "actor-tp5-w2", 1000, result).unwrap();
+        assert_eq!(r.samples_ns_per_msg, [30.0, 10.0, 20.0]);
+        assert_eq!(
+            (r.min_ns_per_msg, r.ns_per_msg, r.max_ns_per_msg),
+            (10.0, 20.0, 30.0)
+        );
+        assert_eq!(r.protocol, "JVM warm-up: 4 runs");
+        assert_eq!(r.failure.as_deref(), Some("2 hops arrived out of order"));
+        assert_eq!(r.params["peer_of"], "actor-tp5-w2");
+        assert!(!r.params.contains_key("protocol"));
+        // A RESULT without samples is refused rather than shown with no spread.
+        assert!(row("pingpong", "pekko-pair", "actor", 1000, Map::new()).is_err());
     }
 }

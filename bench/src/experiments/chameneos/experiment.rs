@@ -31,7 +31,8 @@ pub struct ChameneosArgs {
     /// Largest sweep point (default 1,000,000; `--full`: 10,000,000); implies --sweep.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     sweep_max: Option<u64>,
-    /// Worker threads of the actor rows (default 1).
+    /// Worker threads of the actor rows (default 1); the actor-3/-10 rows
+    /// (and Pekko's) are also played on 2 workers with throughput 5.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
     workers: Option<u64>,
     /// Throughput of the actor rows' dispatcher (default 100).
@@ -191,8 +192,9 @@ impl Experiment for Chameneos {
     }
 }
 
-/// The lines under the main table: both games per implementation (with
-/// the threads each ran on) and their ratio, the mall row, the dispatcher.
+/// The lines under the main table: both games per implementation and
+/// dispatcher setting (with the threads each ran on) and their ratio to the
+/// threads', the mall row and its dispatcher.
 fn summary(rows: &[&Row]) -> Vec<String> {
     let mut out = Vec::new();
     let main: Vec<&Row> = rows
@@ -202,10 +204,14 @@ fn summary(rows: &[&Row]) -> Vec<String> {
         .collect();
     let find = |v: &str| main.iter().find(|r| r.variant == v).copied();
     let on = |r: &Row| threads(r).map_or_else(|| "threads not recorded".into(), threads_text);
+    // Both games per implementation and dispatcher setting: each `-3` row
+    // with its `-10` twin (`actor-3-w2-tp5` with `actor-10-w2-tp5`).
     let mut both = Vec::new();
-    for name in ["actor", "threads"] {
-        let (Some(three), Some(ten)) = (find(&format!("{name}-3")), find(&format!("{name}-10")))
-        else {
+    for three in main.iter().filter(|r| {
+        runtime(r) != "pekko" && (r.variant == "threads-3" || r.variant.starts_with("actor-3-"))
+    }) {
+        let name = three.variant.replacen("-3", "", 1);
+        let Some(ten) = find(&three.variant.replacen("-3", "-10", 1)) else {
             continue;
         };
         let (Some(a), Some(b)) = (seconds(three), seconds(ten)) else {
@@ -219,15 +225,18 @@ fn summary(rows: &[&Row]) -> Vec<String> {
             on(three),
             on(ten)
         ));
-        both.push(a + b);
+        both.push((name, a + b));
     }
-    if let [actor, threads] = both[..] {
-        // Not a like-for-like pairing: the thread rows run one thread per
-        // creature by design; the line above says how many each side used.
-        out.push(format!(
-            "actor / threads, both games: {:.2}x the time (different thread counts, see above)",
-            actor / threads
-        ));
+    if let Some((_, threads)) = both.iter().find(|(n, _)| n == "threads") {
+        for (name, actor) in both.iter().filter(|(n, _)| n != "threads") {
+            // Not a like-for-like pairing: the thread rows run one thread per
+            // creature by design; the lines above say how many each side used.
+            out.push(format!(
+                "{name} / threads, both games: {:.2}x the time (different thread counts, see \
+                 above)",
+                actor / threads
+            ));
+        }
     }
     for row in main.iter().filter(|r| r.variant.starts_with("actor-mall")) {
         out.push(format!(
@@ -239,13 +248,10 @@ fn summary(rows: &[&Row]) -> Vec<String> {
             group_thousands(row.msgs_per_s.round() as u64)
         ));
     }
-    if let Some(actor) = main
-        .iter()
-        .find(|r| runtime(r) == "troupe" && r.params.contains_key("workers"))
-    {
+    if let Some(mall) = main.iter().find(|r| r.variant.starts_with("actor-mall")) {
         out.push(format!(
-            "actor rows: a pool of {} worker(s), throughput {}",
-            actor.params["workers"], actor.params["throughput"]
+            "{}: a pool of {} worker(s), throughput {}",
+            mall.variant, mall.params["workers"], mall.params["throughput"]
         ));
     }
     out

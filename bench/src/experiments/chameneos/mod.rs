@@ -1,4 +1,4 @@
-//! The chameneos experiment (seed 002, `EXPERIMENTS.md` section 3): the
+//! The chameneos experiment (see docs/experiments.md, chameneos): the
 //! Benchmarks Game's chameneos-redux on troupe actors and on plain threads,
 //! the seed post's sweep of meeting counts, and Savina's mall variant.
 //!
@@ -9,9 +9,16 @@
 //!
 //! - `threads-3`, `threads-10`: one thread per creature around a meeting place
 //!   that is one atomic word ([`threads`]), the shape of the fast entries.
-//! - `actor-3`, `actor-10`: a meeting-place actor and creature actors
-//!   ([`meeting_place`]).
-//! - `actor-mall-100`: Savina's mall protocol with 100 creatures ([`mall`]).
+//! - `actor-3-w1-tp100`, `actor-10-w1-tp100`: a meeting-place actor and
+//!   creature actors ([`meeting_place`]) on one worker with throughput 100,
+//!   troupe's best setting for this game ([`Dispatcher::DEFAULT`]);
+//! - `actor-3-w2-tp5`, `actor-10-w2-tp5`: the same on two workers with
+//!   throughput 5 ([`Dispatcher::POOL`]), Pekko's own setting on this
+//!   machine. The Pekko peer plays both settings too (`pekko-3-w1-tp100`,
+//!   ...), and each Pekko row is compared with the troupe row of the same
+//!   setting (its `peer_of`).
+//! - `actor-mall-100`: Savina's mall protocol with 100 creatures ([`mall`]),
+//!   on the default setting.
 //!
 //! A row is one game, so `msgs` is the game's meetings and `ns_per_msg` is
 //! nanoseconds per meeting; both games of the program are the sum of the
@@ -75,6 +82,19 @@ impl Dispatcher {
         workers: 1,
         throughput: 100,
     };
+
+    /// Two workers (the machine's cores) and throughput 5: the setting the
+    /// Pekko peer would use by itself, so that both runtimes are also seen
+    /// side by side on a pool that is not tuned for this game.
+    pub const POOL: Dispatcher = Dispatcher {
+        workers: 2,
+        throughput: 5,
+    };
+
+    /// The setting as row names carry it: `w1-tp100`.
+    pub fn label(self) -> String {
+        format!("w{}-tp{}", self.workers, self.throughput)
+    }
 }
 
 /// The sizes and settings of a run.
@@ -88,8 +108,11 @@ pub struct Settings {
     pub mall_meetings: u64,
     /// The largest point of the sweep, or `None` for no sweep.
     pub sweep_max: Option<u64>,
-    /// The actor rows' dispatcher.
+    /// The actor rows' dispatcher (also the mall row's and the sweep's).
     pub dispatcher: Dispatcher,
+    /// A second setting the `actor-3`/`actor-10` rows (and the Pekko rows)
+    /// are also played on, unless it equals `dispatcher`.
+    pub also: Option<Dispatcher>,
 }
 
 impl Settings {
@@ -110,7 +133,15 @@ impl Settings {
             mall_meetings,
             sweep_max: None,
             dispatcher: Dispatcher::DEFAULT,
+            also: Some(Dispatcher::POOL),
         }
+    }
+
+    /// The settings the `actor-3`/`actor-10` rows are played on, in order.
+    pub fn dispatchers(&self) -> Vec<Dispatcher> {
+        let mut all = vec![self.dispatcher];
+        all.extend(self.also.filter(|d| *d != self.dispatcher));
+        all
     }
 }
 
@@ -250,14 +281,23 @@ pub fn game_workload(
 /// The main rows (see the module header), baseline first.
 pub fn workloads(settings: &Settings) -> Vec<Workload> {
     let mut rows = Vec::new();
-    for implementation in [Implementation::Threads, Implementation::Actor] {
+    for colours in [&GAME_THREE[..], &GAME_TEN[..]] {
+        rows.push(game_workload(
+            format!("threads-{}", colours.len()),
+            Implementation::Threads,
+            colours.to_vec(),
+            settings.meetings,
+            settings.dispatcher,
+        ));
+    }
+    for dispatcher in settings.dispatchers() {
         for colours in [&GAME_THREE[..], &GAME_TEN[..]] {
             rows.push(game_workload(
-                format!("{}-{}", implementation.name(), colours.len()),
-                implementation,
+                format!("actor-{}-{}", colours.len(), dispatcher.label()),
+                Implementation::Actor,
                 colours.to_vec(),
                 settings.meetings,
-                settings.dispatcher,
+                dispatcher,
             ));
         }
     }
@@ -381,17 +421,24 @@ mod tests {
         let rows = run(&settings, &options).unwrap();
         let variants: Vec<&str> = rows.iter().map(|r| r.variant.as_str()).collect();
         assert_eq!(
-            variants[..5],
+            variants[..7],
             [
                 "threads-3",
                 "threads-10",
-                "actor-3",
-                "actor-10",
+                "actor-3-w1-tp100",
+                "actor-10-w1-tp100",
+                "actor-3-w2-tp5",
+                "actor-10-w2-tp5",
                 "actor-mall-10"
             ]
         );
+        // Each setting's rows run on that setting.
+        for row in rows.iter().filter(|r| r.variant.ends_with("-w2-tp5")) {
+            assert_eq!(row.params["workers"], 2);
+            assert_eq!(row.params["throughput"], 5);
+        }
         // Two sweep points (1 and 10), four rows each.
-        assert_eq!(rows.len(), 5 + 8);
+        assert_eq!(rows.len(), 7 + 8);
         for row in &rows {
             for key in [
                 "variant",
@@ -408,9 +455,9 @@ mod tests {
         let refs: Vec<&Row> = rows.iter().collect();
         let text = crate::experiments::Experiment::extras(&Chameneos, &refs).join("\n");
         assert!(
-            text.contains("actor: both games at 300 meetings each"),
+            text.contains("actor-w1-tp100: both games at 300 meetings each"),
             "{text}"
         );
-        assert!(text.contains("actor / threads"), "{text}");
+        assert!(text.contains("actor-w2-tp5 / threads"), "{text}");
     }
 }

@@ -1,6 +1,6 @@
 //! The ping-pong experiment's Apache Pekko rows: the peer's pair and many-pairs runs at the same sizes as troupe's rows.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::Settings;
 use crate::peer::{num, params, row, run};
@@ -15,7 +15,7 @@ pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workload
     let many_msgs = (2 * sizes.pairs as u64 * sizes.pair_repetitions).to_string();
     let pairs = sizes.pairs.to_string();
     let mut rows = Vec::new();
-    for (args, peer_of) in [
+    for (args, peer_of, many) in [
         (
             vec![
                 "pingpong",
@@ -27,6 +27,7 @@ pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workload
                 "1",
             ],
             "actor-tp5-w2".to_string(),
+            None,
         ),
         (
             vec![
@@ -39,6 +40,7 @@ pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workload
                 "1",
             ],
             format!("actor-{pairs}x1-pairs-tp5-w2"),
+            Some(1),
         ),
         (
             vec![
@@ -51,6 +53,7 @@ pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workload
                 "10",
             ],
             format!("actor-{pairs}x10-pairs-tp5-w2"),
+            Some(10),
         ),
     ] {
         let mut args = args;
@@ -61,14 +64,30 @@ pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workload
             .and_then(Value::as_str)
             .unwrap_or("pekko")
             .to_string();
+        let mut p = params(
+            &r,
+            &[
+                "threads",
+                "samples",
+                "warmup_samples",
+                "warmup_ns_per_msg",
+                "protocol",
+                "failure",
+            ],
+        );
+        // The many-pairs rows record their workload as troupe's do, so
+        // that they are compared with the rows of the same pairs and balls.
+        if let Some(balls) = many {
+            p.insert("pairs".into(), json!(sizes.pairs));
+            p.insert("balls".into(), json!(balls));
+        }
         rows.push(row(
             "pingpong",
             &variant,
             &peer_of,
             num(&r, "msgs") as u64,
-            num(&r, "ns_per_msg"),
-            params(&r, &["samples", "warmup_ns_per_msg"]),
-        ));
+            p,
+        )?);
     }
     Ok(rows)
 }

@@ -20,6 +20,16 @@ final class Args {
         }
     }
 
+    double real(String key, double fallback) {
+        String v = values.get(key);
+        if (v == null) return fallback;
+        try {
+            return Double.parseDouble(v);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--" + key + " must be a number, found " + v);
+        }
+    }
+
     String str(String key, String fallback) {
         return values.getOrDefault(key, fallback);
     }

@@ -1,6 +1,8 @@
 // Chameneos-redux on Pekko classic actors: a meeting-place actor pairs
 // creature actors, as the Rust actor rows do; both games (3 and 10
 // creatures), each validated (meetings sum to 2N, nobody met itself).
+// The dispatcher is set per run (--threads, --throughput) so that each of
+// troupe's configurations has a Pekko row with the same one.
 package troupe.peer;
 
 import java.util.ArrayList;
@@ -12,6 +14,9 @@ import org.apache.pekko.actor.AbstractActor;
 import org.apache.pekko.actor.ActorRef;
 import org.apache.pekko.actor.ActorSystem;
 import org.apache.pekko.actor.Props;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
 
 final class Chameneos {
     static final int BLUE = 0, RED = 1, YELLOW = 2;
@@ -103,44 +108,57 @@ final class Chameneos {
         }
     }
 
-    static double game(ActorSystem system, int[] colours, long n) throws Exception {
+    /** Plays one game; returns seconds, recording a failed validation in `check`. */
+    static double game(ActorSystem system, int[] colours, long n, Check check) throws Exception {
         CompletableFuture<long[][]> done = new CompletableFuture<>();
         long start = System.nanoTime();
         system.actorOf(Props.create(Place.class, () -> new Place(colours, n, done)));
         long[][] tallies = done.get(600, TimeUnit.SECONDS);
         double seconds = (System.nanoTime() - start) / 1e9;
-        long sum = 0;
+        long sum = 0, self = 0;
         for (long[] t : tallies) {
             sum += t[0];
-            if (t[1] != 0) throw new ValidationError("a creature met itself");
+            self += t[1];
         }
-        if (sum != 2 * n) throw new ValidationError("meetings sum to " + sum + ", expected " + 2 * n);
+        check.that(self == 0, "creatures met themselves " + self + " times");
+        check.that(sum == 2 * n, "meetings sum to " + sum + ", expected " + 2 * n);
         return seconds;
     }
 
-    static void run(Args a) throws Exception {
+    /** The default dispatcher with `threads` fork-join threads and the given throughput. */
+    static Config dispatcher(int threads, int throughput) {
+        return ConfigFactory.parseString(
+            "pekko.actor.default-dispatcher.fork-join-executor.parallelism-min = " + threads + "\n"
+                + "pekko.actor.default-dispatcher.fork-join-executor.parallelism-max = " + threads + "\n"
+                + "pekko.actor.default-dispatcher.throughput = " + throughput + "\n")
+            .withFallback(ConfigFactory.load());
+    }
+
+    static Json run(Args a) throws Exception {
         long n = a.num("meetings", 600_000);
-        int repeats = (int) a.num("repeats", 5);
-        ActorSystem system = ActorSystem.create("chameneos");
-        double[] three = new double[repeats], ten = new double[repeats];
-        for (int run = 0; run <= repeats; run++) {
-            double t3 = game(system, THREE, n), t10 = game(system, TEN, n);
-            if (run > 0) {
-                three[run - 1] = t3;
-                ten[run - 1] = t10;
-            }
-        }
+        int threads = (int) a.num("threads", 2);
+        int throughput = (int) a.num("throughput", 5);
+        ActorSystem system = ActorSystem.create("chameneos", dispatcher(threads, throughput));
+        Check check = new Check();
+        Steady steady = new Steady(a);
+        // Each game warms up and is measured on its own, as each is its own row.
+        Steady.Result three = steady.measure("chameneos-3", measured -> game(system, THREE, n, check) * 1e9 / n);
+        Steady.Result ten = steady.measure("chameneos-10", measured -> game(system, TEN, n, check) * 1e9 / n);
         system.terminate();
-        double s3 = Stats.median(three), s10 = Stats.median(ten);
-        new Json()
+        double s3 = three.median() * n / 1e9, s10 = ten.median() * n / 1e9;
+        Json json = new Json()
             .put("experiment", "chameneos")
             .put("variant", "pekko")
+            .put("threads", Stats.dispatcherThreads(system))
+            .put("throughput", throughput)
             .put("meetings", n)
             .put("seconds_3", s3)
             .put("seconds_10", s10)
             .put("seconds", s3 + s10)
             .put("ns_per_msg", (s3 + s10) * 1e9 / (2.0 * n))
-            .put("meetings_per_s", 2.0 * n / (s3 + s10))
-            .print();
+            .put("meetings_per_s", 2.0 * n / (s3 + s10));
+        three.into(json, "_3");
+        ten.into(json, "_10");
+        return check.into(json);
     }
 }

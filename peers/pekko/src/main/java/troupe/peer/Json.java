@@ -13,6 +13,11 @@ final class Json {
         return this;
     }
 
+    /** Whether a check failed (the RESULT has a `failure` field). */
+    boolean failed() {
+        return fields.containsKey("failure");
+    }
+
     void print() {
         StringBuilder b = new StringBuilder("RESULT {");
         boolean first = true;

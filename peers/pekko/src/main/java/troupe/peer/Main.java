@@ -1,6 +1,7 @@
 // Entry point of the Pekko peer: `java -jar troupe-pekko-peer.jar <experiment> --key value ...`.
-// Every experiment prints exactly one line `RESULT {json}` on stdout and
-// exits non-zero with a message on stderr when its validation fails.
+// Every experiment prints exactly one line `RESULT {json}` on stdout; when a
+// check failed the line has a `failure` field and the exit status is 1. A
+// run that cannot finish at all (a timeout) prints no RESULT and exits 1.
 package troupe.peer;
 
 import java.util.HashMap;
@@ -18,15 +19,18 @@ public final class Main {
                 System.err.println("expected --key value, found " + args[i]);
                 System.exit(2);
             }
-            opts.put(args[i].substring(2), args[i + 1]);
+            // The first occurrence wins: a caller's own options come before
+            // the protocol options the bench appends to every run.
+            opts.putIfAbsent(args[i].substring(2), args[i + 1]);
         }
         Args a = new Args(opts);
+        Json result = null;
         try {
             switch (args[0]) {
-                case "pingpong" -> PingPong.run(a);
-                case "chameneos" -> Chameneos.run(a);
-                case "trading" -> Trading.run(a);
-                case "delayed" -> Delayed.run(a);
+                case "pingpong" -> result = PingPong.run(a);
+                case "chameneos" -> result = Chameneos.run(a);
+                case "trading" -> result = Trading.run(a);
+                case "delayed" -> result = Delayed.run(a);
                 case "primes-serve" -> PrimesServer.run(a);
                 default -> {
                     System.err.println("unknown experiment " + args[0]);
@@ -36,6 +40,10 @@ public final class Main {
         } catch (ValidationError e) {
             System.err.println("validation failed: " + e.getMessage());
             System.exit(1);
+        }
+        if (result != null) {
+            result.print();
+            if (result.failed()) System.exit(1);
         }
         System.exit(0);
     }

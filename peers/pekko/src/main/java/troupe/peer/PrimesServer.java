@@ -144,6 +144,7 @@ final class PrimesServer extends AllDirectives {
             .bind(server.route())
             .toCompletableFuture()
             .get();
+        System.out.println("THREADS " + Stats.dispatcherThreads(system));
         System.out.println("LISTENING " + binding.localAddress().getPort());
         System.out.flush();
         system.getWhenTerminated().toCompletableFuture().get();

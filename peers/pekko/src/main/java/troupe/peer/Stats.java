@@ -18,6 +18,18 @@ final class Stats {
         return sorted[Math.max(0, Math.min(sorted.length - 1, i))];
     }
 
+    /**
+     * The threads of the system's default dispatcher (a fork-join pool):
+     * the cores times the factor, within the configured bounds, as Pekko
+     * sizes it. Rows record it so that ratios pair equal thread counts.
+     */
+    static int dispatcherThreads(org.apache.pekko.actor.ActorSystem system) {
+        com.typesafe.config.Config c = system.settings().config().getConfig("pekko.actor.default-dispatcher.fork-join-executor");
+        int cores = Runtime.getRuntime().availableProcessors();
+        int wanted = (int) Math.ceil(cores * c.getDouble("parallelism-factor"));
+        return Math.min(c.getInt("parallelism-max"), Math.max(c.getInt("parallelism-min"), wanted));
+    }
+
     /** Peak resident memory of this process in bytes (Linux), or -1. */
     static long peakRssBytes() {
         try {

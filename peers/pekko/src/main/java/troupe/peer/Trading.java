@@ -1,10 +1,18 @@
 // The trading system on Pekko classic actors, the same topology and
-// scenario as troupe's (EXPERIMENTS.md section 1): clients as actors with
-// one order in flight, stateless receivers routing by book letter, engines
-// in primary/standby pairs (the primary forwards to its standby in its own
-// order). request-reply: the primary replies once the standby has
-// acknowledged; one-way: both complete a token, the second tells the
-// client. No transaction log (the peer runs the log-off rows only).
+// scenario as troupe's (see docs/experiments.md, trading): clients as
+// actors with one order in flight, stateless receivers routing by book
+// letter, engines in primary/standby pairs (the primary forwards to its
+// standby in its own order). request-reply: the primary replies once the
+// standby has acknowledged; one-way: both complete a token, the second
+// tells the client. No transaction log (the peer runs the log-off rows only).
+//
+// Checked after every run: each engine processed its orders and every order
+// was processed once; the trades are counted from the books (and must be
+// orders/2 in this scenario, where every ask meets a bid at its price); and
+// each standby is a replica of its primary: the same counts and, per book,
+// the same digest of processing order and trades (OrderBook.digest).
+// `--fault reorder-standby` makes engine 0's standby swap two orders of one
+// book, to show that the check catches a standby that is not a replica.
 package troupe.peer;
 
 import java.util.ArrayDeque;
@@ -34,7 +42,19 @@ final class Trading {
     record Ack(long seq) {}
     enum Done { INSTANCE }
     enum Start { INSTANCE }
-    record Summary(long orders, long trades, long resting) {}
+    record Summary(long orders, long trades, long resting, long[] digests) {
+        /** Why `standby` is not a replica of this primary, or null when it is. */
+        String differs(Summary standby) {
+            if (orders != standby.orders || trades != standby.trades || resting != standby.resting) {
+                return "standby counts (orders " + standby.orders + ", trades " + standby.trades + ", resting "
+                    + standby.resting + ") differ from the primary's (" + orders + ", " + trades + ", " + resting + ")";
+            }
+            for (int b = 0; b < digests.length; b++) {
+                if (digests[b] != standby.digests[b]) return "book " + b + ": the standby's processing order or trades differ";
+            }
+            return null;
+        }
+    }
     enum AskSummary { INSTANCE }
 
     static NewOrder scenarioOrder(int client, int n) {
@@ -50,10 +70,30 @@ final class Trading {
         private final OrderBook[] books = new OrderBook[100];
         private long orders, trades, nextSeq, firstPending;
         private final ArrayDeque<ActorRef> pending = new ArrayDeque<>();
+        /** The fault: a standby that swaps the first two orders of a book it sees. */
+        private boolean reorder;
+        private NewOrder held;
 
-        Engine(ActorRef standby) {
+        Engine(ActorRef standby, boolean reorder) {
             this.standby = standby;
+            this.reorder = reorder;
             for (int i = 0; i < books.length; i++) books[i] = new OrderBook();
+        }
+
+        /** Processes a replicated order, or under the fault holds one back and processes it after the next of its book. */
+        private void replicate(NewOrder o) {
+            if (!reorder) {
+                process(o);
+            } else if (held == null) {
+                held = o;
+            } else if (held.book() == o.book()) {
+                process(o);
+                process(held);
+                held = null;
+                reorder = false;
+            } else {
+                process(o);
+            }
         }
 
         private void process(NewOrder o) {
@@ -75,7 +115,7 @@ final class Trading {
                     }
                 })
                 .match(Replicate.class, r -> {
-                    process(r.order());
+                    replicate(r.order());
                     if (r.token() != null) r.token().complete();
                     else getSender().tell(new Ack(r.seq()), getSelf());
                 })
@@ -87,8 +127,12 @@ final class Trading {
                 })
                 .match(AskSummary.class, s -> {
                     long resting = 0;
-                    for (OrderBook b : books) resting += b.resting;
-                    getSender().tell(new Summary(orders, trades, resting), getSelf());
+                    long[] digests = new long[books.length];
+                    for (int b = 0; b < books.length; b++) {
+                        resting += books[b].resting;
+                        digests[b] = books[b].digest;
+                    }
+                    getSender().tell(new Summary(orders, trades, resting, digests), getSelf());
                 })
                 .build();
         }
@@ -153,26 +197,32 @@ final class Trading {
         }
     }
 
-    static void run(Args a) throws Exception {
+    static Json run(Args a) throws Exception {
         String variant = a.str("variant", "one-way");
         if (!variant.equals("one-way") && !variant.equals("request-reply")) {
             throw new IllegalArgumentException("--variant must be one-way or request-reply");
         }
+        String fault = a.str("fault", "none");
+        if (!fault.equals("none") && !fault.equals("reorder-standby")) {
+            throw new IllegalArgumentException("--fault must be none or reorder-standby");
+        }
         int clients = (int) a.num("clients", 10);
         long ordersWanted = a.num("orders", 750_000);
-        int repeats = (int) a.num("repeats", 5);
         int perClient = (int) (ordersWanted / LOOP / clients) * LOOP;
         if (perClient == 0) throw new IllegalArgumentException("too few orders for " + clients + " clients");
         long orders = (long) perClient * clients;
         ActorSystem system = ActorSystem.create("trading");
-        double[] tps = new double[repeats];
-        long[] all = new long[(int) orders * repeats];
-        for (int run = 0; run <= repeats; run++) {
+        Check check = new Check();
+        List<long[]> measuredLatencies = new ArrayList<>();
+        long[] lastTrades = {0};
+        boolean oneWay = variant.equals("one-way");
+        Steady.Trial trial = measured -> {
             ActorRef[] primaries = new ActorRef[ENGINES], standbys = new ActorRef[ENGINES];
             for (int e = 0; e < ENGINES; e++) {
-                standbys[e] = system.actorOf(Props.create(Engine.class, () -> new Engine(null)));
+                boolean reorder = e == 0 && fault.equals("reorder-standby");
+                standbys[e] = system.actorOf(Props.create(Engine.class, () -> new Engine(null, reorder)));
                 final ActorRef sb = standbys[e];
-                primaries[e] = system.actorOf(Props.create(Engine.class, () -> new Engine(sb)));
+                primaries[e] = system.actorOf(Props.create(Engine.class, () -> new Engine(sb, false)));
             }
             ActorRef[] receivers = new ActorRef[RECEIVERS];
             for (int r = 0; r < RECEIVERS; r++) {
@@ -181,7 +231,6 @@ final class Trading {
             CountDownLatch finished = new CountDownLatch(clients);
             long[][] lat = new long[clients][perClient];
             List<ActorRef> cs = new ArrayList<>();
-            boolean oneWay = variant.equals("one-way");
             for (int c = 0; c < clients; c++) {
                 final int i = c;
                 cs.add(system.actorOf(Props.create(Client.class,
@@ -193,23 +242,25 @@ final class Trading {
             double seconds = (System.nanoTime() - start) / 1e9;
             long trades = 0, processed = 0;
             for (int e = 0; e < ENGINES; e++) {
+                // Both engines had processed every order before its client was told Done.
                 Summary p = (Summary) org.apache.pekko.pattern.Patterns
                     .ask(primaries[e], AskSummary.INSTANCE, java.time.Duration.ofSeconds(30))
                     .toCompletableFuture().get();
                 Summary s = (Summary) org.apache.pekko.pattern.Patterns
                     .ask(standbys[e], AskSummary.INSTANCE, java.time.Duration.ofSeconds(30))
                     .toCompletableFuture().get();
-                if (!p.equals(s)) throw new ValidationError("engine " + e + ": standby " + s + " differs from primary " + p);
+                String differs = p.differs(s);
+                check.that(differs == null, "engine " + e + ": " + differs);
                 trades += p.trades();
                 processed += p.orders();
             }
-            if (processed != orders) throw new ValidationError("processed " + processed + " of " + orders);
-            if (trades != orders / 2) throw new ValidationError(trades + " trades, expected " + orders / 2);
-            if (run > 0) {
-                tps[run - 1] = orders / seconds;
-                for (int c = 0; c < clients; c++) {
-                    System.arraycopy(lat[c], 0, all, (run - 1) * (int) orders + c * perClient, perClient);
-                }
+            check.that(processed == orders, "processed " + processed + " of " + orders + " orders");
+            check.that(trades == orders / 2, trades + " trades, expected " + orders / 2);
+            lastTrades[0] = trades;
+            if (measured) {
+                long[] run = new long[(int) orders];
+                for (int c = 0; c < clients; c++) System.arraycopy(lat[c], 0, run, c * perClient, perClient);
+                measuredLatencies.add(run);
             }
             for (ActorRef r : cs) system.stop(r);
             for (ActorRef r : receivers) system.stop(r);
@@ -217,19 +268,26 @@ final class Trading {
                 system.stop(primaries[e]);
                 system.stop(standbys[e]);
             }
-        }
+            return seconds * 1e9 / orders;
+        };
+        Steady.Result result = new Steady(a).measure("trading " + variant + " " + clients + " clients", trial);
         system.terminate();
+        long[] all = new long[(int) orders * measuredLatencies.size()];
+        for (int r = 0; r < measuredLatencies.size(); r++) {
+            System.arraycopy(measuredLatencies.get(r), 0, all, r * (int) orders, (int) orders);
+        }
         Arrays.sort(all);
         double sum = 0;
         for (long v : all) sum += v;
         double us = 1e3;
-        new Json()
+        Json json = new Json()
             .put("experiment", "trading")
             .put("variant", variant)
             .put("txlog", "off")
             .put("clients", clients)
+            .put("threads", Stats.dispatcherThreads(system))
             .put("orders", orders)
-            .put("tps", Stats.median(tps))
+            .put("tps", 1e9 / result.median())
             .put("mean_us", sum / all.length / us)
             .put("p5_us", Stats.quantile(all, 0.05) / us)
             .put("p25_us", Stats.quantile(all, 0.25) / us)
@@ -238,8 +296,9 @@ final class Trading {
             .put("p95_us", Stats.quantile(all, 0.95) / us)
             .put("p99_us", Stats.quantile(all, 0.99) / us)
             .put("max_us", all[all.length - 1] / us)
-            .put("trades", orders / 2)
-            .put("verified", true)
-            .print();
+            .put("trades", lastTrades[0])
+            .put("verified", check.passed());
+        if (!fault.equals("none")) json.put("fault", fault);
+        return check.into(result.into(json, ""));
     }
 }
