@@ -1,4 +1,5 @@
-//! The messages between clients, receivers and engines, and the completion
+//! The messages between clients, receivers and engines (including what an
+//! engine's log sends back once a record is durable), and the completion
 //! token of the one-way variant.
 
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -17,10 +18,13 @@ pub enum ClientMsg {
     /// The current order is complete: both engines processed (and, if the
     /// log is on, logged) it.
     Completed,
+    /// The current order failed: an engine could not process it even after
+    /// its restart (see docs/semantics.md, trading).
+    Failed,
 }
 
 /// How the client learns that its order is complete.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Completion {
     /// request-reply: the primary replies to this client once both engines
     /// are done.
@@ -40,7 +44,7 @@ pub struct ReceiverMsg {
 }
 
 /// How a standby acknowledges a replicated order.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Ack {
     /// request-reply: tell the primary that record `seq` is done here.
     Primary {
@@ -84,11 +88,35 @@ pub enum EngineMsg {
     Summary(ReplyTo<EngineSummary>),
     /// Fail on purpose (a panic in the handler), to exercise supervision.
     Crash,
+    /// Make the next log append fail as if the disk refused it, after the
+    /// order was matched in memory: a failure inside processing, to
+    /// exercise the engine's redo of that order after its restart.
+    FailNextAppend,
+}
+
+/// Which message a deferred completion sends to an engine.
+#[derive(Clone, Copy, Debug)]
+pub enum DoneMsg {
+    /// The primary's own record `seq` is durable.
+    Durable(u64),
+    /// The standby has done order `seq`.
+    StandbyDone(u64),
+}
+
+impl DoneMsg {
+    /// The engine message it stands for.
+    pub fn into_msg(self) -> EngineMsg {
+        match self {
+            DoneMsg::Durable(seq) => EngineMsg::Durable { seq },
+            DoneMsg::StandbyDone(seq) => EngineMsg::StandbyDone { seq },
+        }
+    }
 }
 
 /// A one-way order's completion: two parties must complete it; the second
-/// one tells the client. A client has one order in flight at a time, so it
-/// keeps one token and re-arms it for each order.
+/// one tells the client. Or one party fails it, and the client is told at
+/// once; a completion after that is ignored. A client has one order in
+/// flight at a time, so it keeps one token and re-arms it for each order.
 #[derive(Debug)]
 pub struct Token {
     remaining: AtomicU8,
@@ -114,9 +142,33 @@ impl Token {
     /// One party is done; the last one tells the client.
     pub fn complete(&self) {
         // AcqRel: the last completer sees the other's work, and the client
-        // sees both through the message it is sent.
-        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+        // sees both through the message it is sent. A token already failed
+        // (or not armed) is left as it is: its client has been told.
+        let done = self
+            .remaining
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| match r {
+                0 | FAILED => None,
+                r => Some(r - 1),
+            });
+        if done == Ok(1) {
             self.client.tell(ClientMsg::Completed);
         }
     }
+
+    /// The order cannot be completed; the client is told once, unless it
+    /// was already told (completed or failed).
+    pub fn fail(&self) {
+        let failed =
+            self.remaining
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| match r {
+                    0 | FAILED => None,
+                    _ => Some(FAILED),
+                });
+        if failed.is_ok() {
+            self.client.tell(ClientMsg::Failed);
+        }
+    }
 }
+
+/// The token's state once failed.
+const FAILED: u8 = u8::MAX;

@@ -1,6 +1,6 @@
-//! Transaction logs as an engine sees them: a mode chosen per run, and the
-//! completion that must happen once a record is as durable as the mode
-//! promises.
+//! Transaction logs as an engine sees them: a mode chosen per run, where
+//! each engine's log lives, and the completion that must happen once a
+//! record is as durable as the mode promises.
 //!
 //! `append` hands the completion back when the record is already durable
 //! enough (log off, or buffered writes), so the common path costs no
@@ -8,15 +8,16 @@
 //! the log's writer thread after the batch's fsync.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use troupe::ActorRef;
 use troupe_journal::{read_from, Durability, Journal, Options};
 
-use crate::engine::DoneMsg;
 use crate::engine_core::EngineCore;
-use crate::messages::{EngineMsg, Token};
+use crate::error::{LogError, ParseError};
+use crate::messages::{DoneMsg, EngineMsg, Token};
+use crate::topology::Half;
 
 /// Whether and how engines log orders.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -52,15 +53,13 @@ impl fmt::Display for TxLog {
 }
 
 impl std::str::FromStr for TxLog {
-    type Err = String;
+    type Err = ParseError;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, ParseError> {
         TxLog::ALL
             .into_iter()
             .find(|m| m.name() == s)
-            .ok_or_else(|| {
-                format!("unknown log mode {s:?} (expected off, buffered or group-commit)")
-            })
+            .ok_or_else(|| ParseError::new("log mode", s, "off, buffered or group-commit"))
     }
 }
 
@@ -79,6 +78,18 @@ impl LogSpec {
         LogSpec {
             mode: TxLog::Off,
             dir: PathBuf::new(),
+        }
+    }
+
+    /// The log of engine `engine`'s `half` under `root` (`engine-3-standby`),
+    /// or no log if the mode is off or there is no root.
+    pub fn for_engine(mode: TxLog, root: Option<&Path>, engine: usize, half: Half) -> Self {
+        match root {
+            Some(root) if mode != TxLog::Off => LogSpec {
+                mode,
+                dir: root.join(format!("engine-{engine}-{}", half.name())),
+            },
+            _ => LogSpec::off(),
         }
     }
 }
@@ -106,18 +117,6 @@ impl Done {
         }
     }
 }
-
-/// A log failure: the order it concerned is not acknowledged.
-#[derive(Debug)]
-pub struct LogError(pub String);
-
-impl fmt::Display for LogError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for LogError {}
 
 /// An open log.
 pub enum EngineLog {
@@ -156,19 +155,21 @@ impl EngineLog {
                 durability,
                 ..Options::default()
             },
-        )
-        .map_err(|e| LogError(e.to_string()))?;
+        )?;
         let mut failure = None;
         read_from(&spec.dir, 0, |record| {
             if failure.is_none() {
-                if let Err(e) = core.replay(&record.payload) {
-                    failure = Some(format!("record {}: {e}", record.seq));
+                if let Err(error) = core.replay(&record.payload) {
+                    failure = Some(LogError::Replay {
+                        dir: spec.dir.clone(),
+                        seq: record.seq,
+                        error,
+                    });
                 }
             }
-        })
-        .map_err(|e| LogError(e.to_string()))?;
+        })?;
         if let Some(e) = failure {
-            return Err(LogError(format!("{}: {e}", spec.dir.display())));
+            return Err(e);
         }
         Ok(EngineLog::Journal {
             journal,
@@ -193,9 +194,7 @@ impl EngineLog {
                 Ok(None)
             }
             EngineLog::Journal { journal, .. } => {
-                journal
-                    .append(record)
-                    .map_err(|e| LogError(e.to_string()))?;
+                journal.append(record)?;
                 Ok(Some(done))
             }
         }
@@ -206,10 +205,7 @@ impl EngineLog {
     pub fn append_blocking(&mut self, record: &[u8]) -> Result<(), LogError> {
         match self {
             EngineLog::Off => Ok(()),
-            EngineLog::Journal { journal, .. } => journal
-                .append(record)
-                .map(drop)
-                .map_err(|e| LogError(e.to_string())),
+            EngineLog::Journal { journal, .. } => Ok(journal.append(record).map(drop)?),
         }
     }
 }

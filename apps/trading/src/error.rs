@@ -1,0 +1,183 @@
+//! The trading system's errors: a bad name on the command line, a scenario
+//! that cannot be split, a log that cannot be opened or written, and a run
+//! that could not be built or did not finish. Each says what was expected
+//! and what happened.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use trading_engine::codec::DecodeError;
+use troupe_journal::JournalError;
+
+/// A name that is not one of the accepted ones.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    what: &'static str,
+    got: String,
+    expected: &'static str,
+}
+
+impl ParseError {
+    /// `got` is not a valid `what`; `expected` lists the valid ones.
+    pub fn new(what: &'static str, got: &str, expected: &'static str) -> Self {
+        ParseError {
+            what,
+            got: got.to_string(),
+            expected,
+        }
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown {} {:?} (expected {})",
+            self.what, self.got, self.expected
+        )
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// Why clients and orders cannot make a scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScenarioError {
+    /// Zero clients.
+    NoClients,
+    /// Fewer orders than one 30-order loop per client.
+    TooFewOrders {
+        /// Orders asked for.
+        orders: usize,
+        /// Clients asked for.
+        clients: usize,
+    },
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScenarioError::NoClients => f.write_str("at least one client is needed"),
+            ScenarioError::TooFewOrders { orders, clients } => write!(
+                f,
+                "{orders} orders are fewer than one loop of {} per client for {clients} clients",
+                crate::topology::LOOP_LEN
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// A transaction log failure: the order it concerned is not acknowledged.
+#[derive(Debug)]
+pub enum LogError {
+    /// The journal refused to open or to take a record.
+    Journal(JournalError),
+    /// A record read back at open is not an order this engine can replay.
+    Replay {
+        /// The log directory.
+        dir: PathBuf,
+        /// The record's sequence number.
+        seq: u64,
+        /// What was wrong with it.
+        error: DecodeError,
+    },
+    /// A failure injected on purpose (`EngineMsg::FailNextAppend`), standing
+    /// for a disk that refuses a write.
+    Injected,
+}
+
+impl fmt::Display for LogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LogError::Journal(e) => e.fmt(f),
+            LogError::Replay { dir, seq, error } => {
+                write!(f, "{}: record {seq}: {error}", dir.display())
+            }
+            LogError::Injected => f.write_str("append failure injected on purpose"),
+        }
+    }
+}
+
+impl std::error::Error for LogError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LogError::Journal(e) => Some(e),
+            LogError::Replay { error, .. } => Some(error),
+            LogError::Injected => None,
+        }
+    }
+}
+
+impl From<JournalError> for LogError {
+    fn from(e: JournalError) -> Self {
+        LogError::Journal(e)
+    }
+}
+
+/// Why a run could not be made or finished. (A run that finished but
+/// failed its checks is not an error: see `RunResult::problems`.)
+#[derive(Debug)]
+pub enum RunError {
+    /// The log is on but no directory was given.
+    NoLogDirectory,
+    /// An engine's log could not be opened.
+    Log(LogError),
+    /// The actor system could not be built, or an actor spawned.
+    System(String),
+    /// Not every client finished within the timeout.
+    Timeout {
+        /// Clients that finished.
+        finished: usize,
+        /// Clients started.
+        clients: usize,
+        /// The timeout.
+        timeout: Duration,
+    },
+    /// An engine did not answer the request for its summary.
+    Summary(troupe::AskError),
+    /// A client thread of the locked variant panicked, or left an engine's
+    /// lock poisoned.
+    ClientPanicked,
+    /// Latency histograms could not be merged.
+    Histogram(hdrhistogram::AdditionError),
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::NoLogDirectory => {
+                f.write_str("a log directory is needed when the transaction log is on")
+            }
+            RunError::Log(e) => write!(f, "transaction log: {e}"),
+            RunError::System(e) => write!(f, "actor system: {e}"),
+            RunError::Timeout {
+                finished,
+                clients,
+                timeout,
+            } => write!(
+                f,
+                "only {finished} of {clients} clients finished within {timeout:?}"
+            ),
+            RunError::Summary(e) => write!(f, "engine summary: {e}"),
+            RunError::ClientPanicked => f.write_str("a client thread panicked"),
+            RunError::Histogram(e) => write!(f, "merging latencies: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+impl From<LogError> for RunError {
+    fn from(e: LogError) -> Self {
+        RunError::Log(e)
+    }
+}
+
+impl From<hdrhistogram::AdditionError> for RunError {
+    fn from(e: hdrhistogram::AdditionError) -> Self {
+        RunError::Histogram(e)
+    }
+}
