@@ -1,6 +1,6 @@
-//! The trading system's errors: a bad name on the command line, a scenario
-//! that cannot be split, a log that cannot be opened or written, and a run
-//! that could not be built or did not finish. Each says what was expected
+//! The trading system's errors: a bad name on the command line, a log that
+//! cannot be opened or written, and a run that could not be built or did
+//! not finish (a scenario that cannot be split is `topology::ScenarioError`). Each says what was expected
 //! and what happened.
 
 use std::fmt;
@@ -40,35 +40,6 @@ impl fmt::Display for ParseError {
 }
 
 impl std::error::Error for ParseError {}
-
-/// Why clients and orders cannot make a scenario.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ScenarioError {
-    /// Zero clients.
-    NoClients,
-    /// Fewer orders than one 30-order loop per client.
-    TooFewOrders {
-        /// Orders asked for.
-        orders: usize,
-        /// Clients asked for.
-        clients: usize,
-    },
-}
-
-impl fmt::Display for ScenarioError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ScenarioError::NoClients => f.write_str("at least one client is needed"),
-            ScenarioError::TooFewOrders { orders, clients } => write!(
-                f,
-                "{orders} orders are fewer than one loop of {} per client for {clients} clients",
-                crate::topology::LOOP_LEN
-            ),
-        }
-    }
-}
-
-impl std::error::Error for ScenarioError {}
 
 /// A transaction log failure: the order it concerned is not acknowledged.
 #[derive(Debug)]

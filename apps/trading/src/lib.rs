@@ -51,8 +51,8 @@ pub mod variants;
 pub mod verify;
 
 pub use config::{RunConfig, Variant};
-pub use error::{LogError, ParseError, RunError, ScenarioError};
+pub use error::{LogError, ParseError, RunError};
 pub use run::{run, RunResult};
-pub use topology::{Pattern, Scenario};
+pub use topology::{Pattern, Scenario, ScenarioError};
 pub use txlog::TxLog;
 pub use variants::actors::{spawn_pairs, summaries, Pairs};

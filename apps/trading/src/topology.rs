@@ -27,7 +27,7 @@ use std::str::FromStr;
 
 use trading_engine::{BookId, Market, NewOrder, OrderKind, Side};
 
-use crate::error::{ParseError, ScenarioError};
+use crate::error::ParseError;
 
 /// Number of matching engines (one per book letter).
 pub const ENGINES: usize = 10;
@@ -207,6 +207,35 @@ impl Scenario {
         self.repeat * LOOP_LEN
     }
 }
+
+/// Why clients and orders cannot make a scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScenarioError {
+    /// Zero clients.
+    NoClients,
+    /// Fewer orders than one 30-order loop per client.
+    TooFewOrders {
+        /// Orders asked for.
+        orders: usize,
+        /// Clients asked for.
+        clients: usize,
+    },
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScenarioError::NoClients => f.write_str("at least one client is needed"),
+            ScenarioError::TooFewOrders { orders, clients } => write!(
+                f,
+                "{orders} orders are fewer than one loop of {} per client for {clients} clients",
+                LOOP_LEN
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
 
 /// The `n`th order (0-based) of client `client` in the seed pattern:
 /// position `n % 30` of the loop, with an id unique across clients and
