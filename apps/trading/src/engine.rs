@@ -77,19 +77,27 @@ struct InHand {
 /// Attempts after which an order that keeps failing is given up.
 const ATTEMPTS: u32 = 2;
 
+/// What a failed instance leaves for the next one: the order it was
+/// processing, and how many injected append failures are still to come.
+#[derive(Debug, Default)]
+struct Handover {
+    order: Option<InHand>,
+    failing_appends: u32,
+}
+
 /// Where a failed instance leaves the order it was processing for the
 /// next instance. One per engine actor: its factory clones it into every
-/// instance it builds.
+/// instance it builds. Touched only on failure and restart, never per order.
 #[derive(Clone, Debug, Default)]
-pub struct Redo(Arc<Mutex<Option<InHand>>>);
+pub struct Redo(Arc<Mutex<Handover>>);
 
 impl Redo {
-    fn put(&self, order: InHand) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(order);
+    fn put(&self, handover: Handover) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = handover;
     }
 
-    fn take(&self) -> Option<InHand> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    fn take(&self) -> Handover {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
@@ -105,6 +113,8 @@ pub struct Engine {
     next_seq: u64,
     in_hand: Option<InHand>,
     redo: Redo,
+    /// Appends still to fail on purpose (`EngineMsg::FailAppends`).
+    failing_appends: u32,
 }
 
 impl Engine {
@@ -125,10 +135,15 @@ impl Engine {
             next_seq: base,
             in_hand: None,
             redo,
+            failing_appends: 0,
         }
     }
 
     fn process(&mut self, order: &NewOrder, done: Done) -> Option<Done> {
+        if self.failing_appends > 0 {
+            self.failing_appends -= 1;
+            self.ledger.fail_next_append();
+        }
         // A log that cannot take the record must not let the order be
         // acknowledged: failing the handler lets the supervisor restart the
         // engine from what the log does hold (and redo the order).
@@ -266,14 +281,17 @@ impl Actor for Engine {
     }
 
     fn before_restart(&mut self, _ctx: &mut Context<'_, Self>, _failure: &Failure) {
-        if let Some(order) = self.in_hand.take() {
-            self.redo.put(order);
-        }
+        self.redo.put(Handover {
+            order: self.in_hand.take(),
+            failing_appends: self.failing_appends,
+        });
     }
 
     fn after_restart(&mut self, ctx: &mut Context<'_, Self>, _failure: &Failure) {
         self.started(ctx);
-        if let Some(order) = self.redo.take() {
+        let handover = self.redo.take();
+        self.failing_appends = handover.failing_appends;
+        if let Some(order) = handover.order {
             self.redo(ctx, order);
         }
     }
@@ -298,7 +316,7 @@ impl Actor for Engine {
                 reply.reply(self.ledger.core().summary());
             }
             EngineMsg::Crash => panic!("engine crash requested"),
-            EngineMsg::FailNextAppend => self.ledger.fail_next_append(),
+            EngineMsg::FailAppends(n) => self.failing_appends += n,
         }
     }
 }

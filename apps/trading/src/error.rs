@@ -55,7 +55,7 @@ pub enum LogError {
         /// What was wrong with it.
         error: DecodeError,
     },
-    /// A failure injected on purpose (`EngineMsg::FailNextAppend`), standing
+    /// A failure injected on purpose (`EngineMsg::FailAppends`), standing
     /// for a disk that refuses a write.
     Injected,
 }

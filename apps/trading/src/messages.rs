@@ -88,10 +88,11 @@ pub enum EngineMsg {
     Summary(ReplyTo<EngineSummary>),
     /// Fail on purpose (a panic in the handler), to exercise supervision.
     Crash,
-    /// Make the next log append fail as if the disk refused it, after the
-    /// order was matched in memory: a failure inside processing, to
-    /// exercise the engine's redo of that order after its restart.
-    FailNextAppend,
+    /// Make the next `n` log appends fail as if the disk refused them,
+    /// after their orders were matched in memory: failures inside
+    /// processing, to exercise the engine's redo of the order after its
+    /// restart (the count carries over to the restarted instance).
+    FailAppends(u32),
 }
 
 /// Which message a deferred completion sends to an engine.
