@@ -2,8 +2,9 @@
 //!
 //! A **primary** receives orders from receivers, matches them, logs them,
 //! and forwards each to its standby in its own processing order, so the
-//! standby's books are an exact replica. A **standby** matches and logs what
-//! its primary forwards and acknowledges it.
+//! standby matches the same orders in the same order (what each run checks
+//! of that: `verify`). A **standby** matches and logs what its primary
+//! forwards and acknowledges it.
 //!
 //! An order is complete when both engines have processed it and each has
 //! its record as durable as its log's policy promises:

@@ -84,7 +84,7 @@ pub enum EngineMsg {
         /// The primary's sequence number for the order.
         seq: u64,
     },
-    /// Report counters and a fingerprint of the books.
+    /// Report counters, a fingerprint of the books and per-book digests.
     Summary(ReplyTo<EngineSummary>),
     /// Fail on purpose (a panic in the handler), to exercise supervision.
     Crash,
