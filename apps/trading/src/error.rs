@@ -152,3 +152,93 @@ impl From<hdrhistogram::AdditionError> for RunError {
         RunError::Histogram(e)
     }
 }
+
+/// Why the replay tool could not replay a file or a log.
+#[derive(Debug)]
+pub enum ReplayError {
+    /// A file could not be read, created or written.
+    Io {
+        /// What was being done: "read", "create", "write".
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// The finished trade file could not be moved into place.
+    Move {
+        /// The temporary file.
+        from: PathBuf,
+        /// Where it was to go.
+        to: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// The command file has malformed lines (up to 20 listed); nothing was
+    /// applied.
+    Malformed {
+        /// The command file.
+        path: PathBuf,
+        /// The malformed lines.
+        errors: Vec<trading_engine::text::ParseError>,
+    },
+    /// The directory holds no journal segment.
+    NoSegments {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// The journal could not be read (a damaged record names its segment
+    /// and offset).
+    Journal(JournalError),
+    /// A record is not an encoded command.
+    Decode {
+        /// The record's sequence number.
+        seq: u64,
+        /// What was wrong with it.
+        error: DecodeError,
+    },
+}
+
+impl fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReplayError::Io {
+                action,
+                path,
+                error,
+            } => write!(f, "cannot {action} {}: {error}", path.display()),
+            ReplayError::Move { from, to, error } => write!(
+                f,
+                "cannot move {} to {}: {error}",
+                from.display(),
+                to.display()
+            ),
+            ReplayError::Malformed { path, errors } => {
+                write!(f, "{} is malformed; nothing was applied:", path.display())?;
+                for e in errors {
+                    write!(f, "\n  {e}")?;
+                }
+                Ok(())
+            }
+            ReplayError::NoSegments { dir } => {
+                write!(f, "{} holds no journal segments (*.log)", dir.display())
+            }
+            ReplayError::Journal(e) => e.fmt(f),
+            ReplayError::Decode { seq, error } => write!(f, "record {seq}: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for ReplayError {}
+
+impl ReplayError {
+    /// An IO error while doing `action` to `path`.
+    pub fn io(action: &'static str, path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.to_path_buf();
+        move |error| ReplayError::Io {
+            action,
+            path,
+            error,
+        }
+    }
+}

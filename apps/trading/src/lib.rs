@@ -16,7 +16,7 @@
 //! Modules, from the bottom up (each imports only modules above it in
 //! this list): `error`; `topology`; `engine_core`; `messages`; `txlog`;
 //! `ledger`; `config`; `verify`; `engine`; `client`; `variants`; `run`;
-//! `replay` (on its own).
+//! `replay` (imports only `error`).
 //!
 //! ```
 //! use std::time::Duration;
@@ -51,7 +51,7 @@ pub mod variants;
 pub mod verify;
 
 pub use config::{RunConfig, Variant};
-pub use error::{LogError, ParseError, RunError};
+pub use error::{LogError, ParseError, ReplayError, RunError};
 pub use run::{run, RunResult};
 pub use topology::{Pattern, Scenario, ScenarioError};
 pub use txlog::TxLog;
