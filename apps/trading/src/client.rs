@@ -106,8 +106,7 @@ impl Client {
                 let token = self
                     .token
                     .get_or_insert_with(|| Arc::new(Token::new(ctx.myself())));
-                token.arm();
-                Completion::Token(token.clone())
+                Completion::Token(token.arm())
             }
         };
         self.sent_at = Instant::now();

@@ -27,6 +27,10 @@
 //! replaying its log, processes it before anything else in the mailbox, so
 //! the order keeps its place in the processing order. If it fails again,
 //! the engine gives up on it: the client is told the order failed.
+//!
+//! A group-commit write that fails is reported after the handler returned:
+//! the orders of the failed batch are failed (one-way clients are told),
+//! and the log tells the engine, which restarts on a fresh open of its log.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,7 +41,7 @@ use troupe::{Actor, ActorRef, Context, Failure};
 
 use crate::ledger::Ledger;
 use crate::messages::{Ack, ClientMsg, Completion, DoneMsg, EngineMsg};
-use crate::txlog::{Done, LogSpec};
+use crate::txlog::{Done, FailureNotice, LogSpec};
 
 /// Which half of a pair an engine is.
 #[derive(Clone, Debug)]
@@ -112,6 +116,8 @@ pub struct Engine {
     pending: VecDeque<Pending>,
     first_pending: u64,
     next_seq: u64,
+    /// This instance's number (a log failure notice names it).
+    instance: u64,
     in_hand: Option<InHand>,
     redo: Redo,
     /// Appends still to fail on purpose (`EngineMsg::FailAppends`).
@@ -126,7 +132,8 @@ impl Engine {
         // acknowledgement addressed to a failed predecessor (its log still
         // completing as it closes) is recognisably stale and ignored.
         static INSTANCES: AtomicU64 = AtomicU64::new(0);
-        let base = INSTANCES.fetch_add(1, Ordering::Relaxed) << 32;
+        let instance = INSTANCES.fetch_add(1, Ordering::Relaxed);
+        let base = instance << 32;
         Engine {
             role,
             ledger: Ledger::unopened(),
@@ -134,6 +141,7 @@ impl Engine {
             pending: VecDeque::new(),
             first_pending: base,
             next_seq: base,
+            instance,
             in_hand: None,
             redo,
             failing_appends: 0,
@@ -274,11 +282,13 @@ impl Engine {
 impl Actor for Engine {
     type Msg = EngineMsg;
 
-    fn started(&mut self, _ctx: &mut Context<'_, Self>) {
+    fn started(&mut self, ctx: &mut Context<'_, Self>) {
         // Without a log there is nothing to open; with one, the books are
         // rebuilt from it before the first message is handled.
         self.ledger = Ledger::open(&self.spec)
             .unwrap_or_else(|e| panic!("cannot open the transaction log: {e}"));
+        self.ledger
+            .notify_failures(FailureNotice::new(ctx.myself(), self.instance));
     }
 
     fn before_restart(&mut self, _ctx: &mut Context<'_, Self>, _failure: &Failure) {
@@ -317,6 +327,11 @@ impl Actor for Engine {
                 reply.reply(self.ledger.core().summary());
             }
             EngineMsg::Crash => panic!("engine crash requested"),
+            EngineMsg::LogFailed { instance } => {
+                if instance == self.instance {
+                    panic!("the transaction log failed a group commit; restarting from it");
+                }
+            }
             EngineMsg::FailAppends(n) => self.failing_appends += n,
         }
     }

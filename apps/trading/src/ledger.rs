@@ -7,7 +7,7 @@ use trading_engine::{codec, Command, NewOrder};
 
 use crate::engine_core::EngineCore;
 use crate::error::LogError;
-use crate::txlog::{Done, EngineLog, LogSpec};
+use crate::txlog::{Done, EngineLog, FailureNotice, LogSpec};
 
 /// Books, counters and the log they are written to.
 #[derive(Debug)]
@@ -39,6 +39,11 @@ impl Ledger {
             record: Vec::with_capacity(64),
             fail_next_append: false,
         }
+    }
+
+    /// A failed group-commit write is to be reported to `notice`.
+    pub fn notify_failures(&mut self, notice: FailureNotice) {
+        self.log.notify_failures(notice);
     }
 
     /// The books and counters.

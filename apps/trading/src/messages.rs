@@ -2,7 +2,7 @@
 //! engine's log sends back once a record is durable), and the completion
 //! token of the one-way variant.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use trading_engine::NewOrder;
@@ -31,7 +31,7 @@ pub enum Completion {
     Reply(ActorRef<ClientMsg>),
     /// one-way: primary and standby each complete the token; the second
     /// tells the client.
-    Token(Arc<Token>),
+    Token(Armed),
 }
 
 /// To an order receiver: an order and how to complete it.
@@ -54,7 +54,7 @@ pub enum Ack {
         seq: u64,
     },
     /// one-way: complete the client's token.
-    Token(Arc<Token>),
+    Token(Armed),
 }
 
 /// To a matching engine (primary or standby).
@@ -88,6 +88,13 @@ pub enum EngineMsg {
     Summary(ReplyTo<EngineSummary>),
     /// Fail on purpose (a panic in the handler), to exercise supervision.
     Crash,
+    /// From an engine's own log: a group-commit write failed, so the log
+    /// refuses every later record; the engine restarts on a fresh open.
+    LogFailed {
+        /// The engine instance that owned the log (a notice for a failed
+        /// predecessor is stale and ignored).
+        instance: u64,
+    },
     /// Make the next `n` log appends fail as if the disk refused them,
     /// after their orders were matched in memory: failures inside
     /// processing, to exercise the engine's redo of the order after its
@@ -114,62 +121,90 @@ impl DoneMsg {
     }
 }
 
-/// A one-way order's completion: two parties must complete it; the second
-/// one tells the client. Or one party fails it, and the client is told at
-/// once; a completion after that is ignored. A client has one order in
-/// flight at a time, so it keeps one token and re-arms it for each order.
+/// A one-way client's completion token. Two parties must complete an
+/// order (the second one tells the client), or one party fails it (the
+/// client is told at once, and a completion after that is ignored). A
+/// client has one order in flight at a time, so it keeps one token and
+/// re-arms it for each order; each arming is a new *generation*, and a
+/// completion or failure counts only for the generation it was armed for,
+/// so a late one for an earlier order (say the standby's, after the primary
+/// failed that order) never counts towards the next order.
 #[derive(Debug)]
 pub struct Token {
-    remaining: AtomicU8,
+    /// generation << 8 | what is left to do (2, 1, 0, or `FAILED`).
+    state: AtomicU64,
     client: ActorRef<ClientMsg>,
 }
+
+/// A token armed for one order: what travels with the order.
+#[derive(Clone, Debug)]
+pub struct Armed {
+    token: Arc<Token>,
+    generation: u64,
+}
+
+/// The low byte of a token's state once its order failed.
+const FAILED: u64 = 0xff;
 
 impl Token {
     /// A token that notifies `client`.
     pub fn new(client: ActorRef<ClientMsg>) -> Self {
         Token {
-            remaining: AtomicU8::new(0),
+            state: AtomicU64::new(0),
             client,
         }
     }
 
     /// Expects two completions for the next order. Only the client calls it,
     /// and only while no order of its is in flight; the send that carries
-    /// the token publishes the store.
-    pub fn arm(&self) {
-        self.remaining.store(2, Ordering::Relaxed);
+    /// the returned [`Armed`] publishes the store. A late completion of an
+    /// earlier generation racing with it either lands before the store
+    /// (and is overwritten) or sees the new generation and is ignored.
+    pub fn arm(self: &Arc<Self>) -> Armed {
+        let generation = (self.state.load(Ordering::Relaxed) >> 8) + 1;
+        self.state.store(generation << 8 | 2, Ordering::Relaxed);
+        Armed {
+            token: self.clone(),
+            generation,
+        }
     }
+}
 
+impl Armed {
     /// One party is done; the last one tells the client.
     pub fn complete(&self) {
         // AcqRel: the last completer sees the other's work, and the client
-        // sees both through the message it is sent. A token already failed
-        // (or not armed) is left as it is: its client has been told.
-        let done = self
-            .remaining
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| match r {
-                0 | FAILED => None,
-                r => Some(r - 1),
-            });
-        if done == Ok(1) {
-            self.client.tell(ClientMsg::Completed);
+        // sees both through the message it is sent.
+        let generation = self.generation;
+        let before =
+            self.token
+                .state
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
+                    match (s >> 8 == generation, s & 0xff) {
+                        (true, 1 | 2) => Some(s - 1),
+                        _ => None,
+                    }
+                });
+        if matches!(before, Ok(s) if s & 0xff == 1) {
+            self.token.client.tell(ClientMsg::Completed);
         }
     }
 
     /// The order cannot be completed; the client is told once, unless it
     /// was already told (completed or failed).
     pub fn fail(&self) {
+        let generation = self.generation;
         let failed =
-            self.remaining
-                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| match r {
-                    0 | FAILED => None,
-                    _ => Some(FAILED),
+            self.token
+                .state
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
+                    match (s >> 8 == generation, s & 0xff) {
+                        (true, 1 | 2) => Some(generation << 8 | FAILED),
+                        _ => None,
+                    }
                 });
         if failed.is_ok() {
-            self.client.tell(ClientMsg::Failed);
+            self.token.client.tell(ClientMsg::Failed);
         }
     }
 }
-
-/// The token's state once failed.
-const FAILED: u8 = u8::MAX;

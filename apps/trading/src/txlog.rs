@@ -5,10 +5,12 @@
 //! `append` hands the completion back when the record is already durable
 //! enough (log off, or buffered writes), so the common path costs no
 //! allocation and no message; only group commit keeps it and fires it from
-//! the log's writer thread after the batch's fsync.
+//! the log's writer thread after the batch's fsync, or fails it (and tells
+//! the engine, once) if the batch could not be written.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use troupe::ActorRef;
@@ -16,7 +18,7 @@ use troupe_journal::{read_from, Durability, Journal, Options};
 
 use crate::engine_core::EngineCore;
 use crate::error::{LogError, ParseError};
-use crate::messages::{DoneMsg, EngineMsg, Token};
+use crate::messages::{Armed, DoneMsg, EngineMsg};
 use crate::topology::Half;
 
 /// Whether and how engines log orders.
@@ -98,7 +100,7 @@ impl LogSpec {
 #[derive(Debug)]
 pub enum Done {
     /// Complete a one-way client's token.
-    Token(Arc<Token>),
+    Token(Armed),
     /// Tell an engine (the primary itself, or the primary of a standby).
     Tell {
         /// The engine.
@@ -116,6 +118,43 @@ impl Done {
             Done::Tell { to, msg } => to.tell(msg.into_msg()),
         }
     }
+
+    /// The record will never be durable: a one-way client is told its
+    /// order failed. A request-reply acknowledgement is just not sent (see
+    /// docs/semantics.md, trading).
+    pub fn fail(self) {
+        if let Done::Token(token) = self {
+            token.fail();
+        }
+    }
+}
+
+/// Who to tell, once, that a group-commit write failed: the engine that
+/// owns the log, so it restarts on a fresh open of its log.
+#[derive(Clone, Debug)]
+pub struct FailureNotice {
+    to: ActorRef<EngineMsg>,
+    instance: u64,
+    sent: Arc<AtomicBool>,
+}
+
+impl FailureNotice {
+    /// Tells `to` (engine instance `instance`) on the first failure only.
+    pub fn new(to: ActorRef<EngineMsg>, instance: u64) -> Self {
+        FailureNotice {
+            to,
+            instance,
+            sent: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    fn send(&self) {
+        if !self.sent.swap(true, Ordering::Relaxed) {
+            self.to.tell(EngineMsg::LogFailed {
+                instance: self.instance,
+            });
+        }
+    }
 }
 
 /// An open log.
@@ -128,6 +167,8 @@ pub enum EngineLog {
         journal: Journal,
         /// Whether appends wait for group commit.
         mode: TxLog,
+        /// Who to tell when a group-commit write fails.
+        notice: Option<FailureNotice>,
     },
 }
 
@@ -174,7 +215,16 @@ impl EngineLog {
         Ok(EngineLog::Journal {
             journal,
             mode: spec.mode,
+            notice: None,
         })
+    }
+
+    /// A failed group-commit write is to be reported to `notice` (a
+    /// synchronous failure is returned by `append` instead).
+    pub fn notify_failures(&mut self, notice: FailureNotice) {
+        if let EngineLog::Journal { notice: n, .. } = self {
+            *n = Some(notice);
+        }
     }
 
     /// Appends `record`. `Ok(Some(done))`: durable enough now, the caller
@@ -186,10 +236,20 @@ impl EngineLog {
             EngineLog::Journal {
                 journal,
                 mode: TxLog::GroupCommit,
+                notice,
             } => {
+                let notice = notice.clone();
                 journal.append_with(record, move |result| match result {
                     Ok(_) => done.fire(),
-                    Err(e) => eprintln!("trading: an order was not acknowledged: {e}"),
+                    Err(_) => {
+                        // The order was matched and forwarded already: its
+                        // client learns it failed instead of waiting, and the
+                        // engine restarts from what its log holds.
+                        done.fail();
+                        if let Some(notice) = notice {
+                            notice.send();
+                        }
+                    }
                 });
                 Ok(None)
             }

@@ -7,7 +7,10 @@
 //! after the restart is given up: its client is told it failed and goes on
 //! with its next order (no token left waiting); if it was the standby that
 //! gave up, the standby lacks an order its primary has, and verification
-//! says so.
+//! says so. With a real disk that refuses every write (the log's segment
+//! is `/dev/full`), every order of that engine is failed, in both log
+//! modes, and no client is left waiting. A late completion for a failed
+//! order never counts towards the client's next order.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver as Channel};
@@ -15,14 +18,15 @@ use std::sync::{Arc, Mutex, MutexGuard, Once};
 use std::time::Duration;
 
 use trading::client::{Answer, Client, ClientReport, Receiver};
-use trading::messages::{ClientMsg, EngineMsg};
+use trading::messages::{ClientMsg, EngineMsg, Token};
 use trading::verify::compare_pair;
 use trading::{spawn_pairs, summaries, Pairs, RunConfig, Scenario, TxLog, Variant};
-use troupe::{ActorRef, ActorSystem, Props};
+use troupe::{Actor, ActorRef, ActorSystem, Context, Props};
 
 const PATIENCE: Duration = Duration::from_secs(20);
 
-/// Appends refused on purpose so far (their panics are not printed).
+/// Appends refused on purpose so far (their panics, and those of the full
+/// disk's failed appends, are not printed).
 static REFUSED: AtomicUsize = AtomicUsize::new(0);
 
 /// The tests count refusals, so they run one at a time.
@@ -33,9 +37,10 @@ fn quiet_panics() -> MutexGuard<'static, ()> {
     HOOK.call_once(|| {
         let default = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if info.to_string().contains("injected on purpose") {
+            let text = info.to_string();
+            if text.contains("injected on purpose") {
                 REFUSED.fetch_add(1, Ordering::SeqCst);
-            } else {
+            } else if !text.contains("transaction log") {
                 default(info);
             }
         }));
@@ -59,14 +64,32 @@ struct Outcome {
     refused: usize,
 }
 
-/// Runs `scenario` on one-way actors with engine 0's `victim` refusing
-/// its next `refusals` appends, and waits for every client.
-fn run(txlog: TxLog, victim: Victim, refusals: u32, scenario: Scenario) -> Outcome {
+/// How engine 0's victim fails.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// Its next `n` appends are refused (injected).
+    Refuse(u32),
+    /// Its log's segment is `/dev/full`: every write fails, for good.
+    FullDisk,
+}
+
+/// Runs `scenario` on one-way actors with engine 0's `victim` failing as
+/// `fault` says, and waits for every client.
+fn run(txlog: TxLog, victim: Victim, fault: Fault, scenario: Scenario) -> Outcome {
     let root = std::env::temp_dir().join(format!(
-        "trading-processing-failure-{}-{txlog}-{victim:?}-{refusals}",
+        "trading-processing-failure-{}-{txlog}-{victim:?}-{fault:?}",
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&root);
+    if let Fault::FullDisk = fault {
+        let half = match victim {
+            Victim::Primary => "primary",
+            Victim::Standby => "standby",
+        };
+        let dir = root.join(format!("engine-0-{half}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::symlink("/dev/full", dir.join("00000000000000000000.log")).unwrap();
+    }
     let config = RunConfig {
         variant: Variant::OneWay,
         scenario,
@@ -82,8 +105,10 @@ fn run(txlog: TxLog, victim: Victim, refusals: u32, scenario: Scenario) -> Outco
         Victim::Primary => &pairs.primaries[0],
         Victim::Standby => &pairs.standbys[0],
     };
-    // Queued before any order: the victim's first appends are refused.
-    engine.tell(EngineMsg::FailAppends(refusals));
+    if let Fault::Refuse(n) = fault {
+        // Queued before any order: the victim's first appends are refused.
+        engine.tell(EngineMsg::FailAppends(n));
+    }
 
     let primaries: Arc<[ActorRef<EngineMsg>]> = pairs.primaries.clone().into();
     let receiver = system
@@ -109,7 +134,7 @@ fn run(txlog: TxLog, victim: Victim, refusals: u32, scenario: Scenario) -> Outco
         .map(|n| {
             reports.recv_timeout(PATIENCE).unwrap_or_else(|_| {
                 panic!(
-                    "{txlog}/{victim:?}/{refusals}: only {n} of {} clients finished: \
+                    "{txlog}/{victim:?}/{fault:?}: only {n} of {} clients finished: \
                      a token was never completed",
                     clients.len()
                 )
@@ -137,7 +162,7 @@ fn an_order_whose_append_fails_is_redone_and_completes_once() {
     let scenario = scenario();
     for txlog in [TxLog::Buffered, TxLog::GroupCommit] {
         for victim in [Victim::Primary, Victim::Standby] {
-            let out = run(txlog, victim, 1, scenario);
+            let out = run(txlog, victim, Fault::Refuse(1), scenario);
             let case = format!("{txlog}/{victim:?}");
             assert_eq!(out.refused, 1, "{case}: one append was refused");
             let completed: u64 = out.reports.iter().map(|r| r.latency_ns.len()).sum();
@@ -166,7 +191,7 @@ fn an_order_that_fails_again_after_the_restart_is_reported_failed() {
     let _serial = quiet_panics();
     let scenario = scenario();
     for victim in [Victim::Primary, Victim::Standby] {
-        let out = run(TxLog::Buffered, victim, 2, scenario);
+        let out = run(TxLog::Buffered, victim, Fault::Refuse(2), scenario);
         let case = format!("{victim:?}");
         assert_eq!(out.refused, 2, "{case}: the order and its redo refused");
         let completed: u64 = out.reports.iter().map(|r| r.latency_ns.len()).sum();
@@ -192,4 +217,65 @@ fn an_order_that_fails_again_after_the_restart_is_reported_failed() {
             }
         }
     }
+}
+
+#[test]
+fn a_disk_that_refuses_every_write_fails_that_engines_orders_and_strands_no_client() {
+    let _serial = quiet_panics();
+    let scenario = scenario();
+    // Engine 0 gets a third of the orders; each one fails, once.
+    let engine_0 = scenario.orders() / 3;
+    for txlog in [TxLog::Buffered, TxLog::GroupCommit] {
+        let out = run(txlog, Victim::Primary, Fault::FullDisk, scenario);
+        let completed: u64 = out.reports.iter().map(|r| r.latency_ns.len()).sum();
+        let failed: u64 = out.reports.iter().map(|r| r.failed).sum();
+        assert_eq!(
+            (completed, failed),
+            (scenario.orders() - engine_0, engine_0),
+            "{txlog}"
+        );
+        if txlog == TxLog::Buffered {
+            // Each order was given up by the primary before it forwarded
+            // it: neither engine has any.
+            let (p, s) = &out.pairs[0];
+            assert_eq!((p.orders, s.orders), (0, 0));
+        }
+    }
+}
+
+/// Passes every client message to the test thread, in order.
+struct Recorder(mpsc::Sender<&'static str>);
+
+impl Actor for Recorder {
+    type Msg = ClientMsg;
+
+    fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: ClientMsg) {
+        let _ = self.0.send(match msg {
+            ClientMsg::Start => "marker",
+            ClientMsg::Completed => "completed",
+            ClientMsg::Failed => "failed",
+        });
+    }
+}
+
+#[test]
+fn a_late_completion_for_a_failed_order_does_not_count_for_the_next_one() {
+    let system = ActorSystem::builder().threads(1).build().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let client = system
+        .spawn(Props::new(move || Recorder(tx.clone())))
+        .unwrap();
+    let token = Arc::new(Token::new(client.clone()));
+    let first = token.arm();
+    first.fail(); // the primary gave the order up
+    let second = token.arm(); // the client goes on with its next order
+    first.complete(); // the standby's completion of the first, late
+    second.complete(); // one of the second order's two
+    client.tell(ClientMsg::Start); // a marker: nothing may come before it
+    second.complete(); // the other one
+    let seen: Vec<_> = (0..3).map(|_| rx.recv_timeout(PATIENCE).unwrap()).collect();
+    assert_eq!(seen, ["failed", "marker", "completed"]);
+    system.shutdown();
+    system.await_termination().unwrap();
+    assert!(rx.try_recv().is_err(), "nothing more");
 }

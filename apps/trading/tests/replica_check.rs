@@ -100,10 +100,9 @@ fn run_pair(pattern: Pattern, swap: bool) -> (EngineSummary, EngineSummary) {
     for order in &orders {
         // Each order its own token, so every completion can be counted.
         let token = Arc::new(Token::new(probe.clone()));
-        token.arm();
         primary.tell(EngineMsg::Order {
             order: *order,
-            completion: Completion::Token(token),
+            completion: Completion::Token(token.arm()),
         });
     }
     for n in 0..orders.len() {
