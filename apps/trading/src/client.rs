@@ -16,7 +16,7 @@ use hdrhistogram::Histogram;
 use troupe::{Actor, ActorRef, Context};
 
 use crate::messages::{ClientMsg, Completion, EngineMsg, ReceiverMsg, Token};
-use crate::topology::{self, engine_of};
+use crate::topology::{engine_of, Scenario};
 
 /// A stateless order receiver.
 pub struct Receiver {
@@ -47,8 +47,12 @@ pub enum Answer {
 /// A finished client's results.
 #[derive(Debug)]
 pub struct ClientReport {
-    /// Latency of every order, send to completion, in nanoseconds.
+    /// Latency of every completed order, send to completion, in nanoseconds.
     pub latency_ns: Histogram<u64>,
+    /// Orders it was told had failed (not in the latencies).
+    pub failed: u64,
+    /// When it sent its first order.
+    pub first_sent: Instant,
     /// When its last order completed.
     pub finished: Instant,
 }
@@ -58,8 +62,10 @@ pub struct Client {
     index: usize,
     receiver: ActorRef<ReceiverMsg>,
     answer: Answer,
-    total: usize,
+    scenario: Scenario,
     sent: usize,
+    failed: u64,
+    first_sent: Option<Instant>,
     sent_at: Instant,
     latency_ns: Option<Histogram<u64>>,
     token: Option<Arc<Token>>,
@@ -67,21 +73,23 @@ pub struct Client {
 }
 
 impl Client {
-    /// Client `index`, placing `total` orders through `receiver`, reporting
-    /// to `report` when done.
+    /// Client `index`, placing its orders of `scenario` through `receiver`,
+    /// reporting to `report` when done.
     pub fn new(
         index: usize,
         receiver: ActorRef<ReceiverMsg>,
         answer: Answer,
-        total: usize,
+        scenario: Scenario,
         report: Sender<ClientReport>,
     ) -> Self {
         Client {
             index,
             receiver,
             answer,
-            total,
+            scenario,
             sent: 0,
+            failed: 0,
+            first_sent: None,
             sent_at: Instant::now(),
             latency_ns: Some(new_histogram()),
             token: None,
@@ -90,7 +98,7 @@ impl Client {
     }
 
     fn send_next(&mut self, ctx: &mut Context<'_, Self>) {
-        let order = topology::scenario_order(self.index, self.sent);
+        let order = self.scenario.order(self.index, self.sent);
         self.sent += 1;
         let completion = match self.answer {
             Answer::Reply => Completion::Reply(ctx.myself()),
@@ -98,11 +106,11 @@ impl Client {
                 let token = self
                     .token
                     .get_or_insert_with(|| Arc::new(Token::new(ctx.myself())));
-                token.arm();
-                Completion::Token(token.clone())
+                Completion::Token(token.arm())
             }
         };
         self.sent_at = Instant::now();
+        self.first_sent.get_or_insert(self.sent_at);
         self.receiver.tell(ReceiverMsg { order, completion });
     }
 }
@@ -118,19 +126,23 @@ impl Actor for Client {
     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: ClientMsg) {
         match msg {
             ClientMsg::Start => self.send_next(ctx),
-            ClientMsg::Completed => {
+            ClientMsg::Completed | ClientMsg::Failed => {
                 let now = Instant::now();
-                let ns = now.duration_since(self.sent_at).as_nanos() as u64;
-                if let Some(h) = self.latency_ns.as_mut() {
+                if let ClientMsg::Failed = msg {
+                    self.failed += 1;
+                } else if let Some(h) = self.latency_ns.as_mut() {
+                    let ns = now.duration_since(self.sent_at).as_nanos() as u64;
                     h.saturating_record(ns.max(1));
                 }
-                if self.sent < self.total {
+                if self.sent < self.scenario.orders_per_client() {
                     self.send_next(ctx);
                 } else if let Some(latency_ns) = self.latency_ns.take() {
                     // The receiving end may be gone if the run was abandoned;
                     // nothing else is waiting for this report then.
                     let _ = self.report.send(ClientReport {
                         latency_ns,
+                        failed: self.failed,
+                        first_sent: self.first_sent.unwrap_or(now),
                         finished: now,
                     });
                     ctx.stop();

@@ -5,14 +5,16 @@
 //! trading replay --journal DIR                rebuild books from an engine's log
 //! trading generate --commands N --out FILE    write a reproducible random command file
 //! trading run --variant one-way --clients 10  run the seed scenario once
+//! trading run --scenario resting              ... or the one that leaves orders resting
 //! ```
 
+use std::error::Error;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
-use trading::{run, RunConfig, Scenario, TxLog, Variant};
+use trading::{run, Pattern, RunConfig, Scenario, TxLog, Variant};
 
 #[derive(Parser)]
 #[command(
@@ -54,11 +56,14 @@ enum Cmd {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Run the seed scenario once and print what it measured.
+    /// Run a scenario once and print what it measured.
     Run {
         /// sync, request-reply or one-way.
         #[arg(long, default_value = "one-way")]
         variant: Variant,
+        /// seed (every book ends empty) or resting (half the asks rest).
+        #[arg(long, default_value = "seed")]
+        scenario: Pattern,
         /// Concurrent clients.
         #[arg(long, default_value_t = 10)]
         clients: usize,
@@ -87,7 +92,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run_cli(cli: Cli) -> Result<(), String> {
+fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
     match cli.command {
         Cmd::Replay {
             orders,
@@ -125,6 +130,7 @@ fn run_cli(cli: Cli) -> Result<(), String> {
         }
         Cmd::Run {
             variant,
+            scenario,
             clients,
             orders,
             txlog,
@@ -133,7 +139,7 @@ fn run_cli(cli: Cli) -> Result<(), String> {
         } => {
             let config = RunConfig {
                 variant,
-                scenario: Scenario::new(clients, orders)?,
+                scenario: Scenario::new(clients, orders)?.with_pattern(scenario),
                 txlog,
                 log_root: log_dir,
                 threads,
@@ -143,7 +149,7 @@ fn run_cli(cli: Cli) -> Result<(), String> {
             let h = &r.latency_ns;
             let us = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
             println!(
-                "{variant} txlog={txlog} clients={clients}: {} orders in {:.3} s = {:.0} orders/s",
+                "{variant} {scenario} txlog={txlog} clients={clients}: {} orders in {:.3} s = {:.0} orders/s",
                 r.orders(),
                 r.duration.as_secs_f64(),
                 r.tps()
@@ -157,9 +163,9 @@ fn run_cli(cli: Cli) -> Result<(), String> {
                 us(0.99),
                 h.max() as f64 / 1e3
             );
-            println!("trades: {}", r.trades);
+            println!("trades: {}, resting: {}", r.trades, r.resting);
             if !r.verified() {
-                return Err(format!("verification failed: {}", r.problems.join("; ")));
+                return Err(format!("verification failed: {}", r.problems.join("; ")).into());
             }
             println!("verified");
         }

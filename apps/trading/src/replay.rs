@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 use trading_engine::text::{parse_commands, write_trade};
 use trading_engine::{Command, Market, Outcome};
 
+use crate::error::ReplayError;
+
 /// What a replay did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReplaySummary {
@@ -102,22 +104,18 @@ pub fn finish(market: &Market, summary: &mut ReplaySummary) {
 /// If a file cannot be read or written, or any line is malformed (every
 /// malformed line up to 20 is listed, with its number); nothing is written
 /// then.
-pub fn replay_file(orders: &Path, trades_out: &Path) -> Result<ReplaySummary, String> {
-    let text =
-        fs::read_to_string(orders).map_err(|e| format!("cannot read {}: {e}", orders.display()))?;
-    let commands = parse_commands(&text, 20).map_err(|errors| {
-        let mut message = format!("{} is malformed; nothing was applied:", orders.display());
-        for e in errors {
-            message.push_str(&format!("\n  {e}"));
-        }
-        message
+pub fn replay_file(orders: &Path, trades_out: &Path) -> Result<ReplaySummary, ReplayError> {
+    let text = fs::read_to_string(orders).map_err(ReplayError::io("read", orders))?;
+    let commands = parse_commands(&text, 20).map_err(|errors| ReplayError::Malformed {
+        path: orders.to_path_buf(),
+        errors,
     })?;
     let mut market = Market::new();
     let commands: Vec<Command> = commands.iter().map(|c| c.resolve(&mut market)).collect();
     drop(text);
 
     let tmp = trades_out.with_extension("partial");
-    let file = File::create(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+    let file = File::create(&tmp).map_err(ReplayError::io("create", &tmp))?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
     let mut summary = ReplaySummary::default();
     let mut line = String::with_capacity(64);
@@ -145,14 +143,12 @@ pub fn replay_file(orders: &Path, trades_out: &Path) -> Result<ReplaySummary, St
     let flushed = out.flush().and_then(|()| out.get_ref().sync_all());
     if let Some(e) = write_error.or(flushed.err()) {
         let _ = fs::remove_file(&tmp);
-        return Err(format!("cannot write {}: {e}", tmp.display()));
+        return Err(ReplayError::io("write", &tmp)(e));
     }
-    fs::rename(&tmp, trades_out).map_err(|e| {
-        format!(
-            "cannot move {} to {}: {e}",
-            tmp.display(),
-            trades_out.display()
-        )
+    fs::rename(&tmp, trades_out).map_err(|error| ReplayError::Move {
+        from: tmp.clone(),
+        to: trades_out.to_path_buf(),
+        error,
     })?;
     Ok(summary)
 }
@@ -165,16 +161,15 @@ pub fn replay_file(orders: &Path, trades_out: &Path) -> Result<ReplaySummary, St
 ///
 /// If `dir` holds no log, a record is damaged (the error names the
 /// segment and offset), or a record is not an encoded command.
-pub fn replay_journal(dir: &Path) -> Result<(Market, ReplaySummary), String> {
+pub fn replay_journal(dir: &Path) -> Result<(Market, ReplaySummary), ReplayError> {
     let has_segments = fs::read_dir(dir)
-        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+        .map_err(ReplayError::io("read", dir))?
         .flatten()
         .any(|e| e.file_name().to_string_lossy().ends_with(".log"));
     if !has_segments {
-        return Err(format!(
-            "{} holds no journal segments (*.log)",
-            dir.display()
-        ));
+        return Err(ReplayError::NoSegments {
+            dir: dir.to_path_buf(),
+        });
     }
     let mut market = Market::new();
     let mut summary = ReplaySummary::default();
@@ -186,10 +181,15 @@ pub fn replay_journal(dir: &Path) -> Result<(Market, ReplaySummary), String> {
         }
         match trading_engine::codec::decode(&record.payload, &mut market) {
             Ok(command) => apply(&mut market, &command, &mut summary, |_, _| {}),
-            Err(e) => failure = Some(format!("record {}: {e}", record.seq)),
+            Err(error) => {
+                failure = Some(ReplayError::Decode {
+                    seq: record.seq,
+                    error,
+                })
+            }
         }
     })
-    .map_err(|e| e.to_string())?;
+    .map_err(ReplayError::Journal)?;
     if let Some(e) = failure {
         return Err(e);
     }
@@ -222,18 +222,22 @@ pub fn describe_books(market: &Market) -> String {
 /// # Errors
 ///
 /// If the file cannot be written.
-pub fn generate_file(path: &Path, count: usize, books: usize, seed: u64) -> Result<(), String> {
+pub fn generate_file(
+    path: &Path,
+    count: usize,
+    books: usize,
+    seed: u64,
+) -> Result<(), ReplayError> {
     let market = Market::with_books((1..=books.max(1)).map(|i| format!("B{i}")));
     let commands = trading_engine::stream::random_commands(&market, count, seed);
-    let file = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    let file = File::create(path).map_err(ReplayError::io("create", path))?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
     let mut line = String::with_capacity(64);
     for command in &commands {
         line.clear();
         trading_engine::text::write_command(command, &market, &mut line);
         out.write_all(line.as_bytes())
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            .map_err(ReplayError::io("write", path))?;
     }
-    out.flush()
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    out.flush().map_err(ReplayError::io("write", path))
 }

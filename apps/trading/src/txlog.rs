@@ -1,22 +1,25 @@
-//! Transaction logs as an engine sees them: a mode chosen per run, and the
-//! completion that must happen once a record is as durable as the mode
-//! promises.
+//! Transaction logs as an engine sees them: a mode chosen per run, where
+//! each engine's log lives, and the completion that must happen once a
+//! record is as durable as the mode promises.
 //!
 //! `append` hands the completion back when the record is already durable
 //! enough (log off, or buffered writes), so the common path costs no
 //! allocation and no message; only group commit keeps it and fires it from
-//! the log's writer thread after the batch's fsync.
+//! the log's writer thread after the batch's fsync, or fails it (and tells
+//! the engine, once) if the batch could not be written.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use troupe::ActorRef;
 use troupe_journal::{read_from, Durability, Journal, Options};
 
-use crate::engine::DoneMsg;
 use crate::engine_core::EngineCore;
-use crate::messages::{EngineMsg, Token};
+use crate::error::{LogError, ParseError};
+use crate::messages::{Armed, DoneMsg, EngineMsg};
+use crate::topology::Half;
 
 /// Whether and how engines log orders.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -52,15 +55,13 @@ impl fmt::Display for TxLog {
 }
 
 impl std::str::FromStr for TxLog {
-    type Err = String;
+    type Err = ParseError;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, ParseError> {
         TxLog::ALL
             .into_iter()
             .find(|m| m.name() == s)
-            .ok_or_else(|| {
-                format!("unknown log mode {s:?} (expected off, buffered or group-commit)")
-            })
+            .ok_or_else(|| ParseError::new("log mode", s, "off, buffered or group-commit"))
     }
 }
 
@@ -81,13 +82,25 @@ impl LogSpec {
             dir: PathBuf::new(),
         }
     }
+
+    /// The log of engine `engine`'s `half` under `root` (`engine-3-standby`),
+    /// or no log if the mode is off or there is no root.
+    pub fn for_engine(mode: TxLog, root: Option<&Path>, engine: usize, half: Half) -> Self {
+        match root {
+            Some(root) if mode != TxLog::Off => LogSpec {
+                mode,
+                dir: root.join(format!("engine-{engine}-{}", half.name())),
+            },
+            _ => LogSpec::off(),
+        }
+    }
 }
 
 /// What to do once an order's record is durable.
 #[derive(Debug)]
 pub enum Done {
     /// Complete a one-way client's token.
-    Token(Arc<Token>),
+    Token(Armed),
     /// Tell an engine (the primary itself, or the primary of a standby).
     Tell {
         /// The engine.
@@ -105,19 +118,44 @@ impl Done {
             Done::Tell { to, msg } => to.tell(msg.into_msg()),
         }
     }
-}
 
-/// A log failure: the order it concerned is not acknowledged.
-#[derive(Debug)]
-pub struct LogError(pub String);
-
-impl fmt::Display for LogError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+    /// The record will never be durable: a one-way client is told its
+    /// order failed. A request-reply acknowledgement is just not sent (see
+    /// docs/semantics.md, trading).
+    pub fn fail(self) {
+        if let Done::Token(token) = self {
+            token.fail();
+        }
     }
 }
 
-impl std::error::Error for LogError {}
+/// Who to tell, once, that a group-commit write failed: the engine that
+/// owns the log, so it restarts on a fresh open of its log.
+#[derive(Clone, Debug)]
+pub struct FailureNotice {
+    to: ActorRef<EngineMsg>,
+    instance: u64,
+    sent: Arc<AtomicBool>,
+}
+
+impl FailureNotice {
+    /// Tells `to` (engine instance `instance`) on the first failure only.
+    pub fn new(to: ActorRef<EngineMsg>, instance: u64) -> Self {
+        FailureNotice {
+            to,
+            instance,
+            sent: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    fn send(&self) {
+        if !self.sent.swap(true, Ordering::Relaxed) {
+            self.to.tell(EngineMsg::LogFailed {
+                instance: self.instance,
+            });
+        }
+    }
+}
 
 /// An open log.
 pub enum EngineLog {
@@ -129,6 +167,8 @@ pub enum EngineLog {
         journal: Journal,
         /// Whether appends wait for group commit.
         mode: TxLog,
+        /// Who to tell when a group-commit write fails.
+        notice: Option<FailureNotice>,
     },
 }
 
@@ -156,24 +196,35 @@ impl EngineLog {
                 durability,
                 ..Options::default()
             },
-        )
-        .map_err(|e| LogError(e.to_string()))?;
+        )?;
         let mut failure = None;
         read_from(&spec.dir, 0, |record| {
             if failure.is_none() {
-                if let Err(e) = core.replay(&record.payload) {
-                    failure = Some(format!("record {}: {e}", record.seq));
+                if let Err(error) = core.replay(&record.payload) {
+                    failure = Some(LogError::Replay {
+                        dir: spec.dir.clone(),
+                        seq: record.seq,
+                        error,
+                    });
                 }
             }
-        })
-        .map_err(|e| LogError(e.to_string()))?;
+        })?;
         if let Some(e) = failure {
-            return Err(LogError(format!("{}: {e}", spec.dir.display())));
+            return Err(e);
         }
         Ok(EngineLog::Journal {
             journal,
             mode: spec.mode,
+            notice: None,
         })
+    }
+
+    /// A failed group-commit write is to be reported to `notice` (a
+    /// synchronous failure is returned by `append` instead).
+    pub fn notify_failures(&mut self, notice: FailureNotice) {
+        if let EngineLog::Journal { notice: n, .. } = self {
+            *n = Some(notice);
+        }
     }
 
     /// Appends `record`. `Ok(Some(done))`: durable enough now, the caller
@@ -185,17 +236,25 @@ impl EngineLog {
             EngineLog::Journal {
                 journal,
                 mode: TxLog::GroupCommit,
+                notice,
             } => {
+                let notice = notice.clone();
                 journal.append_with(record, move |result| match result {
                     Ok(_) => done.fire(),
-                    Err(e) => eprintln!("trading: an order was not acknowledged: {e}"),
+                    Err(_) => {
+                        // The order was matched and forwarded already: its
+                        // client learns it failed instead of waiting, and the
+                        // engine restarts from what its log holds.
+                        done.fail();
+                        if let Some(notice) = notice {
+                            notice.send();
+                        }
+                    }
                 });
                 Ok(None)
             }
             EngineLog::Journal { journal, .. } => {
-                journal
-                    .append(record)
-                    .map_err(|e| LogError(e.to_string()))?;
+                journal.append(record)?;
                 Ok(Some(done))
             }
         }
@@ -206,10 +265,7 @@ impl EngineLog {
     pub fn append_blocking(&mut self, record: &[u8]) -> Result<(), LogError> {
         match self {
             EngineLog::Off => Ok(()),
-            EngineLog::Journal { journal, .. } => journal
-                .append(record)
-                .map(drop)
-                .map_err(|e| LogError(e.to_string())),
+            EngineLog::Journal { journal, .. } => Ok(journal.append(record).map(drop)?),
         }
     }
 }

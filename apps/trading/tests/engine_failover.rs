@@ -202,10 +202,9 @@ fn an_engine_failing_under_load_loses_and_duplicates_no_order() {
             let mut id = 0;
             let mut send = |book: u32, side: Side| {
                 let token = Arc::new(Token::new(probe.clone()));
-                token.arm();
                 primary.tell(EngineMsg::Order {
                     order: order(id, book, side),
-                    completion: Completion::Token(token),
+                    completion: Completion::Token(token.arm()),
                 });
                 id += 1;
             };

@@ -1,15 +1,17 @@
-//! Every variant runs a small seed scenario to completion and verifies: the
-//! trades are half the orders, the standbys equal their primaries, every
-//! order's latency was recorded.
+//! Every variant runs a small scenario of each pattern to completion and
+//! verifies: the trades are half the orders, the resting orders are what
+//! the pattern leaves, the standbys equal their primaries (digests
+//! included), every order's latency was recorded, and the clock started
+//! before the first order was sent.
 
 use std::time::Duration;
 
-use trading::{run, RunConfig, Scenario, TxLog, Variant};
+use trading::{run, Pattern, RunConfig, RunError, Scenario, TxLog, Variant};
 
-fn config(variant: Variant, clients: usize) -> RunConfig {
+fn config(variant: Variant, clients: usize, pattern: Pattern) -> RunConfig {
     RunConfig {
         variant,
-        scenario: Scenario::new(clients, 6_000).unwrap(),
+        scenario: Scenario::new(clients, 6_000).unwrap().with_pattern(pattern),
         txlog: TxLog::Off,
         log_root: None,
         threads: 2,
@@ -20,16 +22,19 @@ fn config(variant: Variant, clients: usize) -> RunConfig {
 #[test]
 fn every_variant_verifies_with_one_and_many_clients() {
     for variant in Variant::ALL {
-        for clients in [1, 7] {
-            let result = run(&config(variant, clients)).unwrap();
-            assert!(
-                result.verified(),
-                "{variant} x{clients}: {:?}",
-                result.problems
-            );
+        for (clients, pattern) in [
+            (1, Pattern::Seed),
+            (7, Pattern::Seed),
+            (7, Pattern::Resting),
+        ] {
+            let config = config(variant, clients, pattern);
+            let result = run(&config).unwrap();
+            let case = format!("{variant} {pattern} x{clients}");
+            assert!(result.verified(), "{case}: {:?}", result.problems);
             let orders = result.orders();
-            assert_eq!(result.trades, orders / 2, "{variant} x{clients}");
-            assert_eq!(result.latency_ns.len(), orders, "{variant} x{clients}");
+            assert_eq!(result.trades, orders / 2, "{case}");
+            assert_eq!(result.resting, config.scenario.resting(), "{case}");
+            assert_eq!(result.latency_ns.len(), orders, "{case}");
             assert_eq!(result.engines.len(), 10);
             // The scenario only uses engines A, B and C.
             assert!(result.engines[3..].iter().all(|(p, _)| p.orders == 0));
@@ -39,8 +44,7 @@ fn every_variant_verifies_with_one_and_many_clients() {
 
 #[test]
 fn a_log_mode_without_a_directory_is_refused() {
-    let mut c = config(Variant::OneWay, 1);
+    let mut c = config(Variant::OneWay, 1, Pattern::Seed);
     c.txlog = TxLog::Buffered;
-    let err = run(&c).unwrap_err();
-    assert!(err.contains("log directory"), "{err}");
+    assert!(matches!(run(&c), Err(RunError::NoLogDirectory)));
 }

@@ -10,7 +10,8 @@ use std::thread::{self, JoinHandle};
 
 use crate::error::JournalError;
 use crate::frame;
-use crate::journal::{lock, Tail};
+use crate::guard::lock;
+use crate::tail::Tail;
 
 /// An append's completion.
 pub(crate) struct Done(Box<dyn FnOnce(Result<u64, JournalError>) + Send>);

@@ -16,16 +16,17 @@
 //!   truncates the partial frame as a torn tail.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crate::committer::{self, Committer, Done};
 use crate::error::JournalError;
 use crate::frame::{self, MAX_RECORD};
+use crate::guard::lock;
 use crate::scan::scan;
 use crate::segment;
+use crate::tail::{create_segment, Tail};
 
 /// When an append counts as done.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -56,101 +57,6 @@ impl Default for Options {
             segment_bytes: 64 << 20,
         }
     }
-}
-
-/// The file being appended to.
-pub(crate) struct Tail {
-    pub dir: PathBuf,
-    pub file: File,
-    pub path: PathBuf,
-    pub len: u64,
-    pub next_seq: u64,
-    pub failed: bool,
-    pub segment_bytes: u64,
-    pub durable: bool,
-}
-
-impl Tail {
-    /// Writes `frames` (whole frames for records `first..`, ending at
-    /// `ends`), rotating segments as they fill. Marks the tail failed on
-    /// any error.
-    pub fn write(&mut self, frames: &[u8], ends: &[usize]) -> Result<(), JournalError> {
-        if self.failed {
-            return Err(JournalError::Failed);
-        }
-        let result = self.write_inner(frames, ends);
-        if result.is_err() {
-            self.failed = true;
-        }
-        result
-    }
-
-    fn write_inner(&mut self, frames: &[u8], ends: &[usize]) -> Result<(), JournalError> {
-        let mut start = 0usize;
-        let mut i = 0usize;
-        while i < ends.len() {
-            // Take as many frames as fit in the current segment (at least
-            // one: a record larger than a segment gets a segment of its own).
-            let mut end = ends[i];
-            let mut j = i + 1;
-            let room = self.segment_bytes.saturating_sub(self.len);
-            if (end - start) as u64 > room && self.len > 0 {
-                self.rotate()?;
-                continue;
-            }
-            while j < ends.len() && (ends[j] - start) as u64 <= room {
-                end = ends[j];
-                j += 1;
-            }
-            self.file
-                .write_all(&frames[start..end])
-                .map_err(|e| JournalError::io("write", &self.path, e))?;
-            self.len += (end - start) as u64;
-            self.next_seq += (j - i) as u64;
-            start = end;
-            i = j;
-        }
-        Ok(())
-    }
-
-    /// Makes everything written so far durable.
-    pub fn sync(&mut self) -> Result<(), JournalError> {
-        if self.failed {
-            return Err(JournalError::Failed);
-        }
-        let result = self
-            .file
-            .sync_data()
-            .map_err(|e| JournalError::io("fsync", &self.path, e));
-        if result.is_err() {
-            self.failed = true;
-        }
-        result
-    }
-
-    fn rotate(&mut self) -> Result<(), JournalError> {
-        if self.durable {
-            self.file
-                .sync_data()
-                .map_err(|e| JournalError::io("fsync", &self.path, e))?;
-        }
-        let path = self.dir.join(segment::file_name(self.next_seq));
-        self.file = create_segment(&path)?;
-        if self.durable {
-            segment::sync_dir(&self.dir)?;
-        }
-        self.path = path;
-        self.len = 0;
-        Ok(())
-    }
-}
-
-fn create_segment(path: &Path) -> Result<File, JournalError> {
-    OpenOptions::new()
-        .create_new(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| JournalError::io("create segment", path, e))
 }
 
 /// A durable append-only log of byte records (see the crate docs).
@@ -376,10 +282,4 @@ fn truncate(path: &Path, len: u64) -> Result<(), JournalError> {
     file.set_len(len)
         .and_then(|()| file.sync_all())
         .map_err(|e| JournalError::io("truncate torn tail", path, e))
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding a journal lock leaves nothing half-updated that
-    // the failed flag does not already cover.
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -54,10 +54,12 @@
 mod committer;
 mod error;
 mod frame;
+mod guard;
 mod journal;
 mod reader;
 mod scan;
 mod segment;
+mod tail;
 
 pub use error::JournalError;
 pub use frame::MAX_RECORD;

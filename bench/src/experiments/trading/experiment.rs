@@ -31,6 +31,12 @@ pub struct TradingArgs {
     /// Log modes, comma-separated: off, buffered, group-commit (default all).
     #[arg(long, value_name = "M,M,..", value_delimiter = ',')]
     txlog: Option<Vec<::trading::TxLog>>,
+    /// Scenarios, comma-separated: seed (every book ends empty), resting
+    /// (half the asks rest). Every point runs in each one given (default:
+    /// seed everywhere, plus resting with the log off and 10 clients for
+    /// each variant).
+    #[arg(long, value_name = "S,S,..", value_delimiter = ',')]
+    scenario: Option<Vec<::trading::Pattern>>,
     /// Orders per run with the log off or buffered (default 750,000).
     #[arg(long, value_name = "N")]
     orders: Option<usize>,
@@ -50,7 +56,7 @@ impl Experiment for Trading {
         EXPERIMENT
     }
     fn about(&self) -> &'static str {
-        "Trading system: the seed scenario per variant, log mode and number of clients."
+        "Trading system: the seed and resting scenarios per variant, log mode and number of clients."
     }
     fn settings(&self, args: TradingArgs, scale: Scale, _: bool) -> Result<Settings, String> {
         let mut settings = Settings::for_scale(scale);
@@ -65,9 +71,21 @@ impl Experiment for Trading {
             let mut points = Vec::new();
             let mut seen = std::collections::HashSet::new();
             for p in &settings.points {
-                if seen.insert((p.variant, p.txlog)) {
+                if seen.insert((p.variant, p.txlog, p.pattern)) {
                     for &c in &clients {
                         points.push(Point { clients: c, ..*p });
+                    }
+                }
+            }
+            settings.points = points;
+        }
+        if let Some(patterns) = args.scenario {
+            let mut points = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            for p in &settings.points {
+                if seen.insert((p.variant, p.txlog, p.clients)) {
+                    for &pattern in &patterns {
+                        points.push(Point { pattern, ..*p });
                     }
                 }
             }
@@ -97,7 +115,10 @@ impl Experiment for Trading {
     fn columns(&self) -> Vec<Column> {
         vec![
             Column::text("txlog", "txlog"),
-            Column::param("clients", "clients"),
+            Column::with("clients", |r| {
+                r.num("clients").map_or_else(String::new, |c| format!("{c:.0}"))
+            }),
+            Column::text("scenario", "scenario"),
             Column::with("orders", |r| crate::shared::group_thousands(r.msgs)),
             Column::with("duration s", |r| {
                 r.num("duration_s").map_or_else(String::new, |d| format!("{d:.2}"))
@@ -115,13 +136,19 @@ impl Experiment for Trading {
             Column::param("p99 us", "p99_us"),
             Column::param("max us", "max_us"),
             Column::param("trades", "trades"),
+            Column::param("resting", "resting"),
             Column::text("verified", "verified"),
         ]
     }
     fn notes(&self) -> Vec<String> {
         vec![
             "orders/s is the median run; latencies merge every order of the measured runs. \
-             sync is the no-actor baseline."
+             sync is the no-actor baseline (one thread per client; the actor variants run \
+             on the dispatcher's threads)."
+                .into(),
+            "verified: every client done, trades = orders / 2, the scenario's resting orders \
+             (none in seed, half the asks in resting), and each standby equal to its primary \
+             in counts, resting orders and per-book digests of processing order and trades."
                 .into(),
         ]
     }
@@ -129,7 +156,7 @@ impl Experiment for Trading {
         charts_of(rows)
     }
     fn keys(&self) -> &'static [&'static str] {
-        &["clients", "txlog"]
+        &["clients", "txlog", "scenario"]
     }
     fn headline(&self) -> Option<Headline> {
         Some(Headline {

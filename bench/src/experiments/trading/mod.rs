@@ -1,20 +1,26 @@
-//! The trading experiment (seed 000, `EXPERIMENTS.md` section 1): the seed
-//! scenario on the `trading` crate's system, per variant × transaction-log
-//! mode × number of clients.
+//! The trading experiment (see docs/experiments.md, trading): the
+//! `trading` crate's system per variant × transaction-log mode × number of
+//! clients × scenario (`seed`: every book ends empty; `resting`: half the
+//! asks rest).
 //!
-//! A row is one (variant, log mode, clients) point: `variant` is
-//! `"<variant>/<txlog>"`, `msgs` the orders per run and `ns_per_msg`
-//! nanoseconds of wall time per order. Its params carry `variant`, `txlog`,
-//! `clients`, `orders`, `tps` (median run), `duration_s` (median run), the
-//! client-side latency of every order of every measured run merged into one
-//! distribution (`mean_us`, `p5_us`, `p25_us`, `p50_us`, `p75_us`, `p95_us`,
-//! `p99_us`, `max_us`), `trades` and `verified`. `runtime` is `baseline` for
-//! the sync variant (no actors) and `troupe` otherwise.
+//! A row is one (variant, log mode, clients, scenario) point: `variant` is
+//! `"<variant>/<txlog>"` (`"<variant>/<txlog>/resting"` in the resting
+//! scenario), `msgs` the orders per run and `ns_per_msg` nanoseconds of
+//! wall time per order. Its params carry `variant`, `txlog`, `clients`,
+//! `scenario`, `orders`, `threads` (dispatcher threads of the actor
+//! variants; one thread per client in the sync variant), `tps` (median
+//! run), `duration_s` (median run), the client-side latency of every order
+//! of every measured run merged into one distribution (`mean_us`, `p5_us`,
+//! `p25_us`, `p50_us`, `p75_us`, `p95_us`, `p99_us`, `max_us`), `trades`,
+//! `resting` and `verified`. `runtime` is `baseline` for the sync variant
+//! (no actors) and `troupe` otherwise.
 //!
-//! Every run is verified (trades == orders / 2, standbys equal to their
-//! primaries, every client done); a run that fails verification fails the
-//! experiment. Logs are written under a fresh directory per run, deleted
-//! afterwards.
+//! Every run is verified (`trading::verify`: counts, resting orders, and
+//! each standby's per-book digests of processing order and trades against
+//! its primary's). A run that fails verification still gives its row, with
+//! `verified: false` and the problems in `failure`, which fails the
+//! benchmark's exit status. Logs are written under a fresh directory per
+//! run, deleted afterwards.
 
 mod experiment;
 pub mod peer;
@@ -25,7 +31,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{json, Map};
-use trading::{RunConfig, Scenario, TxLog, Variant};
+use trading::{Pattern, RunConfig, Scenario, TxLog, Variant};
 
 use crate::progress::Progress;
 use crate::report::Row;
@@ -43,6 +49,8 @@ pub struct Point {
     pub txlog: TxLog,
     /// Concurrent clients.
     pub clients: usize,
+    /// The scenario's pattern.
+    pub pattern: Pattern,
 }
 
 /// What to run.
@@ -86,9 +94,20 @@ impl Settings {
                         variant,
                         txlog,
                         clients: c,
+                        pattern: Pattern::Seed,
                     });
                 }
             }
+        }
+        // The resting scenario once per variant, so the published results
+        // exercise the replica check where the books do not end empty.
+        for variant in Variant::ALL {
+            points.push(Point {
+                variant,
+                txlog: TxLog::Off,
+                clients: 10,
+                pattern: Pattern::Resting,
+            });
         }
         Settings {
             points,
@@ -101,7 +120,10 @@ impl Settings {
 }
 
 fn label(p: &Point) -> String {
-    format!("{}/{}", p.variant, p.txlog)
+    match p.pattern {
+        Pattern::Seed => format!("{}/{}", p.variant, p.txlog),
+        pattern => format!("{}/{}/{pattern}", p.variant, p.txlog),
+    }
 }
 
 /// Runs every selected point: one warm-up and `repeats` measured runs each.
@@ -123,7 +145,9 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
         } else {
             settings.orders
         };
-        let scenario = Scenario::new(point.clients, orders).map_err(WorkloadError::new)?;
+        let scenario = Scenario::new(point.clients, orders)
+            .map_err(|e| WorkloadError::new(e.to_string()))?
+            .with_pattern(point.pattern);
         let mut results = Vec::new();
         for run in 0..=options.repeats {
             progress.phase(Phase::nth(run, options.repeats));
@@ -142,7 +166,8 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
             let _ = std::fs::remove_dir_all(&dir);
             let result = outcome.map_err(|e| {
                 progress.finish();
-                WorkloadError::new(e).context(&format!("{} c{}", label(point), point.clients))
+                WorkloadError::new(e.to_string())
+                    .context(&format!("{} c{}", label(point), point.clients))
             })?;
             progress.note(&format!(
                 "trading: [{}/{}] {} clients={} {}: {:.0} orders/s, p95 {:.1} us",
@@ -155,22 +180,23 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
                 result.latency_ns.value_at_quantile(0.95) as f64 / 1e3
             ));
             if !result.verified() {
-                progress.finish();
-                return Err(WorkloadError::new(format!(
-                    "{} clients={}: verification failed: {}",
+                progress.note(&format!(
+                    "trading: {} clients={}: verification failed: {}",
                     label(point),
                     point.clients,
                     result.problems.join("; ")
-                )));
+                ));
             }
             results.push(result);
         }
-        rows.push(row(point, &results));
+        rows.push(row(point, &results, settings.threads));
     }
     Ok(rows)
 }
 
-fn row(point: &Point, results: &[trading::RunResult]) -> Row {
+/// The row of one point from its warm-up and measured runs; a failed row
+/// if any of them failed verification (the first failure's problems).
+fn row(point: &Point, results: &[trading::RunResult], threads: usize) -> Row {
     let sample = |r: &trading::RunResult| Sample {
         msgs: r.orders(),
         elapsed: r.duration,
@@ -195,6 +221,17 @@ fn row(point: &Point, results: &[trading::RunResult]) -> Row {
     params.insert("variant".into(), json!(point.variant.name()));
     params.insert("txlog".into(), json!(point.txlog.name()));
     params.insert("clients".into(), json!(point.clients));
+    params.insert("scenario".into(), json!(point.pattern.name()));
+    // Threads that ran the workload: the dispatcher's for the actor
+    // variants, one per client for the sync variant (no dispatcher).
+    params.insert(
+        "threads".into(),
+        json!(if point.variant == Variant::Sync {
+            point.clients
+        } else {
+            threads
+        }),
+    );
     params.insert("orders".into(), json!(measured[0].orders()));
     params.insert(
         "runtime".into(),
@@ -223,9 +260,71 @@ fn row(point: &Point, results: &[trading::RunResult]) -> Row {
     params.insert("max_us".into(), json!(us(latency.max())));
     params.insert("latency_samples".into(), json!(latency.len()));
     params.insert("trades".into(), json!(measured[0].trades));
-    params.insert(
-        "verified".into(),
-        json!(results.iter().all(trading::RunResult::verified)),
-    );
-    Row::new(EXPERIMENT, &label(point), params, &measurement)
+    params.insert("resting".into(), json!(measured[0].resting));
+    let failure = results.iter().enumerate().find_map(|(run, r)| {
+        (!r.verified()).then(|| {
+            let which = if run == 0 {
+                "warm-up".to_string()
+            } else {
+                format!("run {run}")
+            };
+            format!(
+                "verification failed ({which} of {}): {}",
+                results.len(),
+                r.problems.join("; ")
+            )
+        })
+    });
+    params.insert("verified".into(), json!(failure.is_none()));
+    let mut row = Row::new(EXPERIMENT, &label(point), params, &measurement);
+    row.failure = failure;
+    row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point() -> Point {
+        Point {
+            variant: Variant::OneWay,
+            txlog: TxLog::Off,
+            clients: 2,
+            pattern: Pattern::Resting,
+        }
+    }
+
+    fn runs() -> Vec<trading::RunResult> {
+        let config = RunConfig {
+            variant: Variant::OneWay,
+            scenario: Scenario::new(2, 600).unwrap().with_pattern(Pattern::Resting),
+            txlog: TxLog::Off,
+            log_root: None,
+            threads: 2,
+            timeout: Duration::from_secs(60),
+        };
+        (0..2).map(|_| trading::run(&config).unwrap()).collect()
+    }
+
+    #[test]
+    fn verified_runs_make_a_valid_row() {
+        let row = row(&point(), &runs(), 2);
+        assert_eq!(row.failure, None);
+        assert_eq!(row.params["verified"], json!(true));
+        assert_eq!(row.params["resting"], json!(150));
+        assert_eq!(row.variant, "one-way/off/resting");
+    }
+
+    #[test]
+    fn a_run_that_fails_verification_makes_a_failed_row_not_an_error() {
+        let mut runs = runs();
+        runs[1]
+            .problems
+            .push("engine 0: standby processed other orders".into());
+        let row = row(&point(), &runs, 2);
+        assert_eq!(row.params["verified"], json!(false));
+        let failure = row.failure.expect("the row is marked failed");
+        assert!(failure.contains("run 1 of 2"), "{failure}");
+        assert!(failure.contains("standby processed other orders"), "{failure}");
+    }
 }

@@ -1,4 +1,6 @@
-//! The trading experiment's Apache Pekko rows: the peer's request-reply and one-way variants with the log off.
+//! The trading experiment's Apache Pekko rows: the peer's request-reply and
+//! one-way variants with the log off, in the seed scenario (the only one
+//! the peer runs).
 
 use serde_json::json;
 
@@ -14,7 +16,11 @@ pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workl
     for point in settings
         .points
         .iter()
-        .filter(|p| p.txlog == ::trading::TxLog::Off && p.variant != ::trading::Variant::Sync)
+        .filter(|p| {
+            p.txlog == ::trading::TxLog::Off
+                && p.variant != ::trading::Variant::Sync
+                && p.pattern == ::trading::Pattern::Seed
+        })
     {
         let variant = point.variant.name();
         let clients = point.clients.to_string();
@@ -64,6 +70,7 @@ pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workl
             );
         }
         p.insert("variant".into(), json!(format!("pekko {variant}")));
+        p.insert("scenario".into(), json!("seed"));
         // The peer reports its median throughput; the median run's duration follows.
         p.insert(
             "duration_s".into(),

@@ -8,12 +8,14 @@ use std::time::{Duration, Instant};
 use troupe::{ActorRef, ActorSystem, Props, SupervisorStrategy};
 
 use crate::client::{new_histogram, Answer, Client, Receiver};
-use crate::engine::{Engine, Role};
+use crate::config::{RunConfig, Variant};
+use crate::engine::{Engine, Redo, Role};
 use crate::engine_core::EngineSummary;
+use crate::error::RunError;
 use crate::messages::{ClientMsg, EngineMsg};
-use crate::run::{RawRun, RunConfig, Variant};
-use crate::topology::{ENGINES, RECEIVERS};
-use crate::txlog::{LogSpec, TxLog};
+use crate::topology::{Half, ENGINES, RECEIVERS};
+use crate::txlog::LogSpec;
+use crate::verify::RawRun;
 
 /// The engine pairs of a running system.
 pub struct Pairs {
@@ -23,42 +25,38 @@ pub struct Pairs {
     pub standbys: Vec<ActorRef<EngineMsg>>,
 }
 
-/// The log of engine `engine` in `role` ("primary" or "standby").
-pub fn log_spec(config: &RunConfig, engine: usize, role: &str) -> LogSpec {
-    match (&config.log_root, config.txlog) {
-        (Some(root), mode) if mode != TxLog::Off => LogSpec {
-            mode,
-            dir: root.join(format!("engine-{engine}-{role}")),
-        },
-        _ => LogSpec::off(),
-    }
+fn system_error(e: impl std::fmt::Display) -> RunError {
+    RunError::System(e.to_string())
 }
 
-/// Spawns the ten engine pairs; primaries restart on failure and rebuild
-/// their books from their logs.
-pub fn spawn_pairs(system: &ActorSystem, config: &RunConfig) -> Result<Pairs, String> {
+/// Spawns the ten engine pairs; engines restart on failure, rebuild their
+/// books from their logs and redo the order they failed in.
+pub fn spawn_pairs(system: &ActorSystem, config: &RunConfig) -> Result<Pairs, RunError> {
     let mut primaries = Vec::with_capacity(ENGINES);
     let mut standbys = Vec::with_capacity(ENGINES);
+    let root = config.log_root.as_deref();
     for engine in 0..ENGINES {
-        let spec = log_spec(config, engine, "standby");
+        let spec = LogSpec::for_engine(config.txlog, root, engine, Half::Standby);
+        let redo = Redo::default();
         let standby = system
             .spawn(
-                Props::new(move || Engine::new(Role::Standby, spec.clone()))
+                Props::new(move || Engine::new(Role::Standby, spec.clone(), redo.clone()))
                     .name(format!("engine-{engine}-standby"))
                     .supervisor(SupervisorStrategy::restart()),
             )
-            .map_err(|e| e.to_string())?;
-        let spec = log_spec(config, engine, "primary");
+            .map_err(system_error)?;
+        let spec = LogSpec::for_engine(config.txlog, root, engine, Half::Primary);
         let role = Role::Primary {
             standby: standby.clone(),
         };
+        let redo = Redo::default();
         let primary = system
             .spawn(
-                Props::new(move || Engine::new(role.clone(), spec.clone()))
+                Props::new(move || Engine::new(role.clone(), spec.clone(), redo.clone()))
                     .name(format!("engine-{engine}-primary"))
                     .supervisor(SupervisorStrategy::restart()),
             )
-            .map_err(|e| e.to_string())?;
+            .map_err(system_error)?;
         primaries.push(primary);
         standbys.push(standby);
     }
@@ -69,12 +67,12 @@ pub fn spawn_pairs(system: &ActorSystem, config: &RunConfig) -> Result<Pairs, St
 }
 
 /// Asks every engine for its summary.
-pub fn summaries(pairs: &Pairs) -> Result<Vec<(EngineSummary, EngineSummary)>, String> {
+pub fn summaries(pairs: &Pairs) -> Result<Vec<(EngineSummary, EngineSummary)>, RunError> {
     let ask = |engine: &ActorRef<EngineMsg>| {
         engine
             .ask(EngineMsg::Summary, Duration::from_secs(30))
             .wait()
-            .map_err(|e| format!("engine summary: {e}"))
+            .map_err(RunError::Summary)
     };
     pairs
         .primaries
@@ -85,21 +83,19 @@ pub fn summaries(pairs: &Pairs) -> Result<Vec<(EngineSummary, EngineSummary)>, S
 }
 
 /// Runs the scenario on actors.
-pub fn run(config: &RunConfig) -> Result<RawRun, String> {
+pub fn run(config: &RunConfig) -> Result<RawRun, RunError> {
     let system = ActorSystem::builder()
         .name("trading")
         .threads(config.threads)
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(system_error)?;
     let result = drive(&system, config);
     system.shutdown();
-    system
-        .await_termination()
-        .map_err(|e| format!("actor system did not terminate: {e}"))?;
+    system.await_termination().map_err(system_error)?;
     result
 }
 
-fn drive(system: &ActorSystem, config: &RunConfig) -> Result<RawRun, String> {
+fn drive(system: &ActorSystem, config: &RunConfig) -> Result<RawRun, RunError> {
     let pairs = spawn_pairs(system, config)?;
     let primaries: Arc<[ActorRef<EngineMsg>]> = pairs.primaries.clone().into();
     let receivers = (0..RECEIVERS)
@@ -112,7 +108,7 @@ fn drive(system: &ActorSystem, config: &RunConfig) -> Result<RawRun, String> {
                     })
                     .name(format!("receiver-{i}")),
                 )
-                .map_err(|e| e.to_string())
+                .map_err(system_error)
         })
         .collect::<Result<Vec<_>, _>>()?;
     let answer = match config.variant {
@@ -120,7 +116,7 @@ fn drive(system: &ActorSystem, config: &RunConfig) -> Result<RawRun, String> {
         _ => Answer::Reply,
     };
     let (report_tx, report_rx) = mpsc::channel();
-    let per_client = config.scenario.orders_per_client();
+    let scenario = config.scenario;
     let clients: Vec<ActorRef<ClientMsg>> = (0..config.scenario.clients)
         .map(|i| {
             let receiver = receivers[i % RECEIVERS].clone();
@@ -128,11 +124,11 @@ fn drive(system: &ActorSystem, config: &RunConfig) -> Result<RawRun, String> {
             system
                 .spawn(
                     Props::new(move || {
-                        Client::new(i, receiver.clone(), answer, per_client, tx.clone())
+                        Client::new(i, receiver.clone(), answer, scenario, tx.clone())
                     })
                     .name(format!("client-{i}")),
                 )
-                .map_err(|e| e.to_string())
+                .map_err(system_error)
         })
         .collect::<Result<_, _>>()?;
     drop(report_tx);
@@ -144,31 +140,36 @@ fn drive(system: &ActorSystem, config: &RunConfig) -> Result<RawRun, String> {
     let deadline = started + config.timeout;
     let mut latency_ns = new_histogram();
     let mut finished = started;
+    let mut first_sent: Option<Instant> = None;
+    let mut failed = 0;
     let mut clients_finished = 0;
     while clients_finished < clients.len() {
         let left = deadline.saturating_duration_since(Instant::now());
         match report_rx.recv_timeout(left) {
             Ok(report) => {
-                latency_ns
-                    .add(&report.latency_ns)
-                    .map_err(|e| format!("merging latencies: {e}"))?;
+                latency_ns.add(&report.latency_ns)?;
                 finished = finished.max(report.finished);
+                first_sent =
+                    Some(first_sent.map_or(report.first_sent, |f| f.min(report.first_sent)));
+                failed += report.failed;
                 clients_finished += 1;
             }
             Err(_) => break,
         }
     }
     if clients_finished < clients.len() {
-        return Err(format!(
-            "only {clients_finished} of {} clients finished within {:?}",
-            clients.len(),
-            config.timeout
-        ));
+        return Err(RunError::Timeout {
+            finished: clients_finished,
+            clients: clients.len(),
+            timeout: config.timeout,
+        });
     }
     Ok(RawRun {
         started,
+        first_sent: first_sent.unwrap_or(started),
         finished,
         latency_ns,
+        failed,
         clients_finished,
         engines: summaries(&pairs)?,
     })
