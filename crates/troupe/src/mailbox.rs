@@ -2,21 +2,26 @@
 //! the state word that says who owns them.
 //!
 //! The pieces live in submodules: [`queue`] (the segmented MPSC FIFO of user
-//! messages) and [`state`] (the ownership protocol). This module puts them
-//! together. It is generic over the system-message type so that loom models
-//! can drive it with plain integers.
+//! messages), [`bound`] (capacity, overflow policy and waiting producers of
+//! a bounded mailbox), [`system_lane`] (the lock-free stack of system
+//! messages) and [`state`] (the ownership protocol of the state word); the
+//! loom, Miri and plain models of the whole live in `models` (tests only).
+//! This module puts them together. It is generic over the system-message
+//! type so that loom models can drive it with plain integers.
 //!
 //! # Ground rules
 //!
-//! * Senders call [`Mailbox::push_user`] / [`Mailbox::push_system`] and act on
-//!   the returned [`Request`]: schedule the actor, drain a closed mailbox, or
-//!   nothing.
+//! * Senders call [`Mailbox::offer_user`] (which reserves room in a bounded
+//!   mailbox first, and may hand the message back) or
+//!   [`Mailbox::push_system`], and act on the returned [`Request`]: schedule
+//!   the actor, drain a closed mailbox, or nothing. [`Mailbox::push_user`]
+//!   skips the bound; the models use it.
 //! * Everything `unsafe` here is an owner-only operation: the caller must own
 //!   the mailbox in the sense of `state.rs` (it won the `SCHEDULED` bit and has
 //!   not released it).
 //! * System messages are always handled before user messages. The system
-//!   lane ([`system_lane`]) is a one-pointer lock-free stack: system traffic
-//!   (watch, stop, failure, termination) is rare and idle actors are many.
+//!   lane is a one-pointer lock-free stack: system traffic (watch, stop,
+//!   failure, termination) is rare and idle actors are many.
 
 pub mod bound;
 #[cfg(test)]
