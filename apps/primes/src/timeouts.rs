@@ -4,7 +4,7 @@
 //! clock starts as soon as it waits for a head, so on a keep-alive connection
 //! the quiet time before the next request counts against it: one timer cannot
 //! both cut a slowloris head after 10 s and let a keep-alive connection sit
-//! unused for a minute. So the timing is done here, in [`TimedIo`], a wrapper
+//! unused for a minute. So the timing is done here, in `TimedIo`, a wrapper
 //! around the socket that sees every read and write and is told by the
 //! service when hyper hands it a parsed request. A connection is always in
 //! one of three phases:

@@ -4,7 +4,7 @@
 //! order to the matching engine that owns its book; engines work in
 //! primary/standby pairs, each logging every order to its own transaction
 //! log before the order completes. See [`topology`] for the market's shape
-//! and the scenario, [`run`] for one benchmark run and its verification.
+//! and the scenario, [`run()`] for one benchmark run and its verification.
 //!
 //! Three variants: `sync` (locks and direct calls), `request-reply`
 //! (actors; the primary replies once both engines are done) and `one-way`

@@ -40,7 +40,7 @@ pub mod actor_ref;
 pub mod ask;
 mod cell;
 mod dispatch;
-pub mod mailbox;
+mod mailbox;
 pub mod props;
 pub mod router;
 pub mod scheduler;
