@@ -361,22 +361,24 @@ impl<A: Actor> ActorCell<A> {
 
 impl<A: Actor> Runnable for ActorCell<A> {
     unsafe fn run(&self, me: Task) -> bool {
-        // `me` is this cell's task (the caller's contract), made from
+        // SAFETY: `me` is this cell's task (the caller's contract), made from
         // `Arc::as_ptr` of the `Arc` that owns the cell, so the pointer may
         // rebuild that `Arc`. It is wrapped in `ManuallyDrop`: a borrowed
         // `Arc`, which changes no reference count.
-        // SAFETY: as argued just above.
         let this = ManuallyDrop::new(unsafe { Arc::from_raw(me.as_ptr() as *const Self) });
         let this: &Arc<Self> = &this;
-        // The dispatcher runs this cell only for the mailbox owner
-        // (module ground rules), so no other thread touches the run state
-        // until this run releases ownership; this is the only `&mut` to it.
-        // SAFETY: as argued just above.
+        // SAFETY: a task is queued only by the send that won the mailbox's
+        // `SCHEDULED` bit or by the owner rescheduling itself, and the
+        // dispatcher runs it on one thread, so this run owns the mailbox: no
+        // other thread touches the run state until it releases ownership, and
+        // this is the only `&mut` to it.
         let run = unsafe { &mut *this.run.get() };
         let budget = this.executor.throughput().max(1);
         let mut sys = Vec::new();
         loop {
-            // SAFETY: the dispatcher runs this cell only for the mailbox owner.
+            // SAFETY: this run owns the mailbox (it holds `SCHEDULED`: a task
+            // is queued only by the send that won that bit or by the owner
+            // rescheduling itself), and the owner may take system messages.
             unsafe { this.mailbox.take_system(&mut sys) };
             if !sys.is_empty() {
                 for msg in sys.drain(..) {
@@ -395,12 +397,14 @@ impl<A: Actor> Runnable for ActorCell<A> {
             if matches!(run.book.phase, Phase::Running) {
                 let mut handled = 0;
                 while handled < budget && !this.mailbox.state.system_pending() {
-                    // SAFETY: mailbox owner, as above.
+                    // SAFETY: this run owns the mailbox (it holds `SCHEDULED`),
+                    // so it is the user queue's single consumer.
                     if let Some(oldest) = unsafe { this.mailbox.pop_overflowed() } {
                         this.dead_letter(oldest, DeadLetterReason::MailboxFull);
                         continue;
                     }
-                    // SAFETY: mailbox owner, as above.
+                    // SAFETY: this run owns the mailbox (it holds `SCHEDULED`),
+                    // so it is the user queue's single consumer.
                     let Some(msg) = (unsafe { this.mailbox.pop_user() }) else {
                         break;
                     };
@@ -412,7 +416,8 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 }
                 if handled == budget
                     && matches!(run.book.phase, Phase::Running)
-                    // SAFETY: mailbox owner, as above.
+                    // SAFETY: this run still owns the mailbox (it has not
+                    // released `SCHEDULED`): the queue's single consumer.
                     && !unsafe { this.mailbox.user_is_empty() }
                 {
                     // Budget spent with work left: yield the thread, keep ownership.
@@ -421,9 +426,9 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 }
             }
             let user_runnable = matches!(run.book.phase, Phase::Running);
-            // Mailbox owner, as above. After a successful release this
-            // run touches nothing of the cell again.
-            // SAFETY: as argued just above.
+            // SAFETY: this run still owns the mailbox (it holds `SCHEDULED`;
+            // nothing above released it). After a successful release this run
+            // touches nothing of the cell again.
             if unsafe { this.mailbox.try_release(user_runnable) } {
                 return false;
             }

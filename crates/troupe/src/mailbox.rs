@@ -136,7 +136,8 @@ impl<M, S> Mailbox<M, S> {
     /// The caller must own the mailbox (see `state.rs`).
     #[inline]
     pub(crate) unsafe fn pop_user(&self) -> Option<M> {
-        // SAFETY: the owner is the queue's single consumer (module ground rules).
+        // SAFETY: the caller owns the mailbox (this function's contract), and
+        // only the owner pops, so it is the queue's single consumer.
         let msg = unsafe { self.user.pop() }?;
         if let Some(bound) = &self.bound {
             bound.release();
@@ -154,7 +155,8 @@ impl<M, S> Mailbox<M, S> {
     pub(crate) unsafe fn pop_overflowed(&self) -> Option<M> {
         let bound = self.bound.as_deref()?;
         if bound.overflow == Overflow::DropOldest && bound.over_capacity() {
-            // SAFETY: forwarded owner-only precondition.
+            // SAFETY: the caller owns the mailbox (this function's contract),
+            // which is what `pop_user` requires.
             unsafe { self.pop_user() }
         } else {
             None
@@ -173,7 +175,8 @@ impl<M, S> Mailbox<M, S> {
     /// The caller must own the mailbox (see `state.rs`).
     #[inline]
     pub(crate) unsafe fn user_is_empty(&self) -> bool {
-        // SAFETY: the owner is the queue's single consumer (module ground rules).
+        // SAFETY: the caller owns the mailbox (this function's contract), and
+        // only the owner reads the queue's head, so it is the single consumer.
         unsafe { self.user.is_empty() }
     }
 
@@ -187,7 +190,8 @@ impl<M, S> Mailbox<M, S> {
     /// The caller must own the mailbox (see `state.rs`).
     #[inline]
     pub(crate) unsafe fn try_release(&self, user_runnable: bool) -> bool {
-        // SAFETY: forwarded owner-only precondition.
+        // SAFETY: the caller owns the mailbox (this function's contract),
+        // which is what `user_is_empty` requires.
         if user_runnable && !unsafe { self.user_is_empty() } {
             return false;
         }

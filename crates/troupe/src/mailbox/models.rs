@@ -72,12 +72,12 @@ fn queue_keeps_per_producer_fifo_across_blocks() {
         for p in producers {
             p.join().unwrap();
         }
-        // SAFETY: as above.
+        // SAFETY: this thread is still the queue's only consumer.
         while let Some(v) = unsafe { q.pop() } {
             check(v);
         }
         assert_eq!(next, [2, 2], "a value was lost");
-        // SAFETY: as above.
+        // SAFETY: this thread is still the queue's only consumer.
         assert!(unsafe { q.is_empty() });
     });
 }
@@ -137,12 +137,14 @@ impl Harness {
             // SAFETY: we own the mailbox (we won `SCHEDULED`).
             unsafe { self.mailbox.take_system(&mut sys) };
             self.handled.fetch_add(sys.len(), Ordering::SeqCst);
-            // SAFETY: as above.
+            // SAFETY: we own the mailbox (we won `SCHEDULED` and have not
+            // released it).
             while unsafe { self.mailbox.pop_user() }.is_some() {
                 self.handled.fetch_add(1, Ordering::SeqCst);
             }
             self.owner_present.store(false, Ordering::SeqCst);
-            // SAFETY: as above; after success we touch nothing.
+            // SAFETY: we still own the mailbox (not released yet); after a
+            // successful release we touch nothing.
             if unsafe { self.mailbox.try_release(true) } {
                 return;
             }
@@ -179,7 +181,8 @@ impl Harness {
             // SAFETY: we own the closed mailbox.
             unsafe { self.mailbox.take_system(&mut sys) };
             self.dead.fetch_add(sys.len(), Ordering::SeqCst);
-            // SAFETY: as above.
+            // SAFETY: we own the closed mailbox (we acquired it and have not
+            // released it).
             while unsafe { self.mailbox.pop_user() }.is_some() {
                 self.dead.fetch_add(1, Ordering::SeqCst);
             }
