@@ -4,14 +4,11 @@
 //! or sent after). Termination returns (no deadlock) and leaves no runtime
 //! thread behind.
 
-#[path = "support/probe.rs"]
-mod probe;
-
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use probe::terminate;
+use crate::probe::terminate;
 use troupe::{Actor, ActorSystem, Context, Props};
 
 struct Sink(Arc<AtomicU64>);

@@ -5,10 +5,7 @@
 //! forever leave the worker never idle; an actor messaged from a plain
 //! thread must still run.
 
-#[path = "support/probe.rs"]
-mod probe;
-
-use probe::{terminate, Probe, ProbeRef};
+use crate::probe::{terminate, Probe, ProbeRef};
 use troupe::{Actor, ActorRef, ActorSystem, Context, Props};
 
 /// Bounces a ball to its partner until told to stop.
