@@ -82,20 +82,36 @@ fn queue_keeps_per_producer_fifo_across_blocks() {
     });
 }
 
+/// Counts its drops on a shared counter.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 #[test]
-fn queue_drops_unconsumed_values() {
+fn queue_drops_unconsumed_values_exactly_once() {
     model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
         let q = Arc::new(SegQueue::new());
         let q2 = q.clone();
+        let d2 = drops.clone();
         let t = thread::spawn(move || {
-            for i in 0..3 {
-                q2.push(Arc::new(i));
+            for _ in 0..3 {
+                q2.push(Counted(d2.clone()));
             }
         });
+        // Pop while the producer may still be pushing: the value popped (if
+        // any) is dropped here, the rest with the queue.
         // SAFETY: this thread is the queue's only consumer.
-        let _ = unsafe { q.pop() };
+        drop(unsafe { q.pop() });
         t.join().unwrap();
-        // The rest are dropped with the queue (loom and Miri check for leaks).
+        drop(q);
+        // Every value dropped once: none leaked, none dropped twice (loom and
+        // Miri also check for leaks and double frees of the blocks).
+        assert_eq!(drops.load(Ordering::SeqCst), 3);
     });
 }
 
