@@ -2,8 +2,9 @@
 //! two saved runs, for regression tracking.
 //!
 //! Rows are matched by experiment, variant and the parameters that define
-//! the workload (`clients`, `txlog`, `meetings`, `creatures`, `connections`,
-//! `jobs` where present). The compared figure is the median ns per message
+//! the workload: the keys of the experiment that owns the row
+//! ([`crate::experiments::Experiment::keys`]; for rows no experiment owns,
+//! `clients`, `txlog`, `meetings`, `creatures`, `connections` and `jobs`). The compared figure is the median ns per message
 //! (for trading: wall time per order), so a positive change is slower. A
 //! change beyond the threshold is flagged; the command still exits 0 (it
 //! reports, it does not judge noise).
@@ -17,6 +18,7 @@ use serde_json::Value;
 
 use crate::report::{Report, Row};
 
+/// The keys of rows no experiment owns.
 const KEY_PARAMS: [&str; 6] = [
     "clients",
     "txlog",
@@ -28,7 +30,8 @@ const KEY_PARAMS: [&str; 6] = [
 
 fn key(r: &Row) -> String {
     let mut k = format!("{} {}", r.experiment, r.variant);
-    for p in KEY_PARAMS {
+    let keys = crate::experiments::find(&r.experiment).map_or(&KEY_PARAMS[..], |e| e.keys());
+    for &p in keys {
         if let Some(v) = r.params.get(p) {
             let v = match v {
                 Value::String(s) => s.clone(),

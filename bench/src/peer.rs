@@ -5,8 +5,6 @@
 //! into rows with `params.runtime = "pekko"` and `params.peer_of` naming the
 //! troupe row it is compared with.
 
-pub mod runs;
-
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -150,6 +148,13 @@ pub fn row(
     )
 }
 
+/// The fields `keys` of a RESULT object, as a row's params.
+pub fn params(result: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
+    keys.iter()
+        .filter_map(|k| Some((k.to_string(), result.get(*k)?.clone())))
+        .collect()
+}
+
 /// The number field `key` of a RESULT object.
 pub fn num(result: &Map<String, Value>, key: &str) -> f64 {
     result.get(key).and_then(Value::as_f64).unwrap_or(f64::NAN)
@@ -195,33 +200,4 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// `troupe / Pekko` lines: for every peer row, how many times faster the
-/// troupe row it names is (by ns per message; trading by orders/s).
-pub fn ratios(rows: &[Row]) -> Vec<(String, f64)> {
-    let mut out = Vec::new();
-    for peer in rows
-        .iter()
-        .filter(|r| r.params.get("runtime").and_then(Value::as_str) == Some("pekko"))
-    {
-        let Some(of) = peer.params.get("peer_of").and_then(Value::as_str) else {
-            continue;
-        };
-        let clients = peer.params.get("clients");
-        let troupe = rows.iter().find(|r| {
-            r.experiment == peer.experiment
-                && r.variant == of
-                && r.params.get("runtime").and_then(Value::as_str) != Some("pekko")
-                && (clients.is_none() || r.params.get("clients") == clients)
-        });
-        if let Some(t) = troupe {
-            let label = match clients {
-                Some(c) => format!("{} {of} ({c} clients)", peer.experiment),
-                None => format!("{} {of}", peer.experiment),
-            };
-            out.push((label, peer.ns_per_msg / t.ns_per_msg));
-        }
-    }
-    out
 }

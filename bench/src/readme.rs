@@ -1,6 +1,9 @@
 //! Regenerates the results section of the README from a run's rows, so the
 //! published table is always one command away from a real measurement:
-//! `troupe-bench all --readme README.md`.
+//! `troupe-bench all --readme README.md`. Each experiment's tables come from
+//! the shared renderer (every row with its protocol, a failed row with
+//! FAILED and its reason), and every ratio pairs rows that ran on the same
+//! number of threads and says how many.
 //!
 //! The section sits between two marker comments; everything between them is
 //! replaced, everything outside is left alone. A README without the markers is
@@ -10,20 +13,14 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::Path;
 
-use serde_json::Value;
-
-use crate::report::{duration_text, render_table, Machine, Row, RunInfo};
+use crate::experiments;
+use crate::pairing::{self, ratio_text};
+use crate::report::{duration_text, Machine, Row, RunInfo};
 
 /// The line that opens the generated section.
 pub const START: &str = "<!-- results:start -->";
 /// The line that closes it.
 pub const END: &str = "<!-- results:end -->";
-
-/// Ratios worth a line under the ping-pong table: (ours, baseline).
-const PINGPONG_RATIOS: [(&str, &str); 2] = [
-    ("actor-tp5-w1", "tokio-mpsc-mt-w2"),
-    ("actor-tp5-w1", "tokio-mpsc-ct"),
-];
 
 /// The generated Markdown for these rows.
 pub fn render(machine: &Machine, run: &RunInfo, rows: &[Row]) -> String {
@@ -48,90 +45,63 @@ pub fn render(machine: &Machine, run: &RunInfo, rows: &[Row]) -> String {
             duration_text(s)
         )),
     );
-    let mut experiments: Vec<&str> = Vec::new();
-    for r in rows {
-        if !experiments.contains(&r.experiment.as_str()) {
-            experiments.push(&r.experiment);
+    let groups = experiments::group(rows);
+    for (entry, these) in &groups {
+        let refs: Vec<&Row> = these.iter().collect();
+        for (title, table) in entry.tables(&refs) {
+            let _ = writeln!(out, "**{title}** (each row says how it was measured):\n");
+            out.push_str(&table.markdown());
+            out.push('\n');
         }
-    }
-    for experiment in experiments {
-        let these: Vec<Row> = rows
-            .iter()
-            .filter(|r| r.experiment == experiment)
-            .cloned()
-            .collect();
-        let repeats = these.first().map_or(0, |r| r.repeats);
-        let _ = writeln!(
-            out,
-            "**{experiment}** (median of {repeats} measured runs per row after one warm-up):\n"
+        let mut lines = entry.extras(&refs);
+        lines.extend(
+            pairing::baseline_pairs(these, entry.keys())
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{}: troupe {}x the baseline's speed",
+                        p.label(),
+                        ratio_text(p.ratio())
+                    )
+                }),
         );
-        if experiment == crate::trading::EXPERIMENT {
-            out.push_str(&crate::trading::render_table(&these));
-        } else {
-            out.push_str(&render_table(&these));
-        }
-        out.push('\n');
-        for line in notes(experiment, &these) {
+        for line in &lines {
             let _ = writeln!(out, "- {line}");
         }
-        out.push('\n');
+        if !lines.is_empty() {
+            out.push('\n');
+        }
     }
-    let ratios = crate::peer::ratios(rows);
-    if !ratios.is_empty() {
-        out.push_str("**troupe vs Apache Pekko** (same machine, same run; Pekko's time per message divided by troupe's, so above 1 means troupe is faster):\n\n");
-        out.push_str("| troupe row | Pekko time / troupe time |\n|---|---:|\n");
-        for (label, ratio) in ratios {
-            let _ = writeln!(out, "| {label} | {ratio:.2}x |");
+    let mut pekko = Vec::new();
+    let mut unpaired = Vec::new();
+    for (entry, these) in &groups {
+        for pair in pairing::peer_pairs(these, entry.keys()) {
+            match pair {
+                Ok(p) => pekko.push(format!(
+                    "| {} {} | {} | {}x |",
+                    p.troupe.experiment,
+                    p.troupe.variant,
+                    p.label(),
+                    ratio_text(p.ratio())
+                )),
+                Err(why) => unpaired.push(format!("{}: {why}", entry.name())),
+            }
+        }
+    }
+    if !pekko.is_empty() || !unpaired.is_empty() {
+        out.push_str("**troupe vs Apache Pekko** (same machine, same run; Pekko's time per message divided by troupe's, so above 1 means troupe is faster; only rows that ran on the same number of threads are paired):\n\n");
+    }
+    if !pekko.is_empty() {
+        out.push_str("| troupe row | paired with | Pekko time / troupe time |\n|---|---|---:|\n");
+        for line in pekko {
+            let _ = writeln!(out, "{line}");
         }
         out.push('\n');
+    }
+    for line in unpaired {
+        let _ = writeln!(out, "- {line}");
     }
     out
-}
-
-/// Extra lines under an experiment's table: ratios and measured extras.
-fn notes(experiment: &str, rows: &[Row]) -> Vec<String> {
-    let find = |v: &str| rows.iter().find(|r| r.variant == v);
-    let mut lines = Vec::new();
-    if experiment == "pingpong" {
-        for (ours, base) in PINGPONG_RATIOS {
-            if let (Some(a), Some(b)) = (find(ours), find(base)) {
-                lines.push(format!(
-                    "{ours} is {:.1}x the throughput of {base}",
-                    b.ns_per_msg / a.ns_per_msg
-                ));
-            }
-        }
-    }
-    for row in rows {
-        for (key, label) in [
-            ("bytes_per_actor", "bytes per idle actor"),
-            ("p50_ns", "median round trip, ns"),
-            ("p99_ns", "99th percentile round trip, ns"),
-            ("total_s", "total seconds"),
-            ("late_p50_ms", "reply lateness p50, ms"),
-            ("late_p99_ms", "reply lateness p99, ms"),
-            ("peak_rss_mb", "peak resident memory, MB"),
-            ("bytes_per_job", "bytes per in-flight job"),
-            ("rps", "requests per second"),
-            ("errors", "errors"),
-            ("p50_ms", "latency p50, ms"),
-            ("p99_ms", "latency p99, ms"),
-        ] {
-            if let Some(v) = row.params.get(key).and_then(Value::as_f64) {
-                lines.push(format!("{}: {label}: {}", row.variant, fmt_figure(v)));
-            }
-        }
-    }
-    lines
-}
-
-/// Whole numbers without decimals, small ones with two.
-fn fmt_figure(v: f64) -> String {
-    if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.2}")
-    }
 }
 
 /// Replaces the section between the markers in `path` with `section`.

@@ -1,6 +1,6 @@
-//! What a run reports: one [`Row`] per measured workload, printed as an
-//! aligned table for people and written as JSON for tools, together with the
-//! machine it ran on and the command that produced it.
+//! What a run reports: one [`Row`] per measured workload (printed by
+//! `table` for people) written as JSON for tools, together with the machine
+//! it ran on and the command that produced it.
 //!
 //! The JSON file is one object:
 //!
@@ -11,7 +11,8 @@
 //!   "run":     { "command", "started_unix_s", "peak_rss_bytes" },
 //!   "rows":    [ { "experiment", "variant", "msgs", "repeats", "ns_per_msg", "msgs_per_s",
 //!                  "min_ns_per_msg", "max_ns_per_msg", "samples_ns_per_msg",
-//!                  "warmup_ns_per_msg", "params": { ... } }, ... ]
+//!                  "warmup_ns_per_msg", "params": { ... }, "protocol",
+//!                  "failure" (only when the row failed) }, ... ]
 //! }
 //! ```
 //!
@@ -99,6 +100,13 @@ impl Row {
             params,
             failure: None,
         }
+    }
+}
+
+impl Row {
+    /// The number `params[key]`, if the row has one.
+    pub fn num(&self, key: &str) -> Option<f64> {
+        self.params.get(key).and_then(Value::as_f64)
     }
 }
 
@@ -220,82 +228,6 @@ impl Report {
     }
 }
 
-/// Renders `rows` as a Markdown table whose columns are also aligned as plain
-/// text, so that the same output reads well in a terminal and pastes into a
-/// README.
-pub fn render_table(rows: &[Row]) -> String {
-    let header = ["variant", "msgs", "ns/msg (median)", "min", "max", "msgs/s"];
-    let cells: Vec<[String; 6]> = rows
-        .iter()
-        .map(|r| {
-            [
-                r.variant.clone(),
-                group_thousands(r.msgs),
-                format!("{:.1}", r.ns_per_msg),
-                format!("{:.1}", r.min_ns_per_msg),
-                format!("{:.1}", r.max_ns_per_msg),
-                group_thousands(r.msgs_per_s.round() as u64),
-            ]
-        })
-        .collect();
-    let mut widths = header.map(str::len);
-    for row in &cells {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.len());
-        }
-    }
-    let mut out = String::new();
-    let line = |cells: &[&str], out: &mut String| {
-        out.push('|');
-        for (column, (cell, width)) in cells.iter().zip(widths).enumerate() {
-            // The variant column reads best left-aligned, the numbers right-aligned.
-            if column == 0 {
-                out.push_str(&format!(" {cell:<width$} |"));
-            } else {
-                out.push_str(&format!(" {cell:>width$} |"));
-            }
-        }
-        out.push('\n');
-    };
-    line(&header, &mut out);
-    out.push('|');
-    for (column, width) in widths.iter().enumerate() {
-        let dashes = "-".repeat(*width + 1);
-        if column == 0 {
-            out.push_str(&format!("{dashes}-|"));
-        } else {
-            out.push_str(&format!("{dashes}:|"));
-        }
-    }
-    out.push('\n');
-    for row in &cells {
-        let refs: Vec<&str> = row.iter().map(String::as_str).collect();
-        line(&refs, &mut out);
-    }
-    out
-}
-
-/// Prints one experiment's table to stdout under a short heading.
-pub fn print_table(experiment: &str, rows: &[Row]) {
-    let repeats = rows.first().map_or(0, |r| r.repeats);
-    println!("{experiment}: median of {repeats} measured runs per row, after 1 warm-up run\n");
-    print!("{}", render_table(rows));
-    println!();
-}
-
-/// Writes `n` with a comma every three digits (1,000,000).
-fn group_thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
-
 /// The first `model name` in `/proc/cpuinfo` text.
 fn cpu_model(cpuinfo: &str) -> Option<String> {
     cpuinfo.lines().find_map(|line| {
@@ -325,11 +257,29 @@ fn command_output(program: &str, args: &[&str]) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use std::time::Duration;
 
     use super::*;
     use crate::runner::Sample;
+
+    /// A row of `experiment`/`variant` whose measured runs took `ns` ns per
+    /// message each (1,000 messages a run, the warm-up like the first run).
+    pub fn row(experiment: &str, variant: &str, ns: &[f64]) -> Row {
+        let sample = |ns: f64| Sample {
+            msgs: 1000,
+            elapsed: Duration::from_nanos((ns * 1000.0) as u64),
+        };
+        Row::new(
+            experiment,
+            variant,
+            Map::new(),
+            &Measurement {
+                warmup: sample(ns[0]),
+                samples: ns.iter().copied().map(sample).collect(),
+            },
+        )
+    }
 
     fn measurement(warmup_ns: u64, ns: &[u64]) -> Measurement {
         let sample = |nanos| Sample {
@@ -342,7 +292,7 @@ mod tests {
         }
     }
 
-    fn row() -> Row {
+    fn busy_spin() -> Row {
         let mut params = Map::new();
         params.insert("repetitions".into(), 500.into());
         Row::new(
@@ -355,7 +305,7 @@ mod tests {
 
     #[test]
     fn row_summarises_from_the_median_sample() {
-        let r = row();
+        let r = busy_spin();
         assert_eq!(r.msgs, 1000);
         assert_eq!(r.repeats, 3);
         assert_eq!(r.ns_per_msg, 50.0);
@@ -370,7 +320,7 @@ mod tests {
         let report = Report {
             machine: Machine::detect(),
             run: RunInfo::new(SystemTime::now()),
-            rows: vec![row()],
+            rows: vec![busy_spin()],
         };
         let json = serde_json::to_value(&report).unwrap();
         // serde_json's map sorts keys, so the order here is alphabetical; the
@@ -408,33 +358,6 @@ mod tests {
             serde_json::json!([50.0, 40.0, 60.0])
         );
         assert_eq!(r["params"], serde_json::json!({ "repetitions": 500 }));
-    }
-
-    #[test]
-    fn table_columns_line_up() {
-        let mut other = row();
-        other.variant = "tokio-mpsc-mt-w2".into();
-        other.msgs = 2_000_000;
-        let table = render_table(&[row(), other]);
-        let lines: Vec<&str> = table.lines().collect();
-        assert_eq!(lines.len(), 4);
-        assert!(lines[0].starts_with("| variant "));
-        assert!(lines[0].contains("| ns/msg (median) |"));
-        assert!(lines[1].starts_with("|-"));
-        assert!(lines[3].contains("| 2,000,000 |"));
-        assert!(lines[3].contains("| 20,000,000 |"));
-        let width = lines[0].len();
-        assert!(lines.iter().all(|l| l.len() == width), "{table}");
-        let bars = |l: &str| l.match_indices('|').map(|(i, _)| i).collect::<Vec<_>>();
-        assert!(lines.iter().all(|l| bars(l) == bars(lines[0])), "{table}");
-    }
-
-    #[test]
-    fn thousands_are_grouped() {
-        assert_eq!(group_thousands(0), "0");
-        assert_eq!(group_thousands(999), "999");
-        assert_eq!(group_thousands(1000), "1,000");
-        assert_eq!(group_thousands(12_345_678), "12,345,678");
     }
 
     #[test]

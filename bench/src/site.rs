@@ -5,11 +5,15 @@
 //! `troupe-bench report --from results.json` renders the same folder from a
 //! saved run.
 //!
-//! Rows may carry `params.runtime` (`troupe`, `baseline`, `pekko`); tables
-//! show it, so troupe, the no-actor baseline and a peer sit side by side.
+//! The page opens with the summary table (each experiment's headline figure
+//! for troupe, the best baseline and Pekko, with ratios between rows of the
+//! same thread count), then one section per experiment, made by the
+//! experiment (see `experiments`). Rows carry `params.runtime` (`troupe`,
+//! `baseline`, `pekko`): tables show it and charts colour by it.
 
 pub mod charts;
 mod sections;
+mod summary;
 
 use std::fmt::Write as _;
 use std::fs;
@@ -17,6 +21,7 @@ use std::io;
 use std::path::Path;
 
 use crate::report::Report;
+use crate::table::{Align, Table};
 use sections::{sections, Section};
 
 /// Writes `results.json`, `index.html` and `summary.md` into `dir`.
@@ -29,7 +34,7 @@ pub fn write(dir: &Path, report: &Report) -> io::Result<()> {
     for (name, text) in [
         ("results.json", json),
         ("index.html", html(report, &sections)),
-        ("summary.md", summary(report, &sections)),
+        ("summary.md", summary_md(report, &sections)),
     ] {
         let path = dir.join(name);
         fs::write(&path, text).map_err(|e| {
@@ -81,9 +86,36 @@ const STYLE: &str =
     "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
 table{border-collapse:collapse;margin:1em 0;font-size:14px}\
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}\
-th:first-child,td:first-child{text-align:left}\
+td.l{text-align:left}td.failed{color:#b00;font-weight:bold}\
 th{background:#f3f3f3}.charts svg{margin:0.5em 0;max-width:100%;height:auto}\
 nav a{margin-right:1em}.note{color:#555}";
+
+/// A table as HTML, numbers right-aligned.
+fn html_table(table: &Table) -> String {
+    let mut out = String::from("<table><thead><tr>");
+    for h in &table.header {
+        let _ = write!(out, "<th>{}</th>", esc(h));
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for row in &table.rows {
+        out.push_str("<tr>");
+        for (cell, align) in row.iter().zip(&table.align) {
+            let class = match align {
+                Align::Left => "l",
+                Align::Right => "r",
+            };
+            let failed = if cell.contains("FAILED") {
+                " failed"
+            } else {
+                ""
+            };
+            let _ = write!(out, "<td class=\"{class}{failed}\">{}</td>", esc(cell));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table>\n");
+    out
+}
 
 fn html(report: &Report, sections: &[Section]) -> String {
     let mut out = String::new();
@@ -91,10 +123,20 @@ fn html(report: &Report, sections: &[Section]) -> String {
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <title>troupe benchmark report</title><style>{STYLE}</style></head><body>\n\
-         <h1>troupe benchmark report</h1>\n<p>{}</p>\n<p class=\"note\">Command: <code>{}</code></p>\n<nav>",
+         <h1>troupe benchmark report</h1>\n<p>{}</p>\n<p class=\"note\">Command: <code>{}</code></p>\n",
         esc(&machine_line(report)),
         esc(&report.run.command.join(" ")),
     );
+    let headline = summary::table(&report.rows);
+    if !headline.rows.is_empty() {
+        let _ = write!(
+            out,
+            "<section id=\"summary\"><h2>Summary</h2>\n<p class=\"note\">{}</p>\n{}</section>\n",
+            esc(SUMMARY_NOTE),
+            html_table(&headline)
+        );
+    }
+    out.push_str("<nav>");
     for s in sections {
         let _ = write!(out, "<a href=\"#{}\">{}</a>", s.id, esc(&s.title));
     }
@@ -109,50 +151,55 @@ fn html(report: &Report, sections: &[Section]) -> String {
             out.push_str(chart);
             out.push('\n');
         }
-        out.push_str("</div>\n<table><thead><tr>");
-        for h in &s.table.header {
-            let _ = write!(out, "<th>{}</th>", esc(h));
+        out.push_str("</div>\n");
+        for (title, table) in &s.tables {
+            let _ = writeln!(out, "<h3>{}</h3>", esc(title));
+            out.push_str(&html_table(table));
         }
-        out.push_str("</tr></thead><tbody>\n");
-        for row in &s.table.rows {
-            out.push_str("<tr>");
-            for cell in row {
-                let _ = write!(out, "<td>{}</td>", esc(cell));
+        if !s.lines.is_empty() {
+            out.push_str("<ul>");
+            for line in &s.lines {
+                let _ = write!(out, "<li>{}</li>", esc(line));
             }
-            out.push_str("</tr>\n");
+            out.push_str("</ul>\n");
         }
-        out.push_str("</tbody></table></section>\n");
+        out.push_str("</section>\n");
     }
     out.push_str("</body></html>\n");
     out
 }
 
-fn summary(report: &Report, sections: &[Section]) -> String {
+fn summary_md(report: &Report, sections: &[Section]) -> String {
     let mut out = format!("# troupe benchmark summary\n\n{}\n\n", machine_line(report));
+    let headline = summary::table(&report.rows);
+    if !headline.rows.is_empty() {
+        let _ = write!(
+            out,
+            "## Summary\n\n{SUMMARY_NOTE}\n\n{}\n",
+            headline.markdown()
+        );
+    }
     for s in sections {
         let _ = writeln!(out, "## {}\n", s.title);
         for note in &s.notes {
             let _ = writeln!(out, "{note}\n");
         }
-        let _ = writeln!(out, "| {} |", s.table.header.join(" | "));
-        let _ = writeln!(
-            out,
-            "|{}|",
-            s.table
-                .header
-                .iter()
-                .enumerate()
-                .map(|(i, _)| if i == 0 { "---" } else { "---:" })
-                .collect::<Vec<_>>()
-                .join("|")
-        );
-        for row in &s.table.rows {
-            let _ = writeln!(out, "| {} |", row.join(" | "));
+        for (title, table) in &s.tables {
+            let _ = writeln!(out, "{title}:\n\n{}", table.markdown());
+        }
+        for line in &s.lines {
+            let _ = writeln!(out, "- {line}");
         }
         out.push('\n');
     }
     out
 }
+
+/// What the summary table's ratios mean.
+const SUMMARY_NOTE: &str = "Each experiment's headline figure for troupe's best row, the best \
+baseline and Pekko, one line per thread count: a ratio only pairs rows that ran on the same \
+number of threads (above 1: troupe is better). Colours in every chart: troupe blue, baselines \
+orange, Pekko green.";
 
 #[cfg(test)]
 mod tests {
@@ -226,8 +273,8 @@ mod tests {
             "bars + tps + latency charts"
         );
         assert!(!page.contains("<script"));
-        let md = summary(&r, &sections);
-        assert!(md.contains("## trading") && md.contains("| one-way/off |"));
+        let md = summary_md(&r, &sections);
+        assert!(md.contains("## trading") && md.contains("| one-way/off "));
     }
 
     #[test]

@@ -19,7 +19,11 @@
 //! (resident growth over the start, divided by jobs in flight, at the
 //! sample with the most jobs in flight).
 
+mod experiment;
+pub mod peer;
 pub mod probe;
+
+pub use experiment::Delayed;
 
 use std::time::Duration;
 
@@ -138,40 +142,4 @@ fn row(variant: &str, sizes: &Sizes, outcomes: &[probe::Outcome]) -> Row {
         Value::Array(measured.iter().map(|o| json!(o)).collect()),
     );
     Row::new(EXPERIMENT, variant, params, &measurement)
-}
-
-/// The lines printed under the table.
-pub fn print_extras(rows: &[Row]) {
-    for row in rows {
-        let p = &row.params;
-        let f = |k: &str| p.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
-        let mut line = format!(
-            "{}: {} jobs in {:.2} s ({:.0} completions/s); timers fired late p50 {:.1} ms, \
-             p99 {:.1} ms, max {:.1} ms",
-            row.variant,
-            f("jobs"),
-            f("total_s"),
-            f("completions_per_s"),
-            f("late_p50_ms"),
-            f("late_p99_ms"),
-            f("late_max_ms"),
-        );
-        // A peer reports only some figures; what it does not report is left
-        // out rather than printed as NaN.
-        if p.contains_key("arrival_p99_ms") {
-            line += &format!(
-                " (reached the manager p99 {:.1} ms late)",
-                f("arrival_p99_ms")
-            );
-        }
-        line += &format!("; peak RSS {:.0} MB", f("peak_rss_mb"));
-        if p.contains_key("bytes_per_job") {
-            line += &format!(
-                ", {:.0} bytes per in-flight job (max in flight {:.0})",
-                f("bytes_per_job"),
-                f("max_in_flight")
-            );
-        }
-        println!("{line}");
-    }
 }

@@ -24,13 +24,16 @@
 //! ([`output`]) from one actor run of both games, validated the same way.
 
 pub mod colour;
+mod experiment;
 pub mod mall;
 pub mod meeting_place;
 pub mod output;
+pub mod peer;
 pub mod sweep;
 pub mod threads;
 
-use std::fmt::Write as _;
+pub use experiment::Chameneos;
+
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -39,7 +42,7 @@ use troupe::prelude::*;
 
 use crate::chameneos::colour::{Colour, GAME_TEN, GAME_THREE};
 use crate::chameneos::output::{Game, Tally};
-use crate::pingpong::actor_pair::SystemGuard;
+use crate::shared::SystemGuard;
 use crate::report::Row;
 use crate::runner::{self, RunOptions, Scale, Stopwatch, Workload, WorkloadError};
 
@@ -312,58 +315,6 @@ pub fn program(meetings: u64, dispatcher: Dispatcher) -> Result<String, Workload
     Ok(output::render(&games))
 }
 
-/// The lines under the main table: both games per implementation and their
-/// ratio, the mall row, the dispatcher.
-pub fn summary(rows: &[Row]) -> String {
-    let mut out = String::new();
-    let main: Vec<&Row> = rows.iter().filter(|r| r.experiment == EXPERIMENT).collect();
-    let find = |v: &str| main.iter().find(|r| r.variant == v).copied();
-    let mut both = Vec::new();
-    for name in ["actor", "threads"] {
-        let (Some(three), Some(ten)) = (find(&format!("{name}-3")), find(&format!("{name}-10")))
-        else {
-            continue;
-        };
-        let (Some(a), Some(b)) = (seconds(three), seconds(ten)) else {
-            continue;
-        };
-        let _ = writeln!(
-            out,
-            "{name}: both games at {} meetings each in {:.6} s (3 creatures {a:.6} s + 10 \
-             creatures {b:.6} s)",
-            sweep::group_thousands(three.msgs),
-            a + b
-        );
-        both.push(a + b);
-    }
-    if let [actor, threads] = both[..] {
-        let _ = writeln!(
-            out,
-            "actor / threads, both games: {:.2}x the time",
-            actor / threads
-        );
-    }
-    for row in main.iter().filter(|r| r.variant.starts_with("actor-mall")) {
-        let _ = writeln!(
-            out,
-            "{}: {} meetings among {} creatures in {:.6} s ({} meetings/s)",
-            row.variant,
-            sweep::group_thousands(row.msgs),
-            row.params["creatures"],
-            seconds(row).unwrap_or(f64::NAN),
-            sweep::group_thousands(row.msgs_per_s.round() as u64)
-        );
-    }
-    if let Some(actor) = main.iter().find(|r| r.params.contains_key("workers")) {
-        let _ = writeln!(
-            out,
-            "actor rows: a pool of {} worker(s), throughput {}",
-            actor.params["workers"], actor.params["throughput"]
-        );
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -454,7 +405,8 @@ mod tests {
             assert_eq!(row.params["variant"], row.variant.as_str());
             assert_eq!(row.params["meetings"], row.msgs);
         }
-        let text = summary(&rows);
+        let refs: Vec<&Row> = rows.iter().collect();
+        let text = crate::experiments::Experiment::extras(&Chameneos, &refs).join("\n");
         assert!(
             text.contains("actor: both games at 300 meetings each"),
             "{text}"

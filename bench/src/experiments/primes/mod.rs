@@ -4,7 +4,11 @@
 //! server elsewhere with `--url`). One warm-up round, then the measured
 //! rounds, as in the post; every response is counted and checked.
 
+mod experiment;
 pub mod loadgen;
+pub mod peer;
+
+pub use experiment::Primes;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -13,7 +17,7 @@ use std::time::Duration;
 use primes::blocking::BlockingServer;
 use primes::service::Service;
 use primes::sieve::{render_json, PrimeCache};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map};
 use troupe::ActorSystem;
 
 use crate::progress::Progress;
@@ -316,35 +320,6 @@ fn row(server: &str, settings: &Settings, results: &[RoundResult]) -> Row {
     }
     params.insert("max_ms".into(), json!(median(&|r| ms(r.latency_us.max()))));
     Row::new(EXPERIMENT, server, params, &measurement)
-}
-
-/// The latency line of each row, printed under the table.
-pub fn print_extras(rows: &[Row]) {
-    for row in rows {
-        let f = |k: &str| {
-            row.params
-                .get(k)
-                .and_then(Value::as_f64)
-                .unwrap_or(f64::NAN)
-        };
-        println!(
-            "{}: {:.0} req/s, {} errors; latency ms min {:.2} mean {:.2} p50 {:.2} p95 {:.2} p99 {:.2} max {:.2}{}",
-            row.variant,
-            f("rps"),
-            f("errors"),
-            f("min_ms"),
-            f("mean_ms"),
-            f("p50_ms"),
-            f("p95_ms"),
-            f("p99_ms"),
-            f("max_ms"),
-            row.params
-                .get("offered_rps")
-                .and_then(Value::as_f64)
-                .map(|o| format!(" (open loop: offered {o:.0} req/s)"))
-                .unwrap_or_default(),
-        );
-    }
 }
 
 #[cfg(test)]

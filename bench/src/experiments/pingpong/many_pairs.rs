@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use troupe::prelude::*;
 
-use crate::pingpong::actor_pair::SystemGuard;
+use crate::shared::SystemGuard;
 use crate::pingpong::hops;
 use crate::runner::{expect_eq, Stopwatch, Workload, WorkloadError};
 

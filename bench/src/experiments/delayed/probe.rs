@@ -3,7 +3,6 @@
 //! child runs [`run_here`] and prints its [`Outcome`] as JSON on stdout.
 
 use std::io::{self, IsTerminal};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::thread;
@@ -15,7 +14,7 @@ use troupe::prelude::*;
 use troupe::{MailboxConfig, Overflow, Router, Routing, Scheduler};
 
 use super::Sizes;
-use crate::pingpong::actor_pair::SystemGuard;
+use crate::shared::SystemGuard;
 use crate::rss;
 use crate::runner::WorkloadError;
 
@@ -53,32 +52,21 @@ pub struct Outcome {
 
 /// Runs one measurement of `variant` in a child process.
 pub fn run_child(variant: &str, sizes: &Sizes) -> Result<Outcome, WorkloadError> {
-    let exe = std::env::current_exe().map_err(|e| WorkloadError::new(e.to_string()))?;
-    let output = Command::new(exe)
-        .args([
-            "delayed-probe",
-            "--variant",
-            variant,
-            "--jobs",
-            &sizes.jobs.to_string(),
-            "--workers",
-            &sizes.workers.to_string(),
-            "--capacity",
-            &sizes.capacity.to_string(),
-            "--delay-ms",
-            &sizes.delay.as_millis().to_string(),
-        ])
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| WorkloadError::new(format!("cannot start the probe: {e}")))?;
-    if !output.status.success() {
-        return Err(WorkloadError::new(format!(
-            "the probe failed ({})",
-            output.status
-        )));
-    }
-    serde_json::from_slice(&output.stdout)
-        .map_err(|e| WorkloadError::new(format!("bad probe output: {e}")))
+    let args = [
+        "delayed-probe",
+        "--variant",
+        variant,
+        "--jobs",
+        &sizes.jobs.to_string(),
+        "--workers",
+        &sizes.workers.to_string(),
+        "--capacity",
+        &sizes.capacity.to_string(),
+        "--delay-ms",
+        &sizes.delay.as_millis().to_string(),
+    ]
+    .map(String::from);
+    crate::shared::probe("probe", &args)
 }
 
 /// Counters shared with the sampler thread.

@@ -15,6 +15,7 @@ use troupe::prelude::*;
 
 use crate::pingpong::hops;
 use crate::runner::{expect_eq, Stopwatch, Workload, WorkloadError};
+use crate::shared::SystemGuard;
 
 /// A dispatcher setting for one row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,16 +170,4 @@ pub fn workload(setting: Setting, repetitions: u64) -> Workload {
     .param("throughput", throughput)
     .param("pinned", pinned)
     .param("repetitions", repetitions)
-}
-
-/// Shuts the system down when a row's closure is dropped.
-pub struct SystemGuard(pub ActorSystem);
-
-impl Drop for SystemGuard {
-    fn drop(&mut self) {
-        self.0.shutdown();
-        if let Err(e) = self.0.await_termination_timeout(Duration::from_secs(60)) {
-            eprintln!("troupe-bench: the actor system did not stop: {e}");
-        }
-    }
 }

@@ -14,11 +14,15 @@
 //! - the troupe actor rows from [`actor_rows`].
 
 pub mod actor_pair;
+pub mod baselines;
+mod experiment;
 pub mod many_pairs;
+pub mod peer;
 
-use crate::baselines::{busy_spin, tokio_mpsc};
 use crate::report::Row;
 use crate::runner::{self, RunOptions, Scale, Workload, WorkloadError};
+use baselines::{busy_spin, tokio_mpsc};
+pub use experiment::PingPong;
 
 /// The experiment's name in tables, progress lines and JSON.
 pub const EXPERIMENT: &str = "pingpong";

@@ -16,11 +16,15 @@
 //! experiment. Logs are written under a fresh directory per run, deleted
 //! afterwards.
 
-use std::fmt::Write as _;
+mod experiment;
+pub mod peer;
+
+pub use experiment::Trading;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map};
 use trading::{RunConfig, Scenario, TxLog, Variant};
 
 use crate::progress::Progress;
@@ -224,49 +228,4 @@ fn row(point: &Point, results: &[trading::RunResult]) -> Row {
         json!(results.iter().all(trading::RunResult::verified)),
     );
     Row::new(EXPERIMENT, &label(point), params, &measurement)
-}
-
-/// The experiment's table: one line per point with throughput, the post's
-/// latency columns, the median run's duration and the trades that verified it.
-pub fn render_table(rows: &[Row]) -> String {
-    let get = |r: &Row, k: &str| r.params.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "| variant         | txlog        | clients |    orders | duration s |  orders/s | mean us | p5 us | p25 us | p50 us | p75 us | p95 us | p99 us |  max us |  trades | verified |"
-    );
-    let _ = writeln!(
-        out,
-        "|-----------------|--------------|--------:|----------:|-----------:|----------:|--------:|------:|-------:|-------:|-------:|-------:|-------:|--------:|--------:|----------|"
-    );
-    for r in rows {
-        let text = |k: &str| {
-            r.params
-                .get(k)
-                .and_then(Value::as_str)
-                .unwrap_or("?")
-                .to_string()
-        };
-        let _ = writeln!(
-            out,
-            "| {:<15} | {:<12} | {:>7} | {:>9} | {:>10.2} | {:>9.0} | {:>7.1} | {:>5.1} | {:>6.1} | {:>6.1} | {:>6.1} | {:>6.1} | {:>6.1} | {:>7.0} | {:>7} | {:<8} |",
-            text("variant"),
-            text("txlog"),
-            get(r, "clients"),
-            get(r, "orders"),
-            get(r, "duration_s"),
-            get(r, "tps"),
-            get(r, "mean_us"),
-            get(r, "p5_us"),
-            get(r, "p25_us"),
-            get(r, "p50_us"),
-            get(r, "p75_us"),
-            get(r, "p95_us"),
-            get(r, "p99_us"),
-            get(r, "max_us"),
-            get(r, "trades"),
-            r.params.get("verified").and_then(Value::as_bool).map_or("?", |v| if v { "yes" } else { "NO" }),
-        );
-    }
-    out
 }

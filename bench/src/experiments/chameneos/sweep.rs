@@ -7,14 +7,14 @@
 //! a point is timed from spawning the creatures to the last tally, so the
 //! smallest points show what a game costs to set up and tear down.
 
-use std::fmt::Write as _;
-
 use serde_json::Value;
 
 use crate::chameneos::colour::{GAME_TEN, GAME_THREE};
 use crate::chameneos::{game_workload, seconds, Dispatcher, Implementation};
 use crate::report::Row;
 use crate::runner::Workload;
+use crate::shared::group_thousands;
+use crate::table::{Align, Table};
 
 /// The sweep's rows go under their own experiment name, so that their table
 /// is separate from the main rows'.
@@ -53,8 +53,12 @@ pub fn workloads(max: u64, dispatcher: Dispatcher) -> Vec<Workload> {
 /// The sweep as a table of median seconds: per point, each game and both
 /// games for actors and for threads, and the ratio of the two totals. A game
 /// that did not run (filtered out) shows as `-`.
-pub fn render_table(rows: &[Row]) -> String {
-    let sweep: Vec<&Row> = rows.iter().filter(|r| r.experiment == EXPERIMENT).collect();
+pub fn table(rows: &[&Row]) -> Table {
+    let sweep: Vec<&Row> = rows
+        .iter()
+        .copied()
+        .filter(|r| r.experiment == EXPERIMENT)
+        .collect();
     let lookup = |implementation: &str, creatures: u64, meetings: u64| {
         sweep
             .iter()
@@ -78,9 +82,10 @@ pub fn render_table(rows: &[Row]) -> String {
         "threads both",
         "actor/threads",
     ]
-    .map(String::from);
+    .map(String::from)
+    .to_vec();
     let fmt = |s: Option<f64>| s.map_or_else(|| "-".to_string(), |s| format!("{s:.6}"));
-    let mut table = vec![header];
+    let mut table = Vec::new();
     for n in meetings {
         let game = |implementation| {
             let (three, ten) = (lookup(implementation, 3, n), lookup(implementation, 10, n));
@@ -92,7 +97,7 @@ pub fn render_table(rows: &[Row]) -> String {
         let ratio = actor
             .zip(threads)
             .map_or_else(|| "-".to_string(), |(a, t)| format!("{:.2}", a / t));
-        table.push([
+        table.push(vec![
             group_thousands(n),
             fmt(a3),
             fmt(a10),
@@ -103,47 +108,11 @@ pub fn render_table(rows: &[Row]) -> String {
             ratio,
         ]);
     }
-    align(&table)
-}
-
-/// Lays rows of cells out as a Markdown table aligned as plain text: the
-/// first row is the header, numbers are right-aligned.
-fn align(table: &[[String; 8]]) -> String {
-    let mut widths = [0; 8];
-    for row in table {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.len());
-        }
+    Table {
+        align: vec![Align::Right; header.len()],
+        header,
+        rows: table,
     }
-    let mut out = String::new();
-    for (index, row) in table.iter().enumerate() {
-        out.push('|');
-        for (cell, width) in row.iter().zip(widths) {
-            let _ = write!(out, " {cell:>width$} |");
-        }
-        out.push('\n');
-        if index == 0 {
-            out.push('|');
-            for width in widths {
-                let _ = write!(out, "{}:|", "-".repeat(width + 1));
-            }
-            out.push('\n');
-        }
-    }
-    out
-}
-
-/// `n` with a comma every three digits.
-pub fn group_thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
 }
 
 #[cfg(test)]
@@ -197,7 +166,7 @@ mod tests {
             row("threads", 10, 1000, 0.5),
             row("actor", 3, 10, 0.001),
         ];
-        let table = render_table(&rows);
+        let table = table(&rows.iter().collect::<Vec<_>>()).markdown();
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines.len(), 4, "{table}");
         assert!(lines[0].contains("| actor both |"));

@@ -18,10 +18,14 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use troupe::prelude::*;
 
-use crate::pingpong::actor_pair::SystemGuard;
+mod experiment;
+
+pub use experiment::Micro;
+
 use crate::report::Row;
 use crate::rss;
 use crate::runner::{self, expect_eq, RunOptions, Scale, Stopwatch, Workload, WorkloadError};
+use crate::shared::SystemGuard;
 
 /// The experiment's name in tables and JSON.
 pub const EXPERIMENT: &str = "micro";
@@ -144,19 +148,8 @@ pub fn spawn_probe(actors: usize) -> Result<SpawnProbe, WorkloadError> {
 fn spawn_workload(actors: usize, extras: Extras) -> Workload {
     let variant = "spawn";
     Workload::new(variant, move || {
-        let exe = std::env::current_exe().map_err(|e| WorkloadError::new(e.to_string()))?;
-        let output = std::process::Command::new(exe)
-            .args(["spawn-probe", "--actors", &actors.to_string()])
-            .output()
-            .map_err(|e| WorkloadError::new(format!("cannot run the spawn probe: {e}")))?;
-        if !output.status.success() {
-            return Err(WorkloadError::new(format!(
-                "the spawn probe failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-            )));
-        }
-        let probe: SpawnProbe = serde_json::from_slice(&output.stdout)
-            .map_err(|e| WorkloadError::new(format!("bad spawn probe output: {e}")))?;
+        let args = ["spawn-probe".to_string(), "--actors".into(), actors.to_string()];
+        let probe: SpawnProbe = crate::shared::probe("spawn probe", &args)?;
         extras.borrow_mut().push((
             variant.to_string(),
             "bytes_per_actor",
@@ -260,15 +253,4 @@ pub fn run(sizes: &Sizes, options: &RunOptions) -> Result<Vec<Row>, WorkloadErro
         }
     }
     Ok(rows)
-}
-
-/// One line per extra figure, printed under the table.
-pub fn print_extras(rows: &[Row]) {
-    for row in rows {
-        for key in ["bytes_per_actor", "p50_ns", "p99_ns"] {
-            if let Some(v) = row.params.get(key).and_then(Value::as_f64) {
-                println!("{}: {key} = {v:.1} (median of measured runs)", row.variant);
-            }
-        }
-    }
 }

@@ -25,7 +25,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map};
 use troupe::prelude::*;
 
+mod experiment;
 mod overload;
+
+pub use experiment::Soak;
 
 use crate::primes::loadgen::{run_round, Round};
 use crate::report::Row;

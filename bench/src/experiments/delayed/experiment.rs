@@ -1,0 +1,167 @@
+//! Delayed messages as an [`Experiment`]: its flag, its Pekko row, its
+//! lines under the table and its charts (completions and resident memory
+//! over time).
+
+use clap::Args;
+use serde_json::Value;
+
+use super::{peer, run, Sizes, EXPERIMENT};
+use crate::experiments::{Experiment, Headline};
+use crate::pairing::runtime;
+use crate::report::Row;
+use crate::runner::{RunOptions, Scale, WorkloadError};
+use crate::site::charts::{self, Series};
+use crate::table::{Column, PER_MESSAGE};
+
+/// The delayed-messages experiment.
+pub struct Delayed;
+
+/// Delayed's own flags.
+#[derive(Debug, Args)]
+pub struct DelayedArgs {
+    /// Jobs per run (default 1,000,000; `--full`: 10,000,000).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    jobs: Option<u64>,
+}
+
+impl Experiment for Delayed {
+    type Args = DelayedArgs;
+    type Settings = Sizes;
+
+    fn name(&self) -> &'static str {
+        EXPERIMENT
+    }
+    fn about(&self) -> &'static str {
+        "Delayed messages: jobs answered by replies scheduled one second later."
+    }
+    fn settings(&self, args: DelayedArgs, scale: Scale, _: bool) -> Result<Sizes, String> {
+        let mut sizes = Sizes::for_scale(scale);
+        if let Some(jobs) = args.jobs {
+            sizes.jobs = jobs;
+        }
+        Ok(sizes)
+    }
+    fn run(&self, sizes: &Sizes, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+        run(sizes, options)
+    }
+    fn peer_rows(&self, sizes: &Sizes, _: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+        peer::rows(sizes)
+    }
+    fn columns(&self) -> Vec<Column> {
+        let mut columns = PER_MESSAGE.to_vec();
+        columns.extend([
+            Column::param("jobs", "jobs"),
+            Column::param("total s", "total_s"),
+            Column::param("late p50 ms", "late_p50_ms"),
+            Column::param("late p99 ms", "late_p99_ms"),
+            Column::param("arrival p99 ms", "arrival_p99_ms"),
+            Column::param("peak RSS MB", "peak_rss_mb"),
+            Column::param("bytes/job", "bytes_per_job"),
+        ]);
+        columns
+    }
+    fn extras(&self, rows: &[&Row]) -> Vec<String> {
+        rows.iter().map(|row| line(row)).collect()
+    }
+    fn notes(&self) -> Vec<String> {
+        vec!["Charts: the first measured run of each variant.".into()]
+    }
+    fn charts(&self, rows: &[&Row]) -> Vec<String> {
+        timeline_charts(rows)
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        &["jobs"]
+    }
+    fn headline(&self) -> Option<Headline> {
+        Some(Headline {
+            figure: "seconds for all jobs",
+            value: |r| r.num("total_s"),
+            lower_is_better: true,
+            select: |_| true,
+        })
+    }
+}
+
+/// A row's line under the table.
+fn line(row: &Row) -> String {
+    let p = &row.params;
+    let f = |k: &str| p.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
+    let mut line = format!(
+        "{}: {} jobs in {:.2} s ({:.0} completions/s); timers fired late p50 {:.1} ms, \
+         p99 {:.1} ms, max {:.1} ms",
+        row.variant,
+        f("jobs"),
+        f("total_s"),
+        f("completions_per_s"),
+        f("late_p50_ms"),
+        f("late_p99_ms"),
+        f("late_max_ms"),
+    );
+    // A peer reports only some figures; what it does not report is left
+    // out rather than printed as NaN.
+    if p.contains_key("arrival_p99_ms") {
+        line += &format!(
+            " (reached the manager p99 {:.1} ms late)",
+            f("arrival_p99_ms")
+        );
+    }
+    line += &format!("; peak RSS {:.0} MB", f("peak_rss_mb"));
+    if p.contains_key("bytes_per_job") {
+        line += &format!(
+            ", {:.0} bytes per in-flight job (max in flight {:.0})",
+            f("bytes_per_job"),
+            f("max_in_flight")
+        );
+    }
+    line
+}
+
+/// Completions and resident memory over time, from each row's first
+/// measured run's timeline `(seconds, sent, completed, rss_mb)`.
+fn timeline_charts(rows: &[&Row]) -> Vec<String> {
+    let mut done = Vec::new();
+    let mut rss = Vec::new();
+    for r in rows {
+        let Some(timeline) = r
+            .params
+            .get("runs")
+            .and_then(|runs| runs.get(0))
+            .and_then(|run| run.get("timeline"))
+            .and_then(Value::as_array)
+        else {
+            continue;
+        };
+        let point = |i: usize| -> Vec<(f64, f64)> {
+            timeline
+                .iter()
+                .filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(i)?.as_f64()?)))
+                .collect()
+        };
+        for (series, column) in [(&mut done, 2), (&mut rss, 3)] {
+            series.push(Series {
+                label: r.variant.clone(),
+                runtime: runtime(r).to_string(),
+                points: point(column),
+            });
+        }
+    }
+    if done.is_empty() {
+        return vec![];
+    }
+    vec![
+        charts::lines(
+            "delayed: completions over time",
+            "seconds",
+            "completed",
+            &done,
+            (false, false),
+        ),
+        charts::lines(
+            "delayed: resident memory over time",
+            "seconds",
+            "MB",
+            &rss,
+            (false, false),
+        ),
+    ]
+}

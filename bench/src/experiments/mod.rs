@@ -1,0 +1,265 @@
+//! The experiments, one folder each, and the one interface they share.
+//!
+//! An experiment implements [`Experiment`]: its name (the subcommand and
+//! the `experiment` of its rows), its flags and settings, how it runs, its
+//! Pekko rows, and how its rows are shown (table columns, lines under the
+//! table, charts, the key parameters that identify a workload for
+//! `compare` and for pairing rows in ratios, its headline figure). Everything
+//! above this module (main.rs, the README section, the HTML report,
+//! `compare`) goes through [`LIST`] and never names an experiment, so adding
+//! one is a folder here plus one line in the `experiments!` list below.
+
+use std::error::Error;
+
+use clap::{ArgMatches, Args, FromArgMatches};
+
+use crate::pairing;
+use crate::report::Row;
+use crate::runner::{RunOptions, Scale, WorkloadError};
+use crate::table::{rows_table, Column, Table, PER_MESSAGE};
+
+/// Declares the experiment modules and [`LIST`], in run order, from one
+/// `module::Type` line per experiment.
+macro_rules! experiments {
+    ($($module:ident :: $ty:ident),* $(,)?) => {
+        $(pub mod $module;)*
+        /// Every experiment, in the order `all` runs them.
+        pub const LIST: &[&dyn Entry] = &[$(&$module::$ty),*];
+    };
+}
+
+experiments![
+    pingpong::PingPong,
+    micro::Micro,
+    delayed::Delayed,
+    primes::Primes,
+    trading::Trading,
+    chameneos::Chameneos,
+    soak::Soak,
+];
+
+/// How one invocation runs: the scale, the repeats and filter, whether the
+/// Pekko peer runs, and whether this is part of `all`.
+#[derive(Clone, Debug)]
+pub struct Context {
+    /// `--quick`, the default or `--full`.
+    pub scale: Scale,
+    /// `--repeats` and `--filter`.
+    pub options: RunOptions,
+    /// Run the experiment's Pekko rows after troupe's.
+    pub pekko: bool,
+    /// Running under `all` (with every flag of the experiment at its default).
+    pub in_all: bool,
+}
+
+/// A headline figure: what the report's summary table shows for an
+/// experiment, per thread count and workload.
+#[derive(Clone, Copy)]
+pub struct Headline {
+    /// What the figure is ("ns per one-way hop").
+    pub figure: &'static str,
+    /// The figure of a row.
+    pub value: fn(&Row) -> Option<f64>,
+    /// Whether a lower figure is better.
+    pub lower_is_better: bool,
+    /// The rows that may stand for the experiment (the others are detail).
+    pub select: fn(&Row) -> bool,
+}
+
+/// One experiment. Methods with a default only need writing when the
+/// experiment differs from it.
+pub trait Experiment: Sync {
+    /// Its own flags, added to the common ones of its subcommand.
+    type Args: Args;
+    /// What `run` needs, made from the flags and the scale.
+    type Settings;
+
+    /// The subcommand, and the `experiment` field of its rows.
+    fn name(&self) -> &'static str;
+    /// One line of help for the subcommand.
+    fn about(&self) -> &'static str;
+    /// Whether `all` runs it.
+    fn in_all(&self) -> bool {
+        true
+    }
+    /// Whether rows of `experiment` belong to it (some own more than one
+    /// kind of row).
+    fn owns(&self, experiment: &str) -> bool {
+        experiment == self.name()
+    }
+    /// The settings for these flags; `Err` for flags that make no sense.
+    fn settings(
+        &self,
+        args: Self::Args,
+        scale: Scale,
+        in_all: bool,
+    ) -> Result<Self::Settings, String>;
+    /// Runs troupe's and the baselines' rows.
+    fn run(
+        &self,
+        settings: &Self::Settings,
+        options: &RunOptions,
+    ) -> Result<Vec<Row>, WorkloadError>;
+    /// Runs the Pekko peer's rows at the same settings.
+    fn peer_rows(
+        &self,
+        _settings: &Self::Settings,
+        _options: &RunOptions,
+    ) -> Result<Vec<Row>, WorkloadError> {
+        Ok(Vec::new())
+    }
+    /// The experiment's own columns, between the shared ones.
+    fn columns(&self) -> Vec<Column> {
+        PER_MESSAGE.to_vec()
+    }
+    /// Its tables, titled, each rendered by the shared renderer.
+    fn tables(&self, rows: &[&Row]) -> Vec<(String, Table)> {
+        vec![(self.name().to_string(), rows_table(&self.columns(), rows))]
+    }
+    /// Lines under its tables (measured figures that are not columns).
+    fn extras(&self, _rows: &[&Row]) -> Vec<String> {
+        Vec::new()
+    }
+    /// What its tables and charts show, for the report.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// Its charts, as SVG.
+    fn charts(&self, _rows: &[&Row]) -> Vec<String> {
+        Vec::new()
+    }
+    /// The parameters that identify a workload besides the variant: rows are
+    /// matched on them by `compare` and paired on them in ratios.
+    fn keys(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Its headline figure for the report's summary table.
+    fn headline(&self) -> Option<Headline> {
+        None
+    }
+}
+
+/// An experiment with its types erased, as [`LIST`] holds it; implemented
+/// for every [`Experiment`].
+pub trait Entry: Sync {
+    /// See [`Experiment::name`].
+    fn name(&self) -> &'static str;
+    /// See [`Experiment::in_all`].
+    fn in_all(&self) -> bool;
+    /// See [`Experiment::owns`].
+    fn owns(&self, experiment: &str) -> bool;
+    /// The subcommand with the experiment's own flags (not the common ones).
+    fn command(&self) -> clap::Command;
+    /// Makes the settings from parsed flags, runs troupe's rows and, when
+    /// asked, Pekko's, and prints the tables and the lines under them.
+    fn execute(&self, args: &ArgMatches, ctx: &Context) -> Result<Vec<Row>, Box<dyn Error>>;
+    /// See [`Experiment::tables`].
+    fn tables(&self, rows: &[&Row]) -> Vec<(String, Table)>;
+    /// See [`Experiment::extras`].
+    fn extras(&self, rows: &[&Row]) -> Vec<String>;
+    /// See [`Experiment::notes`].
+    fn notes(&self) -> Vec<String>;
+    /// See [`Experiment::charts`].
+    fn charts(&self, rows: &[&Row]) -> Vec<String>;
+    /// See [`Experiment::keys`].
+    fn keys(&self) -> &'static [&'static str];
+    /// See [`Experiment::headline`].
+    fn headline(&self) -> Option<Headline>;
+}
+
+impl<E: Experiment> Entry for E {
+    fn name(&self) -> &'static str {
+        Experiment::name(self)
+    }
+    fn in_all(&self) -> bool {
+        Experiment::in_all(self)
+    }
+    fn owns(&self, experiment: &str) -> bool {
+        Experiment::owns(self, experiment)
+    }
+    fn command(&self) -> clap::Command {
+        E::Args::augment_args(clap::Command::new(Experiment::name(self)).about(self.about()))
+    }
+    fn execute(&self, args: &ArgMatches, ctx: &Context) -> Result<Vec<Row>, Box<dyn Error>> {
+        let args = E::Args::from_arg_matches(args)?;
+        let settings = self.settings(args, ctx.scale, ctx.in_all)?;
+        let mut rows = self.run(&settings, &ctx.options)?;
+        if ctx.pekko {
+            rows.extend(self.peer_rows(&settings, &ctx.options)?);
+        }
+        if !rows.is_empty() {
+            print!("{}", text(self, &rows));
+        }
+        Ok(rows)
+    }
+    fn tables(&self, rows: &[&Row]) -> Vec<(String, Table)> {
+        Experiment::tables(self, rows)
+    }
+    fn extras(&self, rows: &[&Row]) -> Vec<String> {
+        Experiment::extras(self, rows)
+    }
+    fn notes(&self) -> Vec<String> {
+        Experiment::notes(self)
+    }
+    fn charts(&self, rows: &[&Row]) -> Vec<String> {
+        Experiment::charts(self, rows)
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        Experiment::keys(self)
+    }
+    fn headline(&self) -> Option<Headline> {
+        Experiment::headline(self)
+    }
+}
+
+/// The experiment that owns rows of `experiment`, if any.
+pub fn find(experiment: &str) -> Option<&'static dyn Entry> {
+    LIST.iter().copied().find(|e| e.owns(experiment))
+}
+
+/// The experiment's flags at their defaults, as `all` runs it.
+pub fn default_args(entry: &dyn Entry) -> Result<ArgMatches, clap::Error> {
+    entry.command().try_get_matches_from([entry.name()])
+}
+
+/// The rows of `rows` grouped by the experiment that owns them, in the order
+/// their experiments first appear; rows no experiment owns (from a newer
+/// or older binary) are left out.
+pub fn group(rows: &[Row]) -> Vec<(&'static dyn Entry, Vec<Row>)> {
+    let mut out: Vec<(&'static dyn Entry, Vec<Row>)> = Vec::new();
+    for r in rows {
+        let Some(entry) = find(&r.experiment) else {
+            continue;
+        };
+        match out.iter_mut().find(|(e, _)| e.name() == entry.name()) {
+            Some((_, mine)) => mine.push(r.clone()),
+            None => out.push((entry, vec![r.clone()])),
+        }
+    }
+    out
+}
+
+/// An experiment's rows as text for the terminal: each table under its
+/// title, the lines under it, and the ratios (pairing rows with the same
+/// thread count).
+pub fn text(entry: &dyn Entry, rows: &[Row]) -> String {
+    let refs: Vec<&Row> = rows.iter().collect();
+    let mut out = String::new();
+    for (title, table) in entry.tables(&refs) {
+        out.push_str(&format!("{title}:\n\n{}\n", table.markdown()));
+    }
+    for line in entry.extras(&refs) {
+        out.push_str(&format!("{line}\n"));
+    }
+    let ratios = pairing::ratio_lines(rows, entry.keys());
+    if !ratios.is_empty() {
+        out.push_str(
+            "ratios (the other row's time per message over troupe's; above 1: troupe is faster):\n",
+        );
+        for line in ratios {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    out.push('\n');
+    out
+}

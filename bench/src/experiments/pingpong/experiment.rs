@@ -1,0 +1,75 @@
+//! Ping-pong as an [`Experiment`]: its flag, its Pekko rows and its chart.
+
+use clap::Args;
+
+use super::{peer, run, Sizes, EXPERIMENT};
+use crate::experiments::{Experiment, Headline};
+use crate::pairing::runtime;
+use crate::report::Row;
+use crate::runner::{RunOptions, Scale, WorkloadError};
+use crate::site::charts::{self, Bar};
+
+/// The ping-pong experiment.
+pub struct PingPong;
+
+/// Ping-pong's own flags.
+#[derive(Debug, Args)]
+pub struct PingPongArgs {
+    /// Round trips per run for every row, instead of the scale's sizes.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    repetitions: Option<u64>,
+}
+
+impl Experiment for PingPong {
+    type Args = PingPongArgs;
+    type Settings = Sizes;
+
+    fn name(&self) -> &'static str {
+        EXPERIMENT
+    }
+    fn about(&self) -> &'static str {
+        "Ping-pong: two parties bounce a message; reports ns per one-way hop."
+    }
+    fn settings(&self, args: PingPongArgs, scale: Scale, _: bool) -> Result<Sizes, String> {
+        Ok(match args.repetitions {
+            Some(n) => Sizes::uniform(n),
+            None => Sizes::for_scale(scale),
+        })
+    }
+    fn run(&self, sizes: &Sizes, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+        run(sizes, options)
+    }
+    fn peer_rows(&self, sizes: &Sizes, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+        peer::rows(sizes, options)
+    }
+    fn notes(&self) -> Vec<String> {
+        vec!["Median nanoseconds per one-way message; lower is better.".into()]
+    }
+    fn charts(&self, rows: &[&Row]) -> Vec<String> {
+        let bars: Vec<Bar> = rows
+            .iter()
+            .map(|r| Bar {
+                label: r.variant.clone(),
+                runtime: runtime(r).to_string(),
+                value: r.ns_per_msg,
+            })
+            .collect();
+        vec![charts::bars(
+            "ping-pong: ns per message (median)",
+            "ns/msg",
+            &bars,
+        )]
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        // The many-pairs rows are another workload than the single pair.
+        &["pairs", "balls"]
+    }
+    fn headline(&self) -> Option<Headline> {
+        Some(Headline {
+            figure: "ns per one-way hop, one pair",
+            value: |r| Some(r.ns_per_msg),
+            lower_is_better: true,
+            select: |r| !r.params.contains_key("pairs") && !r.variant.contains("pairs"),
+        })
+    }
+}

@@ -1,0 +1,204 @@
+//! The trading experiment as an [`Experiment`]: its flags (clients, variants,
+//! log modes, sizes), its Pekko rows, its columns and its charts (orders/s
+//! and latency against clients, as in the original post).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{peer, run, Point, Settings, EXPERIMENT};
+use crate::experiments::{Experiment, Headline};
+use crate::pairing::runtime;
+use crate::report::Row;
+use crate::runner::{RunOptions, Scale, WorkloadError};
+use crate::site::charts::{self, Series};
+use crate::table::{param_text, spread_rate, Column};
+
+/// The trading experiment.
+pub struct Trading;
+
+/// Trading's own flags.
+#[derive(Debug, Args)]
+pub struct TradingArgs {
+    /// Clients, comma-separated (default 1,10,40 with the log off and 10
+    /// with it on; `--full`: the post's 1..40 for every mode).
+    #[arg(long, value_name = "N,N,..", value_delimiter = ',')]
+    clients: Option<Vec<usize>>,
+    /// Variants, comma-separated: sync, request-reply, one-way (default all).
+    #[arg(long, value_name = "V,V,..", value_delimiter = ',')]
+    variants: Option<Vec<::trading::Variant>>,
+    /// Log modes, comma-separated: off, buffered, group-commit (default all).
+    #[arg(long, value_name = "M,M,..", value_delimiter = ',')]
+    txlog: Option<Vec<::trading::TxLog>>,
+    /// Orders per run with the log off or buffered (default 750,000).
+    #[arg(long, value_name = "N")]
+    orders: Option<usize>,
+    /// Orders per run under group commit (default 30,000; `--full`: 150,000).
+    #[arg(long, value_name = "N")]
+    synced_orders: Option<usize>,
+    /// Directory under which each run's logs are written (and removed).
+    #[arg(long, value_name = "DIR")]
+    log_dir: Option<PathBuf>,
+}
+
+impl Experiment for Trading {
+    type Args = TradingArgs;
+    type Settings = Settings;
+
+    fn name(&self) -> &'static str {
+        EXPERIMENT
+    }
+    fn about(&self) -> &'static str {
+        "Trading system: the seed scenario per variant, log mode and number of clients."
+    }
+    fn settings(&self, args: TradingArgs, scale: Scale, _: bool) -> Result<Settings, String> {
+        let mut settings = Settings::for_scale(scale);
+        settings.points.retain(|p| {
+            args.variants.as_ref().is_none_or(|v| v.contains(&p.variant))
+                && args.txlog.as_ref().is_none_or(|m| m.contains(&p.txlog))
+        });
+        if let Some(clients) = args.clients {
+            if clients.contains(&0) {
+                return Err("--clients: every count must be at least 1".into());
+            }
+            let mut points = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            for p in &settings.points {
+                if seen.insert((p.variant, p.txlog)) {
+                    for &c in &clients {
+                        points.push(Point { clients: c, ..*p });
+                    }
+                }
+            }
+            settings.points = points;
+        }
+        if let Some(n) = args.orders {
+            settings.orders = n;
+        }
+        if let Some(n) = args.synced_orders {
+            settings.synced_orders = n;
+        }
+        if let Some(dir) = args.log_dir {
+            settings.log_root = dir;
+        }
+        Ok(settings)
+    }
+    fn run(&self, settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+        run(settings, options)
+    }
+    fn peer_rows(
+        &self,
+        settings: &Settings,
+        options: &RunOptions,
+    ) -> Result<Vec<Row>, WorkloadError> {
+        peer::rows(settings, options)
+    }
+    fn columns(&self) -> Vec<Column> {
+        vec![
+            Column::text("txlog", "txlog"),
+            Column::param("clients", "clients"),
+            Column::with("orders", |r| crate::shared::group_thousands(r.msgs)),
+            Column::with("duration s", |r| {
+                r.num("duration_s").map_or_else(String::new, |d| format!("{d:.2}"))
+            }),
+            Column::with("orders/s", |r| {
+                crate::shared::group_thousands(r.msgs_per_s.round() as u64)
+            }),
+            Column::with("orders/s min-max", spread_rate),
+            Column::param("mean us", "mean_us"),
+            Column::param("p5 us", "p5_us"),
+            Column::param("p25 us", "p25_us"),
+            Column::param("p50 us", "p50_us"),
+            Column::param("p75 us", "p75_us"),
+            Column::param("p95 us", "p95_us"),
+            Column::param("p99 us", "p99_us"),
+            Column::param("max us", "max_us"),
+            Column::param("trades", "trades"),
+            Column::text("verified", "verified"),
+        ]
+    }
+    fn notes(&self) -> Vec<String> {
+        vec![
+            "orders/s is the median run; latencies merge every order of the measured runs. \
+             sync is the no-actor baseline."
+                .into(),
+        ]
+    }
+    fn charts(&self, rows: &[&Row]) -> Vec<String> {
+        charts_of(rows)
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        &["clients", "txlog"]
+    }
+    fn headline(&self) -> Option<Headline> {
+        Some(Headline {
+            figure: "orders per second, log off, 10 clients",
+            value: |r| Some(r.msgs_per_s),
+            lower_is_better: false,
+            select: |r| param_text(r, "txlog") == "off" && r.num("clients") == Some(10.0),
+        })
+    }
+}
+
+/// `(label, runtime) -> points`, sorted by x, as chart series.
+fn series(m: BTreeMap<(String, String), Vec<(f64, f64)>>) -> Vec<Series> {
+    m.into_iter()
+        .map(|((label, runtime), mut points)| {
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series {
+                label,
+                runtime,
+                points,
+            }
+        })
+        .collect()
+}
+
+/// Orders/s against clients per variant, then latency against clients for
+/// each variant with the log off (the post's four lines).
+fn charts_of(rows: &[&Row]) -> Vec<String> {
+    let mut tps: BTreeMap<(String, String), Vec<(f64, f64)>> = BTreeMap::new();
+    for r in rows {
+        if let Some(c) = r.num("clients") {
+            tps.entry((r.variant.clone(), runtime(r).to_string()))
+                .or_default()
+                .push((c, r.msgs_per_s));
+        }
+    }
+    let mut out = vec![charts::lines(
+        "trading: orders/s against clients",
+        "clients",
+        "orders/s",
+        &series(tps),
+        (false, false),
+    )];
+    let mut variants: Vec<&Row> = Vec::new();
+    for r in rows {
+        if param_text(r, "txlog") == "off" && !variants.iter().any(|v| v.variant == r.variant) {
+            variants.push(r);
+        }
+    }
+    for first in variants {
+        let mut lat: BTreeMap<(String, String), Vec<(f64, f64)>> = BTreeMap::new();
+        for r in rows.iter().filter(|r| r.variant == first.variant) {
+            let Some(c) = r.num("clients") else { continue };
+            for key in ["mean_us", "p5_us", "p50_us", "p95_us"] {
+                if let Some(v) = r.num(key) {
+                    let label = key.trim_end_matches("_us").to_string();
+                    lat.entry((label, runtime(r).to_string()))
+                        .or_default()
+                        .push((c, v));
+                }
+            }
+        }
+        out.push(charts::lines(
+            &format!("trading {}: latency against clients", first.variant),
+            "clients",
+            "µs",
+            &series(lat),
+            (false, false),
+        ));
+    }
+    out
+}

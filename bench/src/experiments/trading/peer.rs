@@ -1,0 +1,61 @@
+//! The trading experiment's Apache Pekko rows: the peer's request-reply and one-way variants with the log off.
+
+use serde_json::json;
+
+use super::{Settings, EXPERIMENT};
+use crate::peer::{num, params, row, run};
+use crate::report::Row;
+use crate::runner::{RunOptions, WorkloadError};
+
+/// request-reply and one-way with the log off, at troupe's client counts.
+pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+    let mut rows = Vec::new();
+    let repeats = options.repeats.to_string();
+    for point in settings
+        .points
+        .iter()
+        .filter(|p| p.txlog == ::trading::TxLog::Off && p.variant != ::trading::Variant::Sync)
+    {
+        let variant = point.variant.name();
+        let clients = point.clients.to_string();
+        let orders = settings.orders.to_string();
+        let r = run(&[
+            "trading",
+            "--variant",
+            variant,
+            "--clients",
+            &clients,
+            "--orders",
+            &orders,
+            "--repeats",
+            &repeats,
+        ])?;
+        if r.get("verified") != Some(&json!(true)) {
+            return Err(WorkloadError::new(format!(
+                "pekko trading {variant}: not verified"
+            )));
+        }
+        let mut p = params(
+            &r,
+            &[
+                "txlog", "clients", "orders", "tps", "mean_us", "p5_us", "p25_us", "p50_us",
+                "p75_us", "p95_us", "p99_us", "max_us", "trades", "verified",
+            ],
+        );
+        p.insert("variant".into(), json!(format!("pekko {variant}")));
+        // The peer reports its median throughput; its duration follows.
+        p.insert(
+            "duration_s".into(),
+            json!(num(&r, "orders") / num(&r, "tps")),
+        );
+        rows.push(row(
+            EXPERIMENT,
+            &format!("pekko-{variant}/off"),
+            &format!("{variant}/off"),
+            num(&r, "orders") as u64,
+            1e9 / num(&r, "tps"),
+            p,
+        ));
+    }
+    Ok(rows)
+}
