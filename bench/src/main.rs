@@ -71,6 +71,7 @@ enum Command {
         actors: usize,
     },
     /// Every experiment at its default sizes; writes the report folder.
+    #[command(display_order = 100)]
     All {
         #[command(flatten)]
         common: CommonArgs,
@@ -82,6 +83,7 @@ enum Command {
         no_report: bool,
     },
     /// Renders the report folder from a saved JSON file.
+    #[command(display_order = 100)]
     Report {
         /// A JSON file written by --json (or a report's results.json).
         #[arg(long, value_name = "FILE")]
@@ -91,6 +93,7 @@ enum Command {
         out: PathBuf,
     },
     /// Prints the change of every row between two saved runs.
+    #[command(display_order = 100)]
     Compare {
         /// The earlier run's JSON.
         old: PathBuf,
@@ -182,7 +185,12 @@ impl CommonArgs {
 fn cli() -> clap::Command {
     let mut cli = Cli::command();
     for (order, entry) in LIST.iter().enumerate() {
-        cli = cli.subcommand(CommonArgs::augment_args(entry.command()).display_order(order));
+        // The common flags' doc comment would replace the about: set it last.
+        cli = cli.subcommand(
+            CommonArgs::augment_args(entry.command())
+                .about(entry.about())
+                .display_order(order),
+        );
     }
     cli
 }
@@ -216,7 +224,7 @@ fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
                 capacity,
                 delay_ms,
             } => {
-                let sizes = delayed::Sizes {
+                let sizes = delayed::Settings {
                     jobs,
                     workers,
                     capacity,
@@ -322,4 +330,32 @@ fn finish(
         return Err(format!("{} row(s) failed:\n  {}", failed.len(), failed.join("\n  ")).into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent_and_keeps_every_documented_form() {
+        cli().debug_assert();
+        for line in [
+            "troupe-bench all --quick --repeats 1 --peer none --report /tmp/r --json /tmp/a.json",
+            "troupe-bench pingpong --repetitions 10 --filter tp5",
+            "troupe-bench primes --connections 10 --requests 100 --rate 50 --n 20",
+            "troupe-bench trading --variants sync,one-way --txlog off --clients 1,10",
+            "troupe-bench chameneos --meetings 100 --sweep --workers 2 --throughput 5",
+            "troupe-bench delayed --jobs 10 --peer pekko",
+            "troupe-bench soak --minutes 0.1 --quick",
+            "troupe-bench micro --json /tmp/m.json",
+            "troupe-bench compare a.json b.json --threshold 5",
+            "troupe-bench report --from a.json --out dir",
+            "troupe-bench delayed-probe --variant actor --jobs 1 --workers 1 --capacity 1 --delay-ms 1",
+            "troupe-bench spawn-probe --actors 10",
+        ] {
+            cli()
+                .try_get_matches_from(line.split(' '))
+                .unwrap_or_else(|e| panic!("{line}: {e}"));
+        }
+    }
 }

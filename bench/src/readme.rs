@@ -123,6 +123,38 @@ fn splice(text: &str, section: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::tests::row;
+
+    #[test]
+    fn ratios_say_their_thread_count_and_failed_rows_show_their_reason() {
+        let with = |mut r: Row, runtime: &str, workers: u64| {
+            r.params.insert("runtime".into(), runtime.into());
+            r.params.insert("workers".into(), workers.into());
+            r
+        };
+        let mut failed = with(row("pingpong", "actor-tp1-w1", &[90.0]), "troupe", 1);
+        failed.failure = Some("lost a message".into());
+        let rows = vec![
+            with(row("pingpong", "tokio-mpsc-mt-w2", &[500.0]), "baseline", 2),
+            with(row("pingpong", "tokio-mpsc-ct", &[400.0]), "baseline", 1),
+            with(row("pingpong", "actor-tp5-w1", &[100.0]), "troupe", 1),
+            failed,
+        ];
+        let text = render(
+            &Machine::detect(),
+            &RunInfo::new(std::time::SystemTime::now()),
+            &rows,
+        );
+        assert!(
+            text.contains("- actor-tp5-w1 vs tokio-mpsc-ct, 1 thread each: troupe 4.00x"),
+            "{text}"
+        );
+        // No troupe row ran on two threads: the two-worker tokio row is not
+        // compared with a one-worker troupe row.
+        assert!(!text.contains("vs tokio-mpsc-mt-w2"), "{text}");
+        assert!(text.contains("FAILED: lost a message"), "{text}");
+        assert!(text.contains("1 warm-up, then 1 measured run |"), "{text}");
+    }
 
     #[test]
     fn splice_replaces_only_between_the_markers() {

@@ -96,7 +96,10 @@ impl Row {
             max_ns_per_msg: summary.max,
             samples_ns_per_msg: samples,
             warmup_ns_per_msg: measurement.warmup.ns_per_msg(),
-            protocol: format!("1 warm-up, then {} measured runs", samples_len),
+            protocol: format!(
+                "1 warm-up, then {samples_len} measured run{}",
+                if samples_len == 1 { "" } else { "s" }
+            ),
             params,
             failure: None,
         }

@@ -251,6 +251,8 @@ mod tests {
 
     #[test]
     fn the_page_has_a_section_table_and_chart_per_experiment_and_escapes_text() {
+        let mut failed = trading("one-way", 40, 1.0e6);
+        failed.failure = Some("standby differs".into());
         let r = report(vec![
             row("pingpong", "busy-spin", json!({"threads": 2})),
             row(
@@ -261,6 +263,7 @@ mod tests {
             trading("one-way", 1, 1.4e6),
             trading("one-way", 10, 1.6e6),
             trading("request-reply", 10, 1.3e6),
+            failed,
         ]);
         let sections = sections(&r.rows);
         let page = html(&r, &sections);
@@ -275,6 +278,12 @@ mod tests {
         assert!(!page.contains("<script"));
         let md = summary_md(&r, &sections);
         assert!(md.contains("## trading") && md.contains("| one-way/off "));
+        // A failed row is marked in the page and in the summary.
+        assert!(page.contains("<td class=\"l failed\">FAILED: standby differs</td>"));
+        assert!(md.contains("FAILED: standby differs"));
+        // The page opens with the summary table, before the sections.
+        let summary = page.find("<section id=\"summary\">").unwrap();
+        assert!(summary < page.find("<section id=\"pingpong\">").unwrap());
     }
 
     #[test]

@@ -92,12 +92,17 @@ pub const PER_MESSAGE: [Column; 4] = [
     }),
 ];
 
-/// `params[key]` as a cell: numbers short, booleans yes/NO, absent empty.
+/// `params[key]` as a cell: whole numbers with thousands separators, other
+/// numbers short, booleans yes/NO, absent empty.
 pub fn param_text(row: &Row, key: &str) -> String {
     match row.params.get(key) {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Bool(b)) => if *b { "yes" } else { "NO" }.into(),
-        Some(Value::Number(n)) => n.as_f64().map_or(n.to_string(), short),
+        // Counts (clients, jobs, creatures) in full; measured figures short.
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(count) => crate::shared::group_thousands(count),
+            None => n.as_f64().map_or(n.to_string(), short),
+        },
         Some(Value::Null) | None => String::new(),
         Some(other) => other.to_string(),
     }

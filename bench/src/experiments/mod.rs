@@ -148,6 +148,8 @@ pub trait Entry: Sync {
     fn in_all(&self) -> bool;
     /// See [`Experiment::owns`].
     fn owns(&self, experiment: &str) -> bool;
+    /// See [`Experiment::about`].
+    fn about(&self) -> &'static str;
     /// The subcommand with the experiment's own flags (not the common ones).
     fn command(&self) -> clap::Command;
     /// Makes the settings from parsed flags, runs troupe's rows and, when
@@ -177,8 +179,14 @@ impl<E: Experiment> Entry for E {
     fn owns(&self, experiment: &str) -> bool {
         Experiment::owns(self, experiment)
     }
+    fn about(&self) -> &'static str {
+        Experiment::about(self)
+    }
     fn command(&self) -> clap::Command {
-        E::Args::augment_args(clap::Command::new(Experiment::name(self)).about(self.about()))
+        // The about goes last: augmenting would replace it with the doc
+        // comment of the Args struct.
+        E::Args::augment_args(clap::Command::new(Experiment::name(self)))
+            .about(Experiment::about(self))
     }
     fn execute(&self, args: &ArgMatches, ctx: &Context) -> Result<Vec<Row>, Box<dyn Error>> {
         let args = E::Args::from_arg_matches(args)?;
@@ -262,4 +270,45 @@ pub fn text(entry: &dyn Entry, rows: &[Row]) -> String {
     }
     out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_experiment_has_a_unique_name_and_parses_its_defaults() {
+        let mut names: Vec<&str> = LIST.iter().map(|e| e.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), LIST.len(), "two experiments share a name");
+        for entry in LIST {
+            entry.command().debug_assert();
+            default_args(*entry).unwrap_or_else(|e| panic!("{}: {e}", entry.name()));
+            assert!(find(entry.name()).is_some_and(|e| e.name() == entry.name()));
+        }
+        assert_eq!(find("chameneos-sweep").map(|e| e.name()), Some("chameneos"));
+        assert!(find("no-such-experiment").is_none());
+    }
+
+    #[test]
+    fn rows_group_by_the_experiment_that_owns_them_in_first_seen_order() {
+        use crate::report::tests::row;
+        let rows = vec![
+            row("trading", "a", &[1.0]),
+            row("chameneos-sweep", "b", &[1.0]),
+            row("unknown", "c", &[1.0]),
+            row("chameneos", "d", &[1.0]),
+            row("trading", "e", &[1.0]),
+        ];
+        let grouped = group(&rows);
+        let groups: Vec<(&str, Vec<&str>)> = grouped
+            .iter()
+            .map(|(e, r)| (e.name(), r.iter().map(|r| r.variant.as_str()).collect()))
+            .collect();
+        assert_eq!(
+            groups,
+            [("trading", vec!["a", "e"]), ("chameneos", vec!["b", "d"])]
+        );
+    }
 }

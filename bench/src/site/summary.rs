@@ -10,7 +10,7 @@
 use crate::experiments::{self, Entry, Headline};
 use crate::pairing::{runtime, threads, threads_text};
 use crate::report::Row;
-use crate::table::{param_text, Table};
+use crate::table::{param_text, Align, Table};
 
 /// The header of the summary table.
 const HEADER: [&str; 8] = [
@@ -32,7 +32,10 @@ pub fn table(rows: &[Row]) -> Table {
             lines.extend(experiment_lines(entry, &headline, &mine));
         }
     }
-    Table::new(&HEADER, lines)
+    let mut table = Table::new(&HEADER, lines);
+    // Every cell names its row beside the figure: text, left-aligned.
+    table.align = vec![Align::Left; HEADER.len()];
+    table
 }
 
 /// The best row of `runtime` in a group: valid rows by the figure; when

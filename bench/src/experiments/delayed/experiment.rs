@@ -5,7 +5,7 @@
 use clap::Args;
 use serde_json::Value;
 
-use super::{peer, run, Sizes, EXPERIMENT};
+use super::{peer, run, Settings, EXPERIMENT};
 use crate::experiments::{Experiment, Headline};
 use crate::pairing::runtime;
 use crate::report::Row;
@@ -26,7 +26,7 @@ pub struct DelayedArgs {
 
 impl Experiment for Delayed {
     type Args = DelayedArgs;
-    type Settings = Sizes;
+    type Settings = Settings;
 
     fn name(&self) -> &'static str {
         EXPERIMENT
@@ -34,17 +34,17 @@ impl Experiment for Delayed {
     fn about(&self) -> &'static str {
         "Delayed messages: jobs answered by replies scheduled one second later."
     }
-    fn settings(&self, args: DelayedArgs, scale: Scale, _: bool) -> Result<Sizes, String> {
-        let mut sizes = Sizes::for_scale(scale);
+    fn settings(&self, args: DelayedArgs, scale: Scale, _: bool) -> Result<Settings, String> {
+        let mut sizes = Settings::for_scale(scale);
         if let Some(jobs) = args.jobs {
             sizes.jobs = jobs;
         }
         Ok(sizes)
     }
-    fn run(&self, sizes: &Sizes, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+    fn run(&self, sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
         run(sizes, options)
     }
-    fn peer_rows(&self, sizes: &Sizes, _: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+    fn peer_rows(&self, sizes: &Settings, _: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
         peer::rows(sizes)
     }
     fn columns(&self) -> Vec<Column> {

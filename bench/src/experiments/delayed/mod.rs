@@ -37,7 +37,7 @@ pub const EXPERIMENT: &str = "delayed";
 
 /// Parameters of a run.
 #[derive(Clone, Copy, Debug)]
-pub struct Sizes {
+pub struct Settings {
     /// Jobs per run.
     pub jobs: u64,
     /// Workers in the pool.
@@ -48,7 +48,7 @@ pub struct Sizes {
     pub delay: Duration,
 }
 
-impl Sizes {
+impl Settings {
     /// The sizes for a scale; `Full` is the post's ten million jobs.
     pub fn for_scale(scale: Scale) -> Self {
         let jobs = match scale {
@@ -56,7 +56,7 @@ impl Sizes {
             Scale::Default => 1_000_000,
             Scale::Full => 10_000_000,
         };
-        Sizes {
+        Settings {
             jobs,
             workers: 8,
             capacity: 1_000,
@@ -70,7 +70,7 @@ pub const VARIANTS: [&str; 2] = ["actor", "tokio-sleep"];
 
 /// Runs each variant `1 + repeats` times (one warm-up) in child processes
 /// and returns one row per variant.
-pub fn run(sizes: &Sizes, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+pub fn run(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
     let mut rows = Vec::new();
     for variant in VARIANTS {
         if options
@@ -96,7 +96,7 @@ pub fn run(sizes: &Sizes, options: &RunOptions) -> Result<Vec<Row>, WorkloadErro
 }
 
 /// Summarises a variant's runs (the first is the warm-up) into a row.
-fn row(variant: &str, sizes: &Sizes, outcomes: &[probe::Outcome]) -> Row {
+fn row(variant: &str, sizes: &Settings, outcomes: &[probe::Outcome]) -> Row {
     let sample = |o: &probe::Outcome| Sample {
         msgs: o.jobs,
         elapsed: Duration::from_secs_f64(o.total_s),

@@ -1,13 +1,13 @@
 //! The delayed experiment's Apache Pekko rows: one run of the peer's delayed messages.
 
-use super::{Sizes, EXPERIMENT};
+use super::{Settings, EXPERIMENT};
 use crate::peer::{num, params, row, run};
 use crate::report::Row;
 use crate::runner::WorkloadError;
 
 /// One run of the delayed experiment (a JVM per run, as troupe's rows get
 /// a process per run).
-pub fn rows(sizes: &Sizes) -> Result<Vec<Row>, WorkloadError> {
+pub fn rows(sizes: &Settings) -> Result<Vec<Row>, WorkloadError> {
     let jobs = sizes.jobs.to_string();
     let delay = sizes.delay.as_millis().to_string();
     let r = run(&["delayed", "--jobs", &jobs, "--delay-ms", &delay])?;

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use troupe::prelude::*;
 use troupe::{MailboxConfig, Overflow, Router, Routing, Scheduler};
 
-use super::Sizes;
+use super::Settings;
 use crate::shared::SystemGuard;
 use crate::rss;
 use crate::runner::WorkloadError;
@@ -51,7 +51,7 @@ pub struct Outcome {
 }
 
 /// Runs one measurement of `variant` in a child process.
-pub fn run_child(variant: &str, sizes: &Sizes) -> Result<Outcome, WorkloadError> {
+pub fn run_child(variant: &str, sizes: &Settings) -> Result<Outcome, WorkloadError> {
     let args = [
         "delayed-probe",
         "--variant",
@@ -280,7 +280,7 @@ impl Actor for Manager {
 }
 
 /// Runs one measurement here (in the child process).
-pub fn run_here(variant: &str, sizes: &Sizes) -> Result<Outcome, WorkloadError> {
+pub fn run_here(variant: &str, sizes: &Settings) -> Result<Outcome, WorkloadError> {
     match variant {
         "actor" => run_actor(sizes),
         "tokio-sleep" => run_tokio(sizes),
@@ -290,7 +290,7 @@ pub fn run_here(variant: &str, sizes: &Sizes) -> Result<Outcome, WorkloadError> 
     }
 }
 
-fn run_actor(sizes: &Sizes) -> Result<Outcome, WorkloadError> {
+fn run_actor(sizes: &Settings) -> Result<Outcome, WorkloadError> {
     let sizes = *sizes;
     let system = ActorSystem::builder()
         .name("delayed")
@@ -344,7 +344,7 @@ fn run_actor(sizes: &Sizes) -> Result<Outcome, WorkloadError> {
     Ok(outcome(sizes.jobs, total, &tally, rss_start, timeline))
 }
 
-fn run_tokio(sizes: &Sizes) -> Result<Outcome, WorkloadError> {
+fn run_tokio(sizes: &Settings) -> Result<Outcome, WorkloadError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_time()
         .build()
@@ -460,7 +460,7 @@ mod tests {
 
     #[test]
     fn a_tiny_actor_run_completes_every_job() {
-        let sizes = Sizes {
+        let sizes = Settings {
             jobs: 500,
             workers: 2,
             capacity: 16,

@@ -4,7 +4,7 @@
 
 use clap::Args;
 
-use super::{run, Sizes, EXPERIMENT};
+use super::{run, Settings, EXPERIMENT};
 use crate::experiments::{Experiment, Headline};
 use crate::report::Row;
 use crate::runner::{RunOptions, Scale, WorkloadError};
@@ -19,7 +19,7 @@ pub struct MicroArgs {}
 
 impl Experiment for Micro {
     type Args = MicroArgs;
-    type Settings = Sizes;
+    type Settings = Settings;
 
     fn name(&self) -> &'static str {
         EXPERIMENT
@@ -27,10 +27,10 @@ impl Experiment for Micro {
     fn about(&self) -> &'static str {
         "Micro-benchmarks: spawn cost, idle-actor memory, ask round trip from a thread."
     }
-    fn settings(&self, _: MicroArgs, scale: Scale, _: bool) -> Result<Sizes, String> {
-        Ok(Sizes::for_scale(scale))
+    fn settings(&self, _: MicroArgs, scale: Scale, _: bool) -> Result<Settings, String> {
+        Ok(Settings::for_scale(scale))
     }
-    fn run(&self, sizes: &Sizes, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+    fn run(&self, sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
         run(sizes, options)
     }
     fn columns(&self) -> Vec<Column> {

@@ -30,24 +30,24 @@ use crate::shared::SystemGuard;
 /// The experiment's name in tables and JSON.
 pub const EXPERIMENT: &str = "micro";
 
-/// Sizes of the micro-benchmarks.
+/// Settings of the micro-benchmarks.
 #[derive(Clone, Copy, Debug)]
-pub struct Sizes {
+pub struct Settings {
     /// Actors spawned per run.
     pub actors: usize,
     /// Asks per run.
     pub asks: u64,
 }
 
-impl Sizes {
+impl Settings {
     /// The sizes for a scale (the 1,000,000 actors by default).
     pub fn for_scale(scale: Scale) -> Self {
         match scale {
-            Scale::Quick => Sizes {
+            Scale::Quick => Settings {
                 actors: 100_000,
                 asks: 10_000,
             },
-            Scale::Default | Scale::Full => Sizes {
+            Scale::Default | Scale::Full => Settings {
                 actors: 1_000_000,
                 asks: 100_000,
             },
@@ -220,7 +220,7 @@ fn ask_workload(asks: u64, extras: Extras) -> Workload {
 /// Runs the micro-benchmarks; measured extras (bytes per actor, ask
 /// percentiles) go into each row's params as the median over the measured
 /// runs, with every run's value kept under `<name>_samples`.
-pub fn run(sizes: &Sizes, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+pub fn run(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
     let extras: Extras = Rc::default();
     let workloads = vec![
         spawn_workload(sizes.actors, extras.clone()),

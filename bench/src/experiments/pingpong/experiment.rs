@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use super::{peer, run, Sizes, EXPERIMENT};
+use super::{peer, run, Settings, EXPERIMENT};
 use crate::experiments::{Experiment, Headline};
 use crate::pairing::runtime;
 use crate::report::Row;
@@ -22,7 +22,7 @@ pub struct PingPongArgs {
 
 impl Experiment for PingPong {
     type Args = PingPongArgs;
-    type Settings = Sizes;
+    type Settings = Settings;
 
     fn name(&self) -> &'static str {
         EXPERIMENT
@@ -30,16 +30,16 @@ impl Experiment for PingPong {
     fn about(&self) -> &'static str {
         "Ping-pong: two parties bounce a message; reports ns per one-way hop."
     }
-    fn settings(&self, args: PingPongArgs, scale: Scale, _: bool) -> Result<Sizes, String> {
+    fn settings(&self, args: PingPongArgs, scale: Scale, _: bool) -> Result<Settings, String> {
         Ok(match args.repetitions {
-            Some(n) => Sizes::uniform(n),
-            None => Sizes::for_scale(scale),
+            Some(n) => Settings::uniform(n),
+            None => Settings::for_scale(scale),
         })
     }
-    fn run(&self, sizes: &Sizes, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+    fn run(&self, sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
         run(sizes, options)
     }
-    fn peer_rows(&self, sizes: &Sizes, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+    fn peer_rows(&self, sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
         peer::rows(sizes, options)
     }
     fn notes(&self) -> Vec<String> {

@@ -1,4 +1,4 @@
-//! The ping-pong experiment (seed 001, `EXPERIMENTS.md` section 2): which rows
+//! The ping-pong experiment (see docs/experiments.md, ping-pong): which rows
 //! it has, how large each is, and running them through the runner.
 //!
 //! Every row is a round trip repeated `repetitions` times, and every row
@@ -37,7 +37,7 @@ const TOKIO_CAPACITY: usize = 1;
 /// magnitude: a size that makes the busy-spin row measurable would make an
 /// actor row take minutes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Sizes {
+pub struct Settings {
     /// Round trips of the busy-spin row.
     pub busy_spin: u64,
     /// Round trips of each tokio row.
@@ -50,25 +50,25 @@ pub struct Sizes {
     pub pair_repetitions: u64,
 }
 
-impl Sizes {
+impl Settings {
     /// The sizes for a scale: `Full` is the post's 100 million repetitions.
     pub fn for_scale(scale: Scale) -> Self {
         match scale {
-            Scale::Quick => Sizes {
+            Scale::Quick => Settings {
                 busy_spin: 1_000_000,
                 tokio: 100_000,
                 actor: 100_000,
                 pairs: 1_000,
                 pair_repetitions: 100,
             },
-            Scale::Default => Sizes {
+            Scale::Default => Settings {
                 busy_spin: 5_000_000,
                 tokio: 500_000,
                 actor: 1_000_000,
                 pairs: 1_000,
                 pair_repetitions: 2_000,
             },
-            Scale::Full => Sizes {
+            Scale::Full => Settings {
                 busy_spin: 100_000_000,
                 tokio: 100_000_000,
                 actor: 100_000_000,
@@ -80,7 +80,7 @@ impl Sizes {
 
     /// The same number of round trips for every row, as `--repetitions` asks.
     pub fn uniform(repetitions: u64) -> Self {
-        Sizes {
+        Settings {
             busy_spin: repetitions,
             tokio: repetitions,
             actor: repetitions,
@@ -107,14 +107,14 @@ pub fn hops(repetitions: u64) -> Result<u64, WorkloadError> {
 }
 
 /// Every ping-pong row, baselines first.
-pub fn workloads(sizes: &Sizes) -> Vec<Workload> {
+pub fn workloads(sizes: &Settings) -> Vec<Workload> {
     let mut rows = baseline_rows(sizes);
     rows.extend(actor_rows(sizes));
     rows
 }
 
 /// The rows without actors.
-fn baseline_rows(sizes: &Sizes) -> Vec<Workload> {
+fn baseline_rows(sizes: &Settings) -> Vec<Workload> {
     vec![
         busy_spin::workload(sizes.busy_spin),
         tokio_mpsc::workload(
@@ -134,7 +134,7 @@ fn baseline_rows(sizes: &Sizes) -> Vec<Workload> {
 /// under the dispatcher settings of the issue (throughput 1/5/100 on 1 and 2
 /// workers, and pinned threads), then the many-pairs row for aggregate
 /// throughput on every core.
-pub fn actor_rows(sizes: &Sizes) -> Vec<Workload> {
+pub fn actor_rows(sizes: &Settings) -> Vec<Workload> {
     let mut rows = Vec::new();
     for workers in [1, 2] {
         for throughput in [1, 5, 100] {
@@ -165,7 +165,7 @@ pub fn actor_rows(sizes: &Sizes) -> Vec<Workload> {
 }
 
 /// Runs the selected ping-pong rows and returns their results.
-pub fn run(sizes: &Sizes, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+pub fn run(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
     runner::run_experiment(EXPERIMENT, workloads(sizes), options)
 }
 
@@ -175,7 +175,7 @@ mod tests {
 
     #[test]
     fn variants_are_unique_and_baselines_come_first() {
-        let rows = workloads(&Sizes::for_scale(Scale::Quick));
+        let rows = workloads(&Settings::for_scale(Scale::Quick));
         let names: Vec<&str> = rows.iter().map(Workload::variant).collect();
         assert_eq!(
             &names[..3],
@@ -197,9 +197,9 @@ mod tests {
 
     #[test]
     fn scales_grow_and_full_is_the_posts_size() {
-        let quick = Sizes::for_scale(Scale::Quick);
-        let default = Sizes::for_scale(Scale::Default);
-        let full = Sizes::for_scale(Scale::Full);
+        let quick = Settings::for_scale(Scale::Quick);
+        let default = Settings::for_scale(Scale::Default);
+        let full = Settings::for_scale(Scale::Full);
         assert!(quick.busy_spin < default.busy_spin && default.busy_spin < full.busy_spin);
         assert!(quick.tokio < default.tokio && default.tokio <= full.tokio);
         assert_eq!(full.busy_spin, 100_000_000);
@@ -211,7 +211,7 @@ mod tests {
             repeats: 1,
             filter: None,
         };
-        let rows = run(&Sizes::uniform(200), &options).unwrap();
+        let rows = run(&Settings::uniform(200), &options).unwrap();
         assert!(rows.len() >= 3);
         for row in &rows {
             assert_eq!(row.experiment, "pingpong");

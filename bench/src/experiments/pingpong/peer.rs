@@ -2,14 +2,14 @@
 
 use serde_json::Value;
 
-use super::Sizes;
+use super::Settings;
 use crate::peer::{num, params, row, run};
 use crate::report::Row;
 use crate::runner::{RunOptions, WorkloadError};
 
 /// One pair (compared with troupe's 2-worker, throughput-5 pair, Pekko's
 /// own configuration) and 1,000 pairs with 1 and 10 balls in flight.
-pub fn rows(sizes: &Sizes, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
     let repeats = options.repeats.to_string();
     let pair_msgs = (2 * sizes.actor).to_string();
     let many_msgs = (2 * sizes.pairs as u64 * sizes.pair_repetitions).to_string();

@@ -1,4 +1,5 @@
-//! The busy-spin ping-pong of seed 001 (Martin Thompson's workshop exercise):
+//! The busy-spin ping-pong of the ping-pong experiment (see
+//! docs/experiments.md, ping-pong; originally a workshop exercise):
 //! two threads hand a counter back and forth through two atomic words, each
 //! spinning until the other has answered. It is the floor for a one-way hop
 //! between two cores: one cache line travelling each way, nothing else.

@@ -1,5 +1,5 @@
 //! Workloads without actors: the hand-written concurrent code each experiment
-//! is measured against, because every seed post's real question was what the
+//! is measured against, because every original experiment's real question was what the
 //! actor model costs compared with doing it by hand.
 
 pub mod busy_spin;
