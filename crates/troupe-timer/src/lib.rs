@@ -1,5 +1,5 @@
-//! A hierarchical hashed timing wheel (Varghese & Lauck, "Hashed and
-//! Hierarchical Timing Wheels", 1987) as a pure data structure: time comes
+//! A hierarchical hashed timing wheel (the 1987 paper "Hashed and
+//! Hierarchical Timing Wheels", scheme 7) as a pure data structure: time comes
 //! in as ticks, due timers come out. It never reads a clock and starts no
 //! threads; a driver (the troupe scheduler) owns a [`Wheel`], advances it to
 //! the current tick, and sleeps until [`Wheel::next_deadline_hint`].

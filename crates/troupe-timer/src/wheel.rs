@@ -86,8 +86,8 @@ const _: () = assert!(size_of::<Place<()>>() <= 24);
 const _: () = assert!(size_of::<Place<u64>>() <= 32);
 const _: () = assert!(size_of::<Place<Box<dyn FnOnce() + Send>>>() <= 40);
 
-/// A hierarchical hashed timing wheel (Varghese & Lauck, "Hashed and
-/// Hierarchical Timing Wheels", 1987, scheme 7) of timers carrying values of
+/// A hierarchical hashed timing wheel (scheme 7 of the 1987 paper "Hashed
+/// and Hierarchical Timing Wheels") of timers carrying values of
 /// type `T`, with timers in a slab linked by `u32` indices.
 ///
 /// Time is a `u64` count of ticks that only the caller moves; see the

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::actor_ref::{ActorId, ActorRef};
 use crate::cell::timers::Timers;
-use crate::cell::{ActorCell, Book};
+use crate::cell::{ActorCell, CellStatus};
 use crate::props::Props;
 use crate::supervision::{Directive, Failure};
 use crate::system::{ActorSystem, SpawnError};
@@ -97,7 +97,7 @@ pub enum Signal {
 /// spawn and stop children, watch other actors, stop itself.
 pub struct Context<'a, A: Actor> {
     pub(crate) cell: &'a Arc<ActorCell<A>>,
-    pub(crate) book: &'a mut Book,
+    pub(crate) status: &'a mut CellStatus,
 }
 
 impl<A: Actor> Context<'_, A> {
@@ -120,29 +120,29 @@ impl<A: Actor> Context<'_, A> {
 
     /// Spawns a child; it is stopped before this actor stops (or restarts).
     pub fn spawn<C: Actor>(&mut self, props: Props<C>) -> Result<ActorRef<C::Msg>, SpawnError> {
-        crate::cell::spawn_child(self.cell, self.book, props)
+        crate::cell::spawn_child(self.cell, self.status, props)
     }
 
     /// Stops a child of this actor. Returns false if `child` is not (or no
     /// longer) a child of this actor.
     pub fn stop_child<M: Send + 'static>(&mut self, child: &ActorRef<M>) -> bool {
-        self.book.stop_child(child.id())
+        self.status.stop_child(child.id())
     }
 
     /// The identities of the live children.
     pub fn children(&self) -> Vec<ActorId> {
-        self.book.child_ids()
+        self.status.child_ids()
     }
 
     /// Stops this actor after the current message (children first).
     pub fn stop(&mut self) {
-        self.book.stop_requested = true;
+        self.status.stop_requested = true;
     }
 
     /// Watches `other`: this actor receives [`Signal::Terminated`] once when
     /// it stops (at once if it already has).
     pub fn watch<M: Send + 'static>(&mut self, other: &ActorRef<M>) {
-        crate::cell::watch(self.cell, self.book, other.cell.clone());
+        crate::cell::watch(self.cell, self.status, other.cell.clone());
     }
 
     /// This actor's timers: messages to itself, once or periodically, keyed
@@ -150,7 +150,7 @@ impl<A: Actor> Context<'_, A> {
     pub fn timers(&mut self) -> Timers<'_, A> {
         Timers {
             cell: self.cell,
-            book: self.book,
+            status: self.status,
         }
     }
 
@@ -158,11 +158,11 @@ impl<A: Actor> Context<'_, A> {
     /// for `timeout` (and again after each further `timeout` of silence);
     /// `None` turns it off. Cleared on restart.
     pub fn set_receive_timeout(&mut self, timeout: Option<std::time::Duration>) {
-        self.cell.set_receive_timeout(self.book, timeout);
+        self.cell.set_receive_timeout(self.status, timeout);
     }
 
     /// Stops watching `other`; no `Terminated` for it is delivered afterwards.
     pub fn unwatch<M: Send + 'static>(&mut self, other: &ActorRef<M>) {
-        crate::cell::unwatch(self.cell, self.book, other.cell.clone());
+        crate::cell::unwatch(self.cell, self.status, other.cell.clone());
     }
 }

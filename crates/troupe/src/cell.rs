@@ -7,8 +7,8 @@
 //!   watchers and, while scheduled, its dispatcher. The shared part is
 //!   immutable except for the mailbox.
 //! * The **run state** (`RunState`: the actor instance, its factory, its
-//!   bookkeeping) sits in an `UnsafeCell` and is touched only by the thread
-//!   that owns the mailbox (see `mailbox/state.rs`). The dispatcher runs a
+//!   `CellStatus`: phase, links) sits in an `UnsafeCell` and is touched only
+//!   by the thread that owns the mailbox (see `mailbox/state.rs`). The dispatcher runs a
 //!   cell only after the send that won ownership handed it over, and a cell
 //!   is handed over at most once at a time, so at most one thread runs it.
 //! * Everything between actors travels as messages: user messages on the
@@ -206,8 +206,10 @@ struct Links {
     receive_timeout: Option<timers::ReceiveTimeout>,
 }
 
-/// The actor's bookkeeping, owned by the mailbox owner.
-pub(crate) struct Book {
+/// Where the actor stands, as its mailbox owner keeps it: its phase, a stop
+/// it asked for, its children and watch links, whether a receive timeout is
+/// set. Only the mailbox owner touches it (it lives in the `RunState`).
+pub(crate) struct CellStatus {
     /// Set by `Context::stop`, acted on after the handler returns.
     pub(crate) stop_requested: bool,
     /// Whether a receive timeout is set (spares the hot path a lookup).
@@ -216,7 +218,7 @@ pub(crate) struct Book {
     links: Option<Box<Links>>,
 }
 
-impl Book {
+impl CellStatus {
     fn links(&mut self) -> &mut Links {
         self.links.get_or_insert_with(Default::default)
     }
@@ -248,7 +250,7 @@ struct RunState<A: Actor> {
     /// Dropped when the actor stops, so captured references cannot form cycles.
     factory: Option<Factory<A>>,
     strategy: Arc<SupervisorStrategy>,
-    book: Book,
+    status: CellStatus,
 }
 
 /// One actor (see the module header).
@@ -310,7 +312,7 @@ impl<A: Actor> ActorCell<A> {
                 strategy: props
                     .strategy
                     .unwrap_or_else(SupervisorStrategy::shared_default),
-                book: Book {
+                status: CellStatus {
                     stop_requested: false,
                     has_receive_timeout: false,
                     phase: Phase::Starting,
@@ -337,14 +339,14 @@ impl<A: Actor> ActorCell<A> {
         };
         let mut ctx = Context {
             cell: self,
-            book: &mut run.book,
+            status: &mut run.status,
         };
         catch_unwind(AssertUnwindSafe(|| f(actor, &mut ctx)))
             .map_err(|payload| Failure::from_panic(self.id, payload))
     }
 
     fn invoke(self: &Arc<Self>, run: &mut RunState<A>, msg: A::Msg) {
-        Self::touch_receive_timeout(&mut run.book);
+        Self::touch_receive_timeout(&mut run.status);
         if let Err(failure) = self.call(run, |a, ctx| a.receive(ctx, msg)) {
             self.fail(run, failure);
         }
@@ -352,8 +354,8 @@ impl<A: Actor> ActorCell<A> {
     }
 
     fn after_handler(self: &Arc<Self>, run: &mut RunState<A>) {
-        if run.book.stop_requested {
-            run.book.stop_requested = false;
+        if run.status.stop_requested {
+            run.status.stop_requested = false;
             self.begin_stop(run);
         }
     }
@@ -361,58 +363,63 @@ impl<A: Actor> ActorCell<A> {
 
 impl<A: Actor> Runnable for ActorCell<A> {
     unsafe fn run(&self, me: Task) -> bool {
-        // `me` is this cell's task (the caller's contract), made from
+        // SAFETY: `me` is this cell's task (the caller's contract), made from
         // `Arc::as_ptr` of the `Arc` that owns the cell, so the pointer may
         // rebuild that `Arc`. It is wrapped in `ManuallyDrop`: a borrowed
         // `Arc`, which changes no reference count.
-        // SAFETY: as argued just above.
         let this = ManuallyDrop::new(unsafe { Arc::from_raw(me.as_ptr() as *const Self) });
         let this: &Arc<Self> = &this;
-        // The dispatcher runs this cell only for the mailbox owner
-        // (module ground rules), so no other thread touches the run state
-        // until this run releases ownership; this is the only `&mut` to it.
-        // SAFETY: as argued just above.
+        // SAFETY: a task is queued only by the send that won the mailbox's
+        // `SCHEDULED` bit or by the owner rescheduling itself, and the
+        // dispatcher runs it on one thread, so this run owns the mailbox: no
+        // other thread touches the run state until it releases ownership, and
+        // this is the only `&mut` to it.
         let run = unsafe { &mut *this.run.get() };
         let budget = this.executor.throughput().max(1);
         let mut sys = Vec::new();
         loop {
-            // SAFETY: the dispatcher runs this cell only for the mailbox owner.
+            // SAFETY: this run owns the mailbox (it holds `SCHEDULED`: a task
+            // is queued only by the send that won that bit or by the owner
+            // rescheduling itself), and the owner may take system messages.
             unsafe { this.mailbox.take_system(&mut sys) };
             if !sys.is_empty() {
                 for msg in sys.drain(..) {
                     this.handle_system(run, msg);
                 }
             }
-            if matches!(run.book.phase, Phase::Starting) {
+            if matches!(run.status.phase, Phase::Starting) {
                 this.start(run);
             }
-            if let Phase::Stopped(keep_alive) = &mut run.book.phase {
+            if let Phase::Stopped(keep_alive) = &mut run.status.phase {
                 let keep_alive = keep_alive.take();
                 this.release_closed();
                 drop(keep_alive);
                 return true;
             }
-            if matches!(run.book.phase, Phase::Running) {
+            if matches!(run.status.phase, Phase::Running) {
                 let mut handled = 0;
                 while handled < budget && !this.mailbox.state.system_pending() {
-                    // SAFETY: mailbox owner, as above.
+                    // SAFETY: this run owns the mailbox (it holds `SCHEDULED`),
+                    // so it is the user queue's single consumer.
                     if let Some(oldest) = unsafe { this.mailbox.pop_overflowed() } {
                         this.dead_letter(oldest, DeadLetterReason::MailboxFull);
                         continue;
                     }
-                    // SAFETY: mailbox owner, as above.
+                    // SAFETY: this run owns the mailbox (it holds `SCHEDULED`),
+                    // so it is the user queue's single consumer.
                     let Some(msg) = (unsafe { this.mailbox.pop_user() }) else {
                         break;
                     };
                     this.invoke(run, msg);
                     handled += 1;
-                    if !matches!(run.book.phase, Phase::Running) {
+                    if !matches!(run.status.phase, Phase::Running) {
                         break;
                     }
                 }
                 if handled == budget
-                    && matches!(run.book.phase, Phase::Running)
-                    // SAFETY: mailbox owner, as above.
+                    && matches!(run.status.phase, Phase::Running)
+                    // SAFETY: this run still owns the mailbox (it has not
+                    // released `SCHEDULED`): the queue's single consumer.
                     && !unsafe { this.mailbox.user_is_empty() }
                 {
                     // Budget spent with work left: yield the thread, keep ownership.
@@ -420,10 +427,10 @@ impl<A: Actor> Runnable for ActorCell<A> {
                     return false;
                 }
             }
-            let user_runnable = matches!(run.book.phase, Phase::Running);
-            // Mailbox owner, as above. After a successful release this
-            // run touches nothing of the cell again.
-            // SAFETY: as argued just above.
+            let user_runnable = matches!(run.status.phase, Phase::Running);
+            // SAFETY: this run still owns the mailbox (it holds `SCHEDULED`;
+            // nothing above released it). After a successful release this run
+            // touches nothing of the cell again.
             if unsafe { this.mailbox.try_release(user_runnable) } {
                 return false;
             }
@@ -485,15 +492,15 @@ impl<A: Actor> TypedCell<A::Msg> for ActorCell<A> {
 /// `Context::spawn`: creates a child of `parent` and starts it.
 pub(crate) fn spawn_child<A: Actor, C: Actor>(
     parent: &Arc<ActorCell<A>>,
-    book: &mut Book,
+    status: &mut CellStatus,
     props: Props<C>,
 ) -> Result<ActorRef<C::Msg>, SpawnError> {
-    if !matches!(book.phase, Phase::Running) {
+    if !matches!(status.phase, Phase::Running) {
         return Err(SpawnError::ParentStopping);
     }
     if let Some(name) = &props.name {
         validate_name(name)?;
-        if book
+        if status
             .links
             .as_ref()
             .is_some_and(|l| l.child_names.contains_key(name.as_str()))
@@ -503,7 +510,7 @@ pub(crate) fn spawn_child<A: Actor, C: Actor>(
     }
     let me: Arc<dyn Cell> = parent.clone();
     let child = ActorCell::create(&parent.system, props, Parent::Actor(me))?;
-    let links = book.links();
+    let links = status.links();
     if let Some(name) = &child.name {
         links.child_names.insert(name.clone(), child.id);
     }
@@ -513,11 +520,15 @@ pub(crate) fn spawn_child<A: Actor, C: Actor>(
 }
 
 /// `Context::watch`.
-pub(crate) fn watch<A: Actor>(me: &Arc<ActorCell<A>>, book: &mut Book, target: Arc<dyn Cell>) {
+pub(crate) fn watch<A: Actor>(
+    me: &Arc<ActorCell<A>>,
+    status: &mut CellStatus,
+    target: Arc<dyn Cell>,
+) {
     if target.id() == me.id {
         return;
     }
-    let links = book.links();
+    let links = status.links();
     if let std::collections::hash_map::Entry::Vacant(entry) = links.watching.entry(target.id()) {
         entry.insert(target.clone());
         let watcher: Arc<dyn Cell> = me.clone();
@@ -526,8 +537,12 @@ pub(crate) fn watch<A: Actor>(me: &Arc<ActorCell<A>>, book: &mut Book, target: A
 }
 
 /// `Context::unwatch`.
-pub(crate) fn unwatch<A: Actor>(me: &Arc<ActorCell<A>>, book: &mut Book, target: Arc<dyn Cell>) {
-    if book
+pub(crate) fn unwatch<A: Actor>(
+    me: &Arc<ActorCell<A>>,
+    status: &mut CellStatus,
+    target: Arc<dyn Cell>,
+) {
+    if status
         .links
         .as_mut()
         .is_some_and(|l| l.watching.remove(&target.id()).is_some())
@@ -552,8 +567,8 @@ mod tests {
         // allocator overhead included) leaves the cell itself about 200.
         let size = std::mem::size_of::<ActorCell<Empty>>();
         eprintln!(
-            "ActorCell<Empty>: {size} bytes; Book: {}; Phase: {}; Mailbox: {}",
-            std::mem::size_of::<Book>(),
+            "ActorCell<Empty>: {size} bytes; CellStatus: {}; Phase: {}; Mailbox: {}",
+            std::mem::size_of::<CellStatus>(),
             std::mem::size_of::<Phase>(),
             std::mem::size_of::<Mailbox<(), SystemMsg>>()
         );

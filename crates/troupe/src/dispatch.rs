@@ -27,7 +27,7 @@ pub(crate) trait Runnable: Send + Sync + 'static {
     ///
     /// # Safety
     ///
-    /// `me` must be the [`Task`] of `self` (made by [`Task::of`] from the
+    /// `me` must be the [`Task`] of `self` (made by [`Task::new`] from the
     /// `Arc` that owns `self`), and the caller must hold the right to run it
     /// (it was handed to an executor and taken off its queue).
     unsafe fn run(&self, me: Task) -> bool;
@@ -69,7 +69,11 @@ impl Task {
     /// The caller must hold the right to run it (see [`Runnable::run`]); the
     /// pointee is alive by the liveness rule above.
     pub(crate) unsafe fn run(self) -> bool {
-        // SAFETY: the pointee is alive (liveness rule) and `self` is its task.
+        // SAFETY: the pointee is alive: a task is queued only while its cell's
+        // mailbox is open, when the cell's parent (or the guardian) still holds
+        // it, and the final run keeps a strong reference of its own until it
+        // returns. `self` is the pointee's own task, and the caller holds the
+        // right to run it (this function's contract).
         unsafe { self.0.as_ref().run(self) }
     }
 }

@@ -2,21 +2,26 @@
 //! the state word that says who owns them.
 //!
 //! The pieces live in submodules: [`queue`] (the segmented MPSC FIFO of user
-//! messages) and [`state`] (the ownership protocol). This module puts them
-//! together. It is generic over the system-message type so that loom models
-//! can drive it with plain integers.
+//! messages), [`bound`] (capacity, overflow policy and waiting producers of
+//! a bounded mailbox), [`system_lane`] (the lock-free stack of system
+//! messages) and [`state`] (the ownership protocol of the state word); the
+//! loom, Miri and plain models of the whole live in `models` (tests only).
+//! This module puts them together. It is generic over the system-message
+//! type so that loom models can drive it with plain integers.
 //!
 //! # Ground rules
 //!
-//! * Senders call [`Mailbox::push_user`] / [`Mailbox::push_system`] and act on
-//!   the returned [`Request`]: schedule the actor, drain a closed mailbox, or
-//!   nothing.
+//! * Senders call [`Mailbox::offer_user`] (which reserves room in a bounded
+//!   mailbox first, and may hand the message back) or
+//!   [`Mailbox::push_system`], and act on the returned [`Request`]: schedule
+//!   the actor, drain a closed mailbox, or nothing. [`Mailbox::push_user`]
+//!   skips the bound; the models use it.
 //! * Everything `unsafe` here is an owner-only operation: the caller must own
 //!   the mailbox in the sense of `state.rs` (it won the `SCHEDULED` bit and has
 //!   not released it).
 //! * System messages are always handled before user messages. The system
-//!   lane ([`system_lane`]) is a one-pointer lock-free stack: system traffic
-//!   (watch, stop, failure, termination) is rare and idle actors are many.
+//!   lane is a one-pointer lock-free stack: system traffic (watch, stop,
+//!   failure, termination) is rare and idle actors are many.
 
 pub mod bound;
 #[cfg(test)]
@@ -131,7 +136,8 @@ impl<M, S> Mailbox<M, S> {
     /// The caller must own the mailbox (see `state.rs`).
     #[inline]
     pub(crate) unsafe fn pop_user(&self) -> Option<M> {
-        // SAFETY: the owner is the queue's single consumer (module ground rules).
+        // SAFETY: the caller owns the mailbox (this function's contract), and
+        // only the owner pops, so it is the queue's single consumer.
         let msg = unsafe { self.user.pop() }?;
         if let Some(bound) = &self.bound {
             bound.release();
@@ -149,7 +155,8 @@ impl<M, S> Mailbox<M, S> {
     pub(crate) unsafe fn pop_overflowed(&self) -> Option<M> {
         let bound = self.bound.as_deref()?;
         if bound.overflow == Overflow::DropOldest && bound.over_capacity() {
-            // SAFETY: forwarded owner-only precondition.
+            // SAFETY: the caller owns the mailbox (this function's contract),
+            // which is what `pop_user` requires.
             unsafe { self.pop_user() }
         } else {
             None
@@ -168,7 +175,8 @@ impl<M, S> Mailbox<M, S> {
     /// The caller must own the mailbox (see `state.rs`).
     #[inline]
     pub(crate) unsafe fn user_is_empty(&self) -> bool {
-        // SAFETY: the owner is the queue's single consumer (module ground rules).
+        // SAFETY: the caller owns the mailbox (this function's contract), and
+        // only the owner reads the queue's head, so it is the single consumer.
         unsafe { self.user.is_empty() }
     }
 
@@ -182,7 +190,8 @@ impl<M, S> Mailbox<M, S> {
     /// The caller must own the mailbox (see `state.rs`).
     #[inline]
     pub(crate) unsafe fn try_release(&self, user_runnable: bool) -> bool {
-        // SAFETY: forwarded owner-only precondition.
+        // SAFETY: the caller owns the mailbox (this function's contract),
+        // which is what `user_is_empty` requires.
         if user_runnable && !unsafe { self.user_is_empty() } {
             return false;
         }

@@ -509,7 +509,28 @@ fn cell_name<A: Actor>(cell: &ActorCell<A>) -> Option<&str> {
     Cell::name(cell)
 }
 
-/// Builds an [`ActorSystem`]; see [`config`] for the file format.
+/// Builds an [`ActorSystem`], in code or from a TOML configuration
+/// ([`config_str`](Self::config_str), [`config_file`](Self::config_file)).
+///
+/// The configuration format:
+///
+/// ```toml
+/// name = "trading"
+/// scheduler_tick_ms = 1      # timer resolution (default 1 ms)
+///
+/// [dispatchers.default]      # the dispatcher actors use unless told otherwise
+/// threads = 2                # default: the number of cores
+/// throughput = 5             # messages per actor per run (default 5)
+/// spin = 64                  # backoff rounds an idle worker spins before parking
+///
+/// [dispatchers.engines]
+/// kind = "pool"              # "pool" (work stealing) or "pinned" (a thread per actor)
+/// threads = 1
+/// throughput = 100
+/// ```
+///
+/// Unknown keys and impossible values (zero threads, zero throughput) are
+/// errors that name the offending key.
 #[derive(Debug, Clone)]
 pub struct ActorSystemBuilder {
     name: String,
@@ -570,7 +591,8 @@ impl ActorSystemBuilder {
         self.update_default(|d| d.throughput(throughput))
     }
 
-    /// Applies a TOML configuration (see [`config`]) given as text.
+    /// Applies a TOML configuration given as text (the format is on
+    /// [`ActorSystemBuilder`]).
     pub fn config_str(mut self, text: &str) -> Result<Self, ConfigError> {
         let parsed = config::parse(text, "configuration")?;
         if let Some(name) = parsed.name {
@@ -585,7 +607,8 @@ impl ActorSystemBuilder {
         Ok(self)
     }
 
-    /// Applies a TOML configuration file (see [`config`]).
+    /// Applies a TOML configuration file (the format is on
+    /// [`ActorSystemBuilder`]).
     pub fn config_file(mut self, path: impl AsRef<Path>) -> Result<Self, ConfigError> {
         let parsed = config::load(path.as_ref())?;
         if let Some(name) = parsed.name {

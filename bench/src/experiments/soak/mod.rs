@@ -180,9 +180,11 @@ pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
         }
     }
     stop.store(true, Ordering::Relaxed);
-    let _ = trading.join();
-    let _ = primes.join();
-    let _ = delayed.join();
+    let panicked = join_workloads(vec![
+        ("trading", trading),
+        ("primes", primes),
+        ("delayed", delayed),
+    ]);
     let counted = overload.snapshot();
     let overload_result = overload.finish();
     crate::primes::stop(server)?;
@@ -314,10 +316,40 @@ pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
         }
     );
     overload_result?;
+    if !panicked.is_empty() {
+        return Err(WorkloadError::new(format!(
+            "soak: the {} workload panicked",
+            panicked.join(", ")
+        )));
+    }
     if failures > 0 {
         return Err(WorkloadError::new(format!(
             "soak: {failures} failures (see the line above)"
         )));
     }
     Ok(vec![row])
+}
+
+/// Joins the workload threads and names those that panicked: a workload
+/// that dies early would otherwise pass as a quiet one.
+fn join_workloads(threads: Vec<(&'static str, thread::JoinHandle<()>)>) -> Vec<&'static str> {
+    threads
+        .into_iter()
+        .filter_map(|(name, thread)| thread.join().is_err().then_some(name))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_workload_is_named() {
+        let fine = thread::spawn(|| {});
+        let broken = thread::spawn(|| panic!("workload failure (expected by this test)"));
+        assert_eq!(
+            join_workloads(vec![("fine", fine), ("broken", broken)]),
+            ["broken"]
+        );
+    }
 }

@@ -175,9 +175,13 @@ impl Overload {
     /// that every message sent was handled and that no ask is left pending,
     /// and shuts the system down. Returns the messages handled.
     pub fn finish(self) -> Result<u64, WorkloadError> {
-        for thread in self.threads {
-            let _ = thread.join();
-        }
+        // A producer or asker that panicked would otherwise pass as a quiet one.
+        let panicked = self
+            .threads
+            .into_iter()
+            .map(|thread| thread.join())
+            .filter(Result::is_err)
+            .count();
         let sent = self.counts.sent.load(Ordering::Relaxed);
         // The queue holds at most CAPACITY messages of about 20 µs each.
         let handled = self
@@ -193,6 +197,11 @@ impl Overload {
         // Read after termination: a replier lets go of its promise only
         // after the answer is out, so a count taken earlier can race it.
         let pending = self.system.pending_asks();
+        if panicked > 0 {
+            return Err(WorkloadError::new(format!(
+                "overload: {panicked} workload threads panicked"
+            )));
+        }
         if handled != sent {
             return Err(WorkloadError::new(format!(
                 "overload: {sent} messages sent but {handled} handled"

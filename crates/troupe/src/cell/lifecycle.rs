@@ -26,7 +26,7 @@ impl<A: Actor> ActorCell<A> {
         match catch_unwind(AssertUnwindSafe(|| factory())) {
             Ok(actor) => {
                 run.actor = Some(actor);
-                run.book.phase = Phase::Running;
+                run.status.phase = Phase::Running;
                 if let Err(failure) = self.call(run, |a, ctx| a.started(ctx)) {
                     self.fail(run, failure);
                 }
@@ -63,8 +63,8 @@ impl<A: Actor> ActorCell<A> {
                     tracing::error!(actor = %self, "before_restart panicked: {}", again.message);
                 }
                 run.actor = None;
-                timers::cancel_all(&mut run.book);
-                run.book.phase = Phase::Terminating(After::Restart(Box::new(failure.clone())));
+                timers::cancel_all(&mut run.status);
+                run.status.phase = Phase::Terminating(After::Restart(Box::new(failure.clone())));
                 self.stop_children(run);
                 self.children_gone(run);
             }
@@ -77,7 +77,7 @@ impl<A: Actor> ActorCell<A> {
     fn count_restart(&self, run: &mut RunState<A>) -> bool {
         let now = Instant::now();
         let within = run.strategy.within();
-        let window = run.book.links().restarts.get_or_insert(RestartWindow {
+        let window = run.status.links().restarts.get_or_insert(RestartWindow {
             count: 0,
             start: now,
         });
@@ -105,7 +105,7 @@ impl<A: Actor> ActorCell<A> {
     }
 
     fn stop_children(&self, run: &mut RunState<A>) {
-        if let Some(links) = &run.book.links {
+        if let Some(links) = &run.status.links {
             for child in links.children.values() {
                 send_system(child, SystemMsg::Stop);
             }
@@ -113,21 +113,21 @@ impl<A: Actor> ActorCell<A> {
     }
 
     pub(super) fn begin_stop(self: &Arc<Self>, run: &mut RunState<A>) {
-        match run.book.phase {
+        match run.status.phase {
             Phase::Stopped(_) | Phase::Terminating(After::Stop) => return,
             Phase::Terminating(After::Restart(_)) => {}
             _ => self.stop_children(run),
         }
-        run.book.phase = Phase::Terminating(After::Stop);
+        run.status.phase = Phase::Terminating(After::Stop);
         self.children_gone(run);
     }
 
     /// Moves a terminating actor on once its last child has stopped.
     fn children_gone(self: &Arc<Self>, run: &mut RunState<A>) {
-        if run.book.has_children() {
+        if run.status.has_children() {
             return;
         }
-        match std::mem::replace(&mut run.book.phase, Phase::Running) {
+        match std::mem::replace(&mut run.status.phase, Phase::Running) {
             Phase::Terminating(After::Stop) => self.finalize(run),
             Phase::Terminating(After::Restart(failure)) => {
                 // The new instance is built when the `Recreate` comes back
@@ -135,10 +135,10 @@ impl<A: Actor> ActorCell<A> {
                 // fails again then starts over from the loop instead of
                 // nesting inside the failed one (no stack growth in a
                 // restart storm).
-                run.book.phase = Phase::Suspended(failure);
+                run.status.phase = Phase::Suspended(failure);
                 let me: Arc<dyn Cell> = self.clone();
                 let count = run
-                    .book
+                    .status
                     .links
                     .as_ref()
                     .and_then(|l| l.restarts.as_ref())
@@ -155,7 +155,7 @@ impl<A: Actor> ActorCell<A> {
                     None => send_system(&me, SystemMsg::Recreate),
                 }
             }
-            other => run.book.phase = other,
+            other => run.status.phase = other,
         }
     }
 
@@ -167,7 +167,7 @@ impl<A: Actor> ActorCell<A> {
         match catch_unwind(AssertUnwindSafe(|| factory())) {
             Ok(actor) => {
                 run.actor = Some(actor);
-                run.book.phase = Phase::Running;
+                run.status.phase = Phase::Running;
                 if let Err(again) = self.call(run, |a, ctx| a.after_restart(ctx, &failure)) {
                     self.fail(run, again);
                 }
@@ -185,12 +185,12 @@ impl<A: Actor> ActorCell<A> {
         }
         run.actor = None;
         run.factory = None;
-        timers::cancel_all(&mut run.book);
+        timers::cancel_all(&mut run.status);
         let keep_alive: Arc<dyn Cell> = self.clone();
-        run.book.phase = Phase::Stopped(Some(Box::new(keep_alive)));
+        run.status.phase = Phase::Stopped(Some(Box::new(keep_alive)));
         self.mailbox.state.close();
         self.drain_contents();
-        if let Some(links) = run.book.links.take() {
+        if let Some(links) = run.status.links.take() {
             for watcher in &links.watchers {
                 send_system(watcher, SystemMsg::Terminated(self.id));
             }
@@ -211,16 +211,17 @@ impl<A: Actor> ActorCell<A> {
     /// watchers. Clears the arrival flags first.
     fn drain_contents(&self) {
         let mut sys = Vec::new();
-        // Only the mailbox owner calls this (from `finalize`, or from
+        // SAFETY: only the mailbox owner calls this (from `finalize`, or from
         // `drain_closed` after a send acquired the closed mailbox).
-        // SAFETY: as argued just above.
         unsafe { self.mailbox.take_system(&mut sys) };
         for msg in sys {
             if let SystemMsg::Watch(watcher) = msg {
                 send_system(&watcher, SystemMsg::Terminated(self.id));
             }
         }
-        // SAFETY: as above.
+        // SAFETY: only the mailbox owner calls this (from `finalize`, or from
+        // `drain_closed` after a send acquired the closed mailbox), so this
+        // thread is the user queue's single consumer.
         while let Some(msg) = unsafe { self.mailbox.pop_user() } {
             self.system.dead_letter(
                 self.id,
@@ -237,7 +238,7 @@ impl<A: Actor> ActorCell<A> {
     }
 
     pub(super) fn handle_system(self: &Arc<Self>, run: &mut RunState<A>, msg: SystemMsg) {
-        if let Phase::Stopped(_) = run.book.phase {
+        if let Phase::Stopped(_) = run.status.phase {
             // Arrived in the same batch as the stop that finalized the actor:
             // treat it as a message to a closed mailbox.
             if let SystemMsg::Watch(watcher) = msg {
@@ -248,19 +249,19 @@ impl<A: Actor> ActorCell<A> {
         match msg {
             SystemMsg::Stop => self.begin_stop(run),
             SystemMsg::Watch(watcher) => {
-                let links = run.book.links();
+                let links = run.status.links();
                 if !links.watchers.iter().any(|w| w.id() == watcher.id()) {
                     links.watchers.push(watcher);
                 }
             }
             SystemMsg::Unwatch(id) => {
-                if let Some(links) = run.book.links.as_mut() {
+                if let Some(links) = run.status.links.as_mut() {
                     links.watchers.retain(|w| w.id() != id);
                 }
             }
             SystemMsg::Terminated(id) => {
                 let watched = run
-                    .book
+                    .status
                     .links
                     .as_mut()
                     .is_some_and(|l| l.watching.remove(&id).is_some());
@@ -269,11 +270,11 @@ impl<A: Actor> ActorCell<A> {
                 }
             }
             SystemMsg::ChildTerminated(id) => {
-                if let Some(links) = run.book.links.as_mut() {
+                if let Some(links) = run.status.links.as_mut() {
                     links.children.remove(&id);
                     links.child_names.retain(|_, child| *child != id);
                 }
-                if matches!(run.book.phase, Phase::Terminating(_)) {
+                if matches!(run.status.phase, Phase::Terminating(_)) {
                     self.children_gone(run);
                 }
             }
@@ -292,7 +293,7 @@ impl<A: Actor> ActorCell<A> {
                         directive,
                     },
                 );
-                if escalated && matches!(run.book.phase, Phase::Running) {
+                if escalated && matches!(run.status.phase, Phase::Running) {
                     let failure = Failure {
                         actor: self.id,
                         message: format!("child {child} escalated: {message}"),
@@ -305,8 +306,8 @@ impl<A: Actor> ActorCell<A> {
                 generation,
                 msg,
             } => {
-                if matches!(run.book.phase, Phase::Running)
-                    && timers::take_if_current(&mut run.book, key, generation)
+                if matches!(run.status.phase, Phase::Running)
+                    && timers::take_if_current(&mut run.status, key, generation)
                 {
                     match msg.downcast::<A::Msg>() {
                         Ok(msg) => self.invoke(run, *msg),
@@ -315,14 +316,14 @@ impl<A: Actor> ActorCell<A> {
                 }
             }
             SystemMsg::ReceiveTimeout { generation } => {
-                if self.receive_timeout_due(&mut run.book, generation) {
+                if self.receive_timeout_due(&mut run.status, generation) {
                     self.signal(run, Signal::ReceiveTimeout);
                 }
             }
             SystemMsg::Recreate => {
-                if let Phase::Suspended(_) = run.book.phase {
+                if let Phase::Suspended(_) = run.status.phase {
                     let Phase::Suspended(failure) =
-                        std::mem::replace(&mut run.book.phase, Phase::Running)
+                        std::mem::replace(&mut run.status.phase, Phase::Running)
                     else {
                         unreachable!("matched above")
                     };
@@ -335,10 +336,10 @@ impl<A: Actor> ActorCell<A> {
     /// Delivers a signal to a running actor, defers it while the actor is
     /// starting or restarting, and drops it once the actor is stopping.
     fn signal(self: &Arc<Self>, run: &mut RunState<A>, signal: Signal) {
-        match run.book.phase {
+        match run.status.phase {
             Phase::Running => {}
             Phase::Starting | Phase::Suspended(_) | Phase::Terminating(After::Restart(_)) => {
-                run.book.links().deferred.push(signal);
+                run.status.links().deferred.push(signal);
                 return;
             }
             Phase::Terminating(After::Stop) | Phase::Stopped(_) => return,
@@ -351,7 +352,7 @@ impl<A: Actor> ActorCell<A> {
 
     /// Delivers the signals deferred during a start or restart.
     fn deliver_deferred(self: &Arc<Self>, run: &mut RunState<A>) {
-        let Some(links) = run.book.links.as_mut() else {
+        let Some(links) = run.status.links.as_mut() else {
             return;
         };
         if links.deferred.is_empty() {

@@ -21,7 +21,7 @@ use std::any::Any;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{send_system, ActorCell, Book, Cell, SystemMsg};
+use super::{send_system, ActorCell, Cell, CellStatus, SystemMsg};
 use crate::actor::Actor;
 use crate::scheduler::Cancellable;
 
@@ -66,7 +66,7 @@ pub(super) struct ReceiveTimeout {
 /// ```
 pub struct Timers<'a, A: Actor> {
     pub(crate) cell: &'a Arc<ActorCell<A>>,
-    pub(crate) book: &'a mut Book,
+    pub(crate) status: &'a mut CellStatus,
 }
 
 impl<A: Actor> Timers<'_, A> {
@@ -110,7 +110,7 @@ impl<A: Actor> Timers<'_, A> {
     /// Cancels the timer with this key; a message it already sent is not
     /// delivered either.
     pub fn cancel(&mut self, key: &'static str) {
-        if let Some(links) = self.book.links.as_mut() {
+        if let Some(links) = self.status.links.as_mut() {
             if let Some(slot) = links.timers.remove(key) {
                 slot.handle.cancel();
             }
@@ -119,13 +119,13 @@ impl<A: Actor> Timers<'_, A> {
 
     /// Cancels every timer of this actor.
     pub fn cancel_all(&mut self) {
-        cancel_all(self.book);
+        cancel_all(self.status);
     }
 
     /// Whether a timer with this key is running (a single timer stops
     /// running once its message is delivered).
     pub fn is_active(&self, key: &'static str) -> bool {
-        self.book
+        self.status
             .links
             .as_ref()
             .is_some_and(|l| l.timers.contains_key(key))
@@ -134,14 +134,14 @@ impl<A: Actor> Timers<'_, A> {
     /// Cancels a previous timer with this key and picks a new generation.
     fn arm(&mut self, key: &'static str) -> (u64, Arc<dyn Cell>) {
         self.cancel(key);
-        let links = self.book.links();
+        let links = self.status.links();
         links.next_timer_generation += 1;
         let cell: Arc<dyn Cell> = self.cell.clone();
         (links.next_timer_generation, cell)
     }
 
     fn store(&mut self, key: &'static str, generation: u64, periodic: bool, handle: Cancellable) {
-        self.book.links().timers.insert(
+        self.status.links().timers.insert(
             key,
             TimerSlot {
                 generation,
@@ -164,9 +164,9 @@ fn fire(cell: &Arc<dyn Cell>, key: &'static str, generation: u64, msg: Box<dyn A
 }
 
 /// Cancels every timer and the receive timeout (on stop and restart).
-pub(super) fn cancel_all(book: &mut Book) {
-    book.has_receive_timeout = false;
-    if let Some(links) = book.links.as_mut() {
+pub(super) fn cancel_all(status: &mut CellStatus) {
+    status.has_receive_timeout = false;
+    if let Some(links) = status.links.as_mut() {
         for (_, slot) in links.timers.drain() {
             slot.handle.cancel();
         }
@@ -177,8 +177,8 @@ pub(super) fn cancel_all(book: &mut Book) {
 }
 
 /// Whether a timer message is current; a single timer is done once it is.
-pub(super) fn take_if_current(book: &mut Book, key: &'static str, generation: u64) -> bool {
-    let Some(links) = book.links.as_mut() else {
+pub(super) fn take_if_current(status: &mut CellStatus, key: &'static str, generation: u64) -> bool {
+    let Some(links) = status.links.as_mut() else {
         return false;
     };
     match links.timers.get(key) {
@@ -196,18 +196,18 @@ impl<A: Actor> ActorCell<A> {
     /// `Context::set_receive_timeout`.
     pub(crate) fn set_receive_timeout(
         self: &Arc<Self>,
-        book: &mut Book,
+        status: &mut CellStatus,
         timeout: Option<Duration>,
     ) {
-        let links = book.links();
+        let links = status.links();
         if let Some(old) = links.receive_timeout.take() {
             old.handle.cancel();
         }
-        book.has_receive_timeout = false;
+        status.has_receive_timeout = false;
         let Some(timeout) = timeout else {
             return;
         };
-        let links = book.links();
+        let links = status.links();
         links.next_timer_generation += 1;
         let generation = links.next_timer_generation;
         let now = Instant::now();
@@ -218,7 +218,7 @@ impl<A: Actor> ActorCell<A> {
             generation,
             handle,
         });
-        book.has_receive_timeout = true;
+        status.has_receive_timeout = true;
     }
 
     fn arm_receive_timeout(self: &Arc<Self>, at: Instant, generation: u64) -> Cancellable {
@@ -230,9 +230,13 @@ impl<A: Actor> ActorCell<A> {
 
     /// A user message was handled: the actor is not idle.
     #[inline]
-    pub(super) fn touch_receive_timeout(book: &mut Book) {
-        if book.has_receive_timeout {
-            if let Some(rt) = book.links.as_mut().and_then(|l| l.receive_timeout.as_mut()) {
+    pub(super) fn touch_receive_timeout(status: &mut CellStatus) {
+        if status.has_receive_timeout {
+            if let Some(rt) = status
+                .links
+                .as_mut()
+                .and_then(|l| l.receive_timeout.as_mut())
+            {
                 rt.last = Instant::now();
             }
         }
@@ -240,8 +244,16 @@ impl<A: Actor> ActorCell<A> {
 
     /// The receive-timeout check came due: true if the actor has been idle
     /// for the whole timeout (the caller delivers the signal). Re-arms.
-    pub(super) fn receive_timeout_due(self: &Arc<Self>, book: &mut Book, generation: u64) -> bool {
-        let Some(rt) = book.links.as_mut().and_then(|l| l.receive_timeout.as_mut()) else {
+    pub(super) fn receive_timeout_due(
+        self: &Arc<Self>,
+        status: &mut CellStatus,
+        generation: u64,
+    ) -> bool {
+        let Some(rt) = status
+            .links
+            .as_mut()
+            .and_then(|l| l.receive_timeout.as_mut())
+        else {
             return false;
         };
         if rt.generation != generation {

@@ -93,9 +93,8 @@ impl PinnedThread {
             let task = self.slot.lock().unwrap_or_else(|e| e.into_inner()).take();
             match task {
                 Some(task) => {
-                    // The task was handed over to this thread, the only
+                    // SAFETY: the task was handed over to this thread, the only
                     // one that runs it.
-                    // SAFETY: as argued just above.
                     if unsafe { task.run() } {
                         return;
                     }

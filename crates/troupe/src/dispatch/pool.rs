@@ -115,10 +115,9 @@ fn with_local<R>(pool: &Pool, f: impl FnOnce(Option<&Local>) -> R) -> R {
         if p.is_null() {
             return f(None);
         }
-        // `CURRENT` is non-null only while `run_worker` is on the stack
+        // SAFETY: `CURRENT` is non-null only while `run_worker` is on the stack
         // of this very thread with its `Local` alive (it clears the pointer
         // before returning), and `Local` is only accessed through `&`.
-        // SAFETY: as argued just above.
         let local = unsafe { &*p };
         if ptr::eq(local.pool, pool) {
             f(Some(local))
@@ -259,15 +258,15 @@ fn run_worker(pool: Arc<Pool>, index: usize, queue: Worker<Task>) {
     let mut turn = Turn::default();
     loop {
         if let Some(task) = next_task(&pool, &local, &mut turn) {
-            // The task was handed to this pool and taken off its
-            // queues by this worker alone, which gives the right to run it.
-            // SAFETY: as argued just above.
+            // SAFETY: the task was handed to this pool and taken off its queues
+            // by this worker alone, which gives the right to run it.
             unsafe { task.run() };
             continue;
         }
         if let Some(task) = spin_for_task(&pool, &local) {
             turn.streak = 0;
-            // SAFETY: as above.
+            // SAFETY: `spin_for_task` took the task off this pool's queues for
+            // this worker alone, which gives the right to run it.
             unsafe { task.run() };
             continue;
         }

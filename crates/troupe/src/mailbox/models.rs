@@ -72,30 +72,46 @@ fn queue_keeps_per_producer_fifo_across_blocks() {
         for p in producers {
             p.join().unwrap();
         }
-        // SAFETY: as above.
+        // SAFETY: this thread is still the queue's only consumer.
         while let Some(v) = unsafe { q.pop() } {
             check(v);
         }
         assert_eq!(next, [2, 2], "a value was lost");
-        // SAFETY: as above.
+        // SAFETY: this thread is still the queue's only consumer.
         assert!(unsafe { q.is_empty() });
     });
 }
 
+/// Counts its drops on a shared counter.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 #[test]
-fn queue_drops_unconsumed_values() {
+fn queue_drops_unconsumed_values_exactly_once() {
     model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
         let q = Arc::new(SegQueue::new());
         let q2 = q.clone();
+        let d2 = drops.clone();
         let t = thread::spawn(move || {
-            for i in 0..3 {
-                q2.push(Arc::new(i));
+            for _ in 0..3 {
+                q2.push(Counted(d2.clone()));
             }
         });
+        // Pop while the producer may still be pushing: the value popped (if
+        // any) is dropped here, the rest with the queue.
         // SAFETY: this thread is the queue's only consumer.
-        let _ = unsafe { q.pop() };
+        drop(unsafe { q.pop() });
         t.join().unwrap();
-        // The rest are dropped with the queue (loom and Miri check for leaks).
+        drop(q);
+        // Every value dropped once: none leaked, none dropped twice (loom and
+        // Miri also check for leaks and double frees of the blocks).
+        assert_eq!(drops.load(Ordering::SeqCst), 3);
     });
 }
 
@@ -137,12 +153,14 @@ impl Harness {
             // SAFETY: we own the mailbox (we won `SCHEDULED`).
             unsafe { self.mailbox.take_system(&mut sys) };
             self.handled.fetch_add(sys.len(), Ordering::SeqCst);
-            // SAFETY: as above.
+            // SAFETY: we own the mailbox (we won `SCHEDULED` and have not
+            // released it).
             while unsafe { self.mailbox.pop_user() }.is_some() {
                 self.handled.fetch_add(1, Ordering::SeqCst);
             }
             self.owner_present.store(false, Ordering::SeqCst);
-            // SAFETY: as above; after success we touch nothing.
+            // SAFETY: we still own the mailbox (not released yet); after a
+            // successful release we touch nothing.
             if unsafe { self.mailbox.try_release(true) } {
                 return;
             }
@@ -179,7 +197,8 @@ impl Harness {
             // SAFETY: we own the closed mailbox.
             unsafe { self.mailbox.take_system(&mut sys) };
             self.dead.fetch_add(sys.len(), Ordering::SeqCst);
-            // SAFETY: as above.
+            // SAFETY: we own the closed mailbox (we acquired it and have not
+            // released it).
             while unsafe { self.mailbox.pop_user() }.is_some() {
                 self.dead.fetch_add(1, Ordering::SeqCst);
             }

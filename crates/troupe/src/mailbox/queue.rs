@@ -112,8 +112,10 @@ pub(crate) struct SegQueue<T> {
 // `T: Send` suffices; all shared state is atomics, and `head` is touched only by
 // the single consumer (a ground rule enforced by the unsafe consumer methods).
 unsafe impl<T: Send> Send for SegQueue<T> {}
-// SAFETY: as above: `&SegQueue` lets producers push (`T: Send`) and the one
-// consumer pop; no `&T` is ever shared between threads.
+// SAFETY: `&SegQueue` lets producers push (values move to the consumer, so
+// `T: Send` suffices) and the one consumer pop (the unsafe consumer methods
+// require a single consumer, so `head` is never touched by two threads); all
+// other shared state is atomics, and no `&T` is ever shared between threads.
 unsafe impl<T: Send> Sync for SegQueue<T> {}
 
 impl<T> SegQueue<T> {
@@ -158,9 +160,9 @@ impl<T> SegQueue<T> {
                         block = first;
                     }
                     Err(current) => {
-                        // `first` came from `Box::into_raw` above and was
-                        // never shared: the CAS that would have published it failed.
-                        // SAFETY: as argued just above.
+                        // SAFETY: `first` came from `Box::into_raw` above and
+                        // was never shared: the CAS that would have published
+                        // it failed.
                         drop(unsafe { Box::from_raw(first) });
                         block = current;
                     }
@@ -179,12 +181,12 @@ impl<T> SegQueue<T> {
                 spin_hint();
                 continue;
             }
-            // The successful CAS claimed position `pos` in `block`: the
-            // tail did not move between our load of `pos` and the CAS, and a block
-            // is replaced as tail only after its last position is claimed, so
-            // `block` is the block of `pos`. The consumer frees a block only after
-            // reading all its slots, including ours, which we have not published.
-            // SAFETY: as argued just above.
+            // SAFETY: the successful CAS claimed position `pos` in `block`: the
+            // tail did not move between our load of `pos` and the CAS, and a
+            // block is replaced as tail only after its last position is
+            // claimed, so `block` is the block of `pos`. The consumer frees a
+            // block only after reading all its slots, including ours, which we
+            // have not published.
             let block_ref = unsafe { &*block };
             if offset + 1 == BLOCK_CAP {
                 let next = Box::into_raw(next_block.take().expect("allocated above"));
@@ -196,9 +198,8 @@ impl<T> SegQueue<T> {
                 block_ref.next.store(next, Ordering::Release);
             }
             let slot = &block_ref.slots[offset];
-            // Position `pos` is ours alone (claimed by the CAS), and the
-            // consumer does not read the slot before `ready` is set.
-            // SAFETY: as argued just above.
+            // SAFETY: position `pos` is ours alone (claimed by the CAS), and
+            // the consumer does not read the slot before `ready` is set.
             slot.value.with_mut(|p| unsafe { (*p).write(value) });
             slot.ready.store(true, Ordering::Release);
             return;
@@ -223,17 +224,16 @@ impl<T> SegQueue<T> {
                 }
             }
             let offset = head.pos % LAP;
-            // `head.block` holds the position `head.pos`; the consumer
+            // SAFETY: `head.block` holds the position `head.pos`; the consumer
             // has not freed it since it still has unread slots.
-            // SAFETY: as argued just above.
             let block = unsafe { &*head.block };
             let slot = &block.slots[offset];
             if !slot.ready.load(Ordering::Acquire) {
                 return None;
             }
-            // `ready` (acquire) shows the producer's write is complete;
-            // the slot is read exactly once because `head.pos` advances past it.
-            // SAFETY: as argued just above.
+            // SAFETY: `ready` (acquire) shows the producer's write is complete;
+            // the slot is read exactly once because `head.pos` advances past
+            // it.
             let value = slot.value.with(|p| unsafe { (*p).assume_init_read() });
             head.pos += 1;
             if offset + 1 == BLOCK_CAP {
@@ -245,10 +245,9 @@ impl<T> SegQueue<T> {
                 head.block = next;
                 // Skip the sentinel position.
                 head.pos += 1;
-                // Every slot of `old` has been read, so no producer
+                // SAFETY: every slot of `old` has been read, so no producer
                 // still touches it (see the module's lifetime rule), and the
                 // tail has moved on to `next`; it came from `Box::into_raw`.
-                // SAFETY: as argued just above.
                 drop(unsafe { Box::from_raw(old) });
             }
             self.consumed.store(head.pos, Ordering::Relaxed);
@@ -282,7 +281,10 @@ impl<T> SegQueue<T> {
             if block.is_null() {
                 return true;
             }
-            // SAFETY: as in `pop`: the consumer's current block is live.
+            // SAFETY: `block` is the consumer's current block (or the first
+            // one, not yet reached): it still has unread slots, including
+            // `head.pos`, and a block is freed only by the consumer after its
+            // last slot is read, so it is live.
             let slot = unsafe { &(*block).slots[head.pos % LAP] };
             !slot.ready.load(Ordering::Acquire)
         })
@@ -298,7 +300,8 @@ impl<T> Drop for SegQueue<T> {
         // `pop` would then have read). Claimed-but-unpublished slots cannot
         // exist either, as no producer is active.
         self.head.with_mut(|head_ptr| {
-            // SAFETY: exclusive access, see above.
+            // SAFETY: `&mut self` proves no producer or other consumer is
+            // active, so this is the only access to `head`.
             let head = unsafe { &mut *head_ptr };
             let block = if head.block.is_null() {
                 self.first_block.load(Ordering::Relaxed)
@@ -306,9 +309,8 @@ impl<T> Drop for SegQueue<T> {
                 head.block
             };
             if !block.is_null() {
-                // The block came from `Box::into_raw` and nothing else
+                // SAFETY: the block came from `Box::into_raw` and nothing else
                 // refers to it any more.
-                // SAFETY: as argued just above.
                 drop(unsafe { Box::from_raw(block) });
             }
         });

@@ -33,7 +33,9 @@ pub(crate) struct SystemLane<S> {
 // shared state is the atomic head, and each node is owned by one thread at a
 // time (its pusher, then the list, then the taker).
 unsafe impl<S: Send> Send for SystemLane<S> {}
-// SAFETY: as above; `&SystemLane` only allows pushing and taking.
+// SAFETY: `&SystemLane` only allows pushing (a message moves in, `S: Send`)
+// and taking the whole list (the messages move to the taker, `S: Send`); the
+// only shared state is the atomic head, and no `&S` is shared between threads.
 unsafe impl<S: Send> Sync for SystemLane<S> {}
 
 impl<S> SystemLane<S> {
@@ -51,9 +53,8 @@ impl<S> SystemLane<S> {
         }));
         let mut head = self.head.load(Ordering::Relaxed);
         loop {
-            // `node` is private to this thread until the CAS below
+            // SAFETY: `node` is private to this thread until the CAS below
             // publishes it.
-            // SAFETY: as argued just above.
             unsafe { (*node).next = head };
             match self
                 .head
@@ -70,10 +71,9 @@ impl<S> SystemLane<S> {
         let mut node = self.head.swap(ptr::null_mut(), Ordering::Acquire);
         let start = out.len();
         while !node.is_null() {
-            // The swap made this thread the owner of the whole list;
+            // SAFETY: the swap made this thread the owner of the whole list;
             // every node came from `Box::into_raw` in `push` and is visited
             // once.
-            // SAFETY: as argued just above.
             let boxed = unsafe { Box::from_raw(node) };
             node = boxed.next;
             out.push(boxed.msg);

@@ -1,22 +1,9 @@
-//! Configuration of an actor system: the builder and the TOML file format.
+//! Configuration of an actor system: dispatcher settings, and the parser of
+//! the TOML format.
 //!
-//! ```toml
-//! name = "trading"
-//! scheduler_tick_ms = 1      # timer resolution (default 1 ms)
-//!
-//! [dispatchers.default]      # the dispatcher actors use unless told otherwise
-//! threads = 2                # default: the number of cores
-//! throughput = 5             # messages per actor per run (default 5)
-//! spin = 64                  # backoff rounds an idle worker spins before parking
-//!
-//! [dispatchers.engines]
-//! kind = "pool"              # "pool" (work stealing) or "pinned" (a thread per actor)
-//! threads = 1
-//! throughput = 100
-//! ```
-//!
-//! Unknown keys and impossible values (zero threads, zero throughput) are
-//! errors that name the offending key.
+//! The format is documented on
+//! [`ActorSystemBuilder`](crate::system::ActorSystemBuilder), where users of
+//! the crate see it; this module parses it and validates every value.
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -5,14 +5,11 @@
 //! answer in time fail with a clear timeout; afterwards no ask promise and
 //! no actor cell is left alive.
 
-#[path = "support/probe.rs"]
-mod probe;
-
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use probe::{terminate, PATIENCE};
+use crate::probe::{terminate, PATIENCE};
 use troupe::{
     Actor, ActorSystem, AskError, Context, DeadLetterReason, MailboxConfig, Overflow, Props,
     ReplyTo,

@@ -8,12 +8,9 @@
 //! share a sender and per-sender FIFO holds: when the fence has arrived, the
 //! cancelled message would have arrived before it.
 
-#[path = "support/probe.rs"]
-mod probe;
-
 use std::time::{Duration, Instant};
 
-use probe::{system, terminate, Probe, ProbeRef};
+use crate::probe::{system, terminate, Probe, ProbeRef};
 use troupe::{Actor, Context, Props};
 
 /// Reports each message with the moment it was handled.

@@ -5,12 +5,9 @@
 //! The consumer is held inside a handler on a latch while the test fills its
 //! mailbox, so "full" is a fact, not a race.
 
-#[path = "support/probe.rs"]
-mod probe;
-
 use std::time::{Duration, Instant};
 
-use probe::{system, terminate, Latch, Probe, ProbeRef};
+use crate::probe::{system, terminate, Latch, Probe, ProbeRef};
 use troupe::{
     Actor, ActorRef, ActorSystem, Context, DeadLetterReason, MailboxConfig, Overflow, Props,
     SendError, TrySendError,

@@ -4,14 +4,12 @@
 //! or sent after). Termination returns (no deadlock) and leaves no runtime
 //! thread behind.
 
-#[path = "support/probe.rs"]
-mod probe;
-
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
+use std::time::Instant;
 
-use probe::terminate;
+use crate::probe::{terminate, PATIENCE};
 use troupe::{Actor, ActorSystem, Context, Props};
 
 struct Sink(Arc<AtomicU64>);
@@ -60,6 +58,14 @@ fn every_message_is_handled_or_a_dead_letter_and_no_thread_survives() {
         })
         .collect();
     if cfg!(target_os = "linux") {
+        // The probe must see the workers, or its empty list at the end would
+        // prove nothing. A new thread carries its parent's name until it
+        // first runs and names itself, and with other tests of this binary
+        // busy that can take a while: look again until the deadline.
+        let deadline = Instant::now() + PATIENCE;
+        while runtime_threads(NAME).is_empty() && Instant::now() < deadline {
+            thread::yield_now();
+        }
         assert!(
             !runtime_threads(NAME).is_empty(),
             "the probe sees the workers"
@@ -102,6 +108,14 @@ fn every_message_is_handled_or_a_dead_letter_and_no_thread_survives() {
         "handled {handled} + dead letters {dead}"
     );
     if cfg!(target_os = "linux") {
-        assert_eq!(runtime_threads(NAME), Vec::<String>::new());
+        // `terminate` joined every thread; the kernel unlists a joined thread
+        // a few microseconds after the join returns, hence the re-reads.
+        let deadline = Instant::now() + PATIENCE;
+        let mut left = runtime_threads(NAME);
+        while !left.is_empty() && Instant::now() < deadline {
+            thread::yield_now();
+            left = runtime_threads(NAME);
+        }
+        assert_eq!(left, Vec::<String>::new());
     }
 }

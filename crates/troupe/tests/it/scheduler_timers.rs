@@ -3,12 +3,9 @@
 //! periodically, a cancelled or replaced timer is never delivered (even a
 //! message already on its way), and the receive timeout fires after silence.
 
-#[path = "support/probe.rs"]
-mod probe;
-
 use std::time::{Duration, Instant};
 
-use probe::{system, terminate, Probe, ProbeRef};
+use crate::probe::{system, terminate, Probe, ProbeRef};
 use troupe::{Actor, Context, Props, Signal};
 
 #[derive(Clone, Debug, PartialEq)]

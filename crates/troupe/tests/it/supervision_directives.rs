@@ -10,15 +10,12 @@
 //!
 //! The panics these tests provoke are printed to stderr; that is expected.
 
-#[path = "support/probe.rs"]
-mod probe;
-
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use probe::{
+use crate::probe::{
     await_end, system, terminate, watch_probe, EventLog, Latch, Probe, ProbeRef, PATIENCE,
 };
 use troupe::{

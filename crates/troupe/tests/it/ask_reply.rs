@@ -7,13 +7,10 @@
 //! `AskError::WouldBlockDispatcher` (a pinned actor, owning its thread, may
 //! wait).
 
-#[path = "support/probe.rs"]
-mod probe;
-
 use std::thread;
 use std::time::{Duration, Instant};
 
-use probe::{system, terminate, watch_probe, Probe, ProbeRef, PATIENCE};
+use crate::probe::{system, terminate, watch_probe, Probe, ProbeRef, PATIENCE};
 use troupe::{Actor, ActorRef, AskError, Context, Props, ReplyTo};
 
 /// A short timeout, for asks that are meant to time out.

@@ -2,33 +2,15 @@
 //! `await_termination` reports `Requested`; messages still queued when an
 //! actor stops, and messages told to a stopped actor, become dead letters
 //! (counted, and shown to `on_dead_letter` listeners with their type);
-//! `try_tell` to a stopped actor hands the message back; once
-//! `await_termination` has returned, no runtime thread is left; and waiting
-//! for termination inside an actor, which could never end, is refused.
-//!
-//! The thread census reads `/proc/self/task`, which also lists the threads of
-//! other tests of this binary, so every test here holds [`serial`] for its
-//! whole run.
+//! `try_tell` to a stopped actor hands the message back; and waiting for
+//! termination inside an actor, which could never end, is refused. That no
+//! runtime thread outlives `await_termination` is checked in a process of
+//! its own, `tests/thread_census.rs`.
 
-#[path = "support/probe.rs"]
-mod probe;
+use std::time::Duration;
 
-use std::fs;
-use std::sync::{Mutex, MutexGuard};
-use std::thread;
-use std::time::{Duration, Instant};
-
-use probe::{system, terminate, watch_probe, EventLog, Latch, Probe, ProbeRef, PATIENCE};
-use troupe::{
-    Actor, ActorSystem, AwaitError, Context, DeadLetter, Props, ReplyTo, TerminationReason,
-    TrySendError,
-};
-
-/// Serialises the tests of this file (see the header).
-fn serial() -> MutexGuard<'static, ()> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+use crate::probe::{system, terminate, watch_probe, EventLog, Latch, Probe, ProbeRef};
+use troupe::{Actor, AwaitError, Context, DeadLetter, Props, TerminationReason, TrySendError};
 
 /// A tree node that logs its `stopped` with its path.
 struct Node {
@@ -76,7 +58,6 @@ impl Actor for Node {
 
 #[test]
 fn shutdown_stops_a_three_level_tree_children_first() {
-    let _serial = serial();
     let system = system();
     let log = EventLog::new();
     let ready = Probe::new("leaves started");
@@ -137,7 +118,6 @@ impl Actor for Blocker {
 #[test]
 fn messages_queued_at_stop_become_counted_dead_letters() {
     const QUEUED: usize = 50;
-    let _serial = serial();
     let system = system();
     let letters = Probe::<DeadLetter>::new("dead letters");
     let out = letters.sender();
@@ -201,7 +181,6 @@ impl Actor for Echo {
 
 #[test]
 fn tells_to_a_stopped_actor_become_dead_letters_and_try_tell_hands_back() {
-    let _serial = serial();
     let system = system();
     let letters = Probe::<DeadLetter>::new("dead letters");
     let out = letters.sender();
@@ -244,98 +223,6 @@ fn tells_to_a_stopped_actor_become_dead_letters_and_try_tell_hands_back() {
     assert!(echoed.received().is_empty());
 }
 
-/// Names of this process's threads whose name starts with `troupe-`. Linux
-/// shows at most 15 bytes of a name, enough for the prefix.
-fn troupe_threads() -> Vec<String> {
-    let tasks = fs::read_dir("/proc/self/task").expect("list /proc/self/task");
-    tasks
-        .filter_map(|task| fs::read_to_string(task.ok()?.path().join("comm")).ok())
-        .map(|comm| comm.trim_end().to_string())
-        .filter(|comm| comm.starts_with("troupe-"))
-        .collect()
-}
-
-enum Census {
-    /// Reply with the name of the thread the handler runs on.
-    Where(ReplyTo<String>),
-    /// Report on the probe.
-    Ping(ProbeRef<()>),
-    Nothing,
-}
-
-/// Tells where it runs.
-struct WhereAmI;
-
-impl Actor for WhereAmI {
-    type Msg = Census;
-
-    fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: Census) {
-        match msg {
-            Census::Where(reply) => {
-                reply.reply(thread::current().name().unwrap_or("?").to_string());
-            }
-            Census::Ping(out) => out.send(()),
-            Census::Nothing => {}
-        }
-    }
-}
-
-#[test]
-fn no_troupe_thread_survives_await_termination() {
-    let _serial = serial();
-    let system = ActorSystem::builder()
-        .name("census")
-        .threads(2)
-        .build()
-        .unwrap();
-    let pooled = system.spawn(Props::new(|| WhereAmI)).unwrap();
-    let pinned = system
-        .spawn(Props::new(|| WhereAmI).name("p").dispatcher("pinned"))
-        .unwrap();
-    let pooled_on = pooled.ask(Census::Where, PATIENCE).wait().unwrap();
-    assert!(
-        pooled_on.starts_with("troupe-census-default-"),
-        "{pooled_on}"
-    );
-    assert_eq!(
-        pinned.ask(Census::Where, PATIENCE).wait().unwrap(),
-        "troupe-pinned-p"
-    );
-    // A timer that fired shows that the scheduler thread has run (a thread
-    // carries its parent's name until it first runs and names itself).
-    let pinged = Probe::new("timer fired");
-    system.scheduler().schedule_once(
-        Duration::from_millis(1),
-        &pooled,
-        Census::Ping(pinged.sender()),
-    );
-    pinged.expect();
-    // A timer still pending at shutdown must not keep the scheduler alive.
-    system
-        .scheduler()
-        .schedule_once(Duration::from_secs(3600), &pooled, Census::Nothing);
-    let before = troupe_threads();
-    // The census sees the runtime's threads (count kinds only: the second
-    // worker may not have run yet).
-    for kind in ["troupe-census-d", "troupe-census-s", "troupe-pinned-p"] {
-        assert!(
-            before.iter().any(|t| t == kind),
-            "{kind} missing from {before:?}"
-        );
-    }
-
-    assert_eq!(terminate(&system), TerminationReason::Requested);
-    // `await_termination` joined every thread; the kernel unlists a joined
-    // thread a few microseconds after the join returns, hence the re-reads.
-    let deadline = Instant::now() + PATIENCE;
-    let mut left = troupe_threads();
-    while !left.is_empty() && Instant::now() < deadline {
-        thread::yield_now();
-        left = troupe_threads();
-    }
-    assert!(left.is_empty(), "threads left after termination: {left:?}");
-}
-
 /// Waits for its own system's termination inside its handler.
 struct Awaiter;
 
@@ -366,7 +253,6 @@ fn await_inside_an_actor_on(dispatcher: &str) -> Result<TerminationReason, Await
 
 #[test]
 fn await_termination_inside_a_pool_actor_is_refused() {
-    let _serial = serial();
     assert_eq!(
         await_inside_an_actor_on("default"),
         Err(AwaitError::WouldDeadlock)
@@ -377,7 +263,6 @@ fn await_termination_inside_a_pool_actor_is_refused() {
 /// actor the system would have to stop (without a timeout, a deadlock).
 #[test]
 fn await_termination_inside_a_pinned_actor_is_refused() {
-    let _serial = serial();
     assert_eq!(
         await_inside_an_actor_on("pinned"),
         Err(AwaitError::WouldDeadlock)

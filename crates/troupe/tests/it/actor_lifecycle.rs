@@ -4,10 +4,7 @@
 //! `system.stop` from outside; and the ways a spawn is refused (a taken
 //! name, an invalid name, an unknown dispatcher, a system shutting down).
 
-#[path = "support/probe.rs"]
-mod probe;
-
-use probe::{system, terminate, watch_probe, EventLog, Probe, ProbeRef};
+use crate::probe::{system, terminate, watch_probe, EventLog, Probe, ProbeRef};
 use troupe::{Actor, ActorRef, Context, Props, SpawnError};
 
 /// Logs its lifecycle under `name` and reports `stopped` on a probe.
@@ -373,7 +370,7 @@ fn spawning_after_shutdown_is_refused() {
         Some(SpawnError::ShuttingDown),
         "refused while shutting down"
     );
-    probe::await_end(&system);
+    crate::probe::await_end(&system);
     assert_eq!(
         system.spawn(Logged::props("later", &log)).err(),
         Some(SpawnError::ShuttingDown),

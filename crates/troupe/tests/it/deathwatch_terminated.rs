@@ -20,14 +20,11 @@
 //! One check has no event to wait for: that a stopped watcher's cell is
 //! released. It re-reads a reference count, yielding, until a deadline.
 
-#[path = "support/probe.rs"]
-mod probe;
-
 use std::sync::Arc;
 use std::thread;
 use std::time::Instant;
 
-use probe::{system, terminate, watch_probe, EventLog, Latch, Probe, ProbeRef, PATIENCE};
+use crate::probe::{system, terminate, watch_probe, EventLog, Latch, Probe, ProbeRef, PATIENCE};
 use troupe::{Actor, ActorId, ActorRef, Context, Directive, Failure, Props, SupervisorStrategy};
 
 /// An actor that does nothing; optionally holds its handler on a latch.

@@ -3,12 +3,9 @@
 //! on one routee and moves only the keys of a removed routee, broadcast
 //! reaches all, and stopping a pool stops its routees.
 
-#[path = "support/probe.rs"]
-mod probe;
-
 use std::collections::HashMap;
 
-use probe::{system, terminate, watch_probe, Latch, Probe, ProbeRef};
+use crate::probe::{system, terminate, watch_probe, Latch, Probe, ProbeRef};
 use troupe::{Actor, ActorId, ActorRef, Context, Props, Router, Routing};
 
 #[derive(Clone)]

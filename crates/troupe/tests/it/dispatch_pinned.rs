@@ -5,15 +5,12 @@
 //! that names the offending key; and a pool of two workers with throughput 5
 //! handles a million messages to ten thousand actors, each exactly once.
 
-#[path = "support/probe.rs"]
-mod probe;
-
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::{self, ThreadId};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use probe::{system, terminate, Probe, ProbeRef, PATIENCE};
+use crate::probe::{system, terminate, Probe, ProbeRef, PATIENCE};
 use troupe::{Actor, ActorRef, ActorSystem, Context, DispatcherConfig, Props, ReplyTo};
 
 /// Replies with the name and id of the thread its handler runs on.

@@ -4,13 +4,10 @@
 //! answers asks throughout, and an escalation that reaches the top stops
 //! the whole system cleanly with the failure as the reason.
 
-#[path = "support/probe.rs"]
-mod probe;
-
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 
-use probe::{await_end, terminate, PATIENCE};
+use crate::probe::{await_end, terminate, PATIENCE};
 use troupe::{
     Actor, ActorSystem, Context, Failure, Props, ReplyTo, SupervisorStrategy, TerminationReason,
 };
@@ -25,16 +22,7 @@ fn poisoned(a: usize, i: u64) -> bool {
 
 /// Keeps the expected panics of this file out of the test output.
 fn quiet_panics() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let text = info.to_string();
-            if !text.contains("poison pill") && !text.contains("escalate me") {
-                default(info);
-            }
-        }));
-    });
+    crate::probe::quiet_panics(&["poison pill", "escalate me"]);
 }
 
 struct Worker {

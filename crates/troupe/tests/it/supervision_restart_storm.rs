@@ -4,18 +4,16 @@
 //! stack than one: each restart has to start from the run loop, not from
 //! inside the failed restart.
 //!
-//! This file holds a single test because the failure it guards against, a
-//! stack overflow on a worker thread, aborts the whole test process.
+//! The failure this guards against, a stack overflow on a worker thread,
+//! aborts the whole test process: if the `it` binary dies of one, run
+//! `cargo test -p troupe --test it supervision_restart_storm` to see whether
+//! it is this test.
 
-#[path = "support/probe.rs"]
-mod probe;
-
-use std::panic;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use probe::{system, terminate, Probe, ProbeRef};
+use crate::probe::{quiet_panics, system, terminate, Probe, ProbeRef};
 use troupe::{Actor, Context, Directive, Props, Signal, SupervisorStrategy};
 
 /// Restarts allowed before the storm stops; far deeper than a worker's
@@ -72,16 +70,7 @@ impl Actor for Parent {
 fn a_restart_storm_ends_at_the_limit_without_exhausting_the_stack() {
     // Twenty thousand expected panics would flood stderr; stay quiet about
     // those, and only those.
-    let default_hook = panic::take_hook();
-    panic::set_hook(Box::new(move |info| {
-        let expected = info
-            .payload()
-            .downcast_ref::<String>()
-            .is_some_and(|m| m == PANIC_TEXT);
-        if !expected {
-            default_hook(info);
-        }
-    }));
+    quiet_panics(&[PANIC_TEXT]);
 
     let system = system();
     let built = Arc::new(AtomicU32::new(0));

@@ -1,9 +1,8 @@
-//! Probes and latches shared by the integration tests.
+//! Probes, latches and the panic filter shared by the integration tests.
 //!
-//! Every `tests/*.rs` file is a crate of its own, and the house style has no
-//! `mod.rs`, so each test file includes this one with
-//! `#[path = "support/probe.rs"] mod probe;`. Not every file uses every
-//! helper, hence the `dead_code` allowance.
+//! A module of the `it` test binary; `tests/thread_census.rs`, a binary of
+//! its own, includes it with `#[path]`. That binary uses only a few of the
+//! helpers, hence the `dead_code` allowance.
 //!
 //! # Ground rules
 //!
@@ -19,10 +18,37 @@
 
 use std::fmt::Debug;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, Once};
 use std::time::{Duration, Instant};
 
 use troupe::{Actor, ActorId, ActorRef, ActorSystem, Context, Props, Signal, TerminationReason};
+
+/// Keeps the expected panics of a test out of the test output: a panic
+/// whose message contains one of the `markers` is not printed; every other
+/// panic is, as before. The markers of every caller add up, so tests that
+/// share the process cannot undo one another's filters.
+pub fn quiet_panics(markers: &[&'static str]) {
+    static MARKERS: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    static HOOK: Once = Once::new();
+    MARKERS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .extend_from_slice(markers);
+    HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let text = info.to_string();
+            let expected = MARKERS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .any(|m| text.contains(m));
+            if !expected {
+                default(info);
+            }
+        }));
+    });
+}
 
 /// How long a test waits for an outcome before it fails.
 pub const PATIENCE: Duration = Duration::from_secs(10);

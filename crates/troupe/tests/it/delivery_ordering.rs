@@ -8,14 +8,11 @@
 //! `pool(1).throughput(1)` (one worker, a yield after every message) and
 //! `pool(2).throughput(100)` (long batches).
 
-#[path = "support/probe.rs"]
-mod probe;
-
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-use probe::{terminate, Probe, ProbeRef};
+use crate::probe::{terminate, Probe, ProbeRef};
 use troupe::{Actor, ActorRef, ActorSystem, Context, DispatcherConfig, Props};
 
 const SENDERS: usize = 4;

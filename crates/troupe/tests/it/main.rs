@@ -1,0 +1,31 @@
+//! The runtime's integration tests as one test binary: a module per area,
+//! named `<area>_<topic>`, and the shared probes in [`probe`]. One binary
+//! links the runtime once instead of once per file.
+//!
+//! Tests that need a process of their own stay separate binaries directly
+//! under `tests/`: `thread_census.rs` (counts the process's threads) and
+//! `runtime_miri_smoke.rs` (the end-to-end run CI gives to Miri by name).
+//!
+//! Every module here shares the process with the others, so a test may not
+//! assume it is alone: it names its own systems, counts only its own actors'
+//! work, and installs panic filters through [`probe::quiet_panics`], which
+//! chains them instead of replacing one another's.
+
+mod probe;
+
+mod actor_lifecycle;
+mod ask_reply;
+mod deathwatch_terminated;
+mod delivery_ordering;
+mod dispatch_fairness;
+mod dispatch_pinned;
+mod mailbox_bounded;
+mod mailbox_overload;
+mod router_routing;
+mod scheduler_once;
+mod scheduler_timers;
+mod supervision_directives;
+mod supervision_restart_storm;
+mod supervision_under_load;
+mod system_shutdown;
+mod system_shutdown_under_load;
