@@ -46,7 +46,7 @@ pub fn threads_text(n: u64) -> String {
 }
 
 /// Two comparable rows.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Pair<'a> {
     /// troupe's row.
     pub troupe: &'a Row,
@@ -54,6 +54,10 @@ pub struct Pair<'a> {
     pub other: &'a Row,
     /// The thread count both ran on.
     pub threads: u64,
+    /// The workload keys troupe's row records, "clients 10, txlog off", so
+    /// that two pairs of the same variants on different workloads differ in
+    /// their labels.
+    pub workload: String,
 }
 
 impl Pair<'_> {
@@ -63,15 +67,34 @@ impl Pair<'_> {
         self.other.ns_per_msg / self.troupe.ns_per_msg
     }
 
-    /// "actor-tp5-w1 vs tokio-mpsc-ct, 1 thread each".
+    /// "actor-tp5-w1 vs tokio-mpsc-ct, 1 thread each", with the workload
+    /// in brackets when the experiment has keys: "one-way/off vs
+    /// pekko-one-way/off (clients 10, txlog off), 2 threads each".
     pub fn label(&self) -> String {
+        let workload = if self.workload.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.workload)
+        };
         format!(
-            "{} vs {}, {} each",
+            "{} vs {}{workload}, {} each",
             self.troupe.variant,
             self.other.variant,
             threads_text(self.threads)
         )
     }
+}
+
+/// The values `row` records for `keys`, "clients 10, txlog off".
+fn workload(row: &Row, keys: &[&str]) -> String {
+    keys.iter()
+        .filter_map(|k| {
+            let v = row.params.get(*k)?;
+            let text = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+            Some(format!("{k} {text}"))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Whether two rows ran the same workload: equal values for every key
@@ -139,6 +162,7 @@ pub fn peer_pairs<'a>(rows: &'a [Row], keys: &[&str]) -> Vec<Result<Pair<'a>, St
                     troupe: t,
                     other: peer,
                     threads: threads(t).unwrap_or_default(),
+                    workload: workload(t, keys),
                 }),
             },
         });
@@ -160,6 +184,7 @@ pub fn baseline_pairs<'a>(rows: &'a [Row], keys: &[&str]) -> Vec<Pair<'a>> {
                 troupe: t,
                 other: base,
                 threads: threads(t).unwrap_or_default(),
+                workload: workload(t, keys),
             });
         }
     }
@@ -250,6 +275,39 @@ mod tests {
         assert_eq!(
             pairs[1].label(),
             "actor-tp5-w1 vs tokio-mpsc-ct, 1 thread each"
+        );
+    }
+
+    #[test]
+    fn pairs_of_the_same_variants_on_other_workloads_have_other_labels() {
+        let row_at = |variant: &str, runtime: &str, clients: u64| {
+            with(
+                row("trading", variant, &[100.0]),
+                &[
+                    ("runtime", runtime.into()),
+                    ("threads", 2.into()),
+                    ("clients", clients.into()),
+                    ("txlog", "off".into()),
+                    ("peer_of", "one-way/off".into()),
+                ],
+            )
+        };
+        let rows = vec![
+            row_at("one-way/off", "troupe", 1),
+            row_at("one-way/off", "troupe", 10),
+            row_at("pekko-one-way/off", "pekko", 1),
+            row_at("pekko-one-way/off", "pekko", 10),
+        ];
+        let labels: Vec<String> = peer_pairs(&rows, &["clients", "txlog"])
+            .into_iter()
+            .map(|p| p.expect("paired").label())
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "one-way/off vs pekko-one-way/off (clients 1, txlog off), 2 threads each",
+                "one-way/off vs pekko-one-way/off (clients 10, txlog off), 2 threads each",
+            ]
         );
     }
 

@@ -1,4 +1,4 @@
-//! Savina's chameneos (Imam & Sarkar, AGERE 2014): the mall protocol, by
+//! Savina's chameneos (from the Savina actor benchmark suite): the mall protocol, by
 //! default with 100 creatures and 200,000 meetings.
 //!
 //! It differs from chameneos-redux's meeting place in who does the pairing

@@ -1,6 +1,6 @@
 //! The chameneos experiment (see docs/experiments.md, chameneos): the
 //! Benchmarks Game's chameneos-redux on troupe actors and on plain threads,
-//! the seed post's sweep of meeting counts, and Savina's mall variant.
+//! the original sweep of meeting counts (docs/experiments.md, chameneos), and Savina's mall variant.
 //!
 //! Creatures of colour blue, red or yellow go to a meeting place again and
 //! again; two that meet both take the complement of the other's colour. A

@@ -1,4 +1,4 @@
-//! The ping-pong experiment (see docs/experiments.md, ping-pong): which rows
+//! The ping-pong experiment (see docs/experiments.md, pingpong): which rows
 //! it has, how large each is, and running them through the runner.
 //!
 //! Every row is a round trip repeated `repetitions` times, and every row
