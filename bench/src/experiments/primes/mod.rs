@@ -62,23 +62,87 @@ impl Settings {
 
 const MAX_N: usize = 100_000;
 
-/// Dispatcher threads of the actor-backed server. The HTTP runtime already
-/// has a thread per core, and on a 2-core machine a second spinning
-/// dispatcher thread takes CPU from it (40 K req/s with two, 52-63 K with
-/// one).
-const DISPATCHER_THREADS: usize = 1;
+/// One server as the benchmark runs it: its row's name, its kind and its
+/// threads.
+#[derive(Clone, Copy, Debug)]
+pub struct Setup {
+    /// The row's variant.
+    pub label: &'static str,
+    /// Which server.
+    pub kind: Kind,
+    /// tokio worker threads of an async server's HTTP runtime (the
+    /// blocking server ignores it: its pool is its own).
+    pub http_threads: usize,
+    /// Dispatcher threads of the actor-backed server.
+    pub dispatcher_threads: usize,
+}
 
-/// tokio worker threads of the async servers (one per core of the 2-core
-/// machine the published figures come from).
-const HTTP_THREADS: usize = 2;
+impl Setup {
+    /// Every thread that serves requests: the HTTP runtime's and the
+    /// dispatcher's for the actor server, the HTTP runtime's for the plain
+    /// one, the pool for the blocking one. Rows are paired on this count.
+    pub fn threads(&self) -> usize {
+        match self.kind {
+            Kind::Actor => self.http_threads + self.dispatcher_threads,
+            Kind::Plain => self.http_threads,
+            Kind::Blocking => primes::server::DEFAULT_BLOCKING_THREADS,
+        }
+    }
+}
 
-/// Starts a `kind` server on a free local port as the benchmark runs it:
-/// two HTTP threads, one dispatcher thread, n up to 100,000.
+/// The servers the experiment runs. `actor`: one HTTP thread per core of
+/// the 2-core machine the published figures come from, and one dispatcher
+/// thread (a second spinning dispatcher thread takes CPU from the HTTP
+/// runtime: 40 K req/s with two, 52-63 K with one). `actor-http1`: one HTTP
+/// thread and one dispatcher thread, two threads in all, as many as the
+/// Pekko server's pool, so that the two are compared on equal threads.
+pub const SETUPS: [Setup; 4] = [
+    Setup {
+        label: "actor",
+        kind: Kind::Actor,
+        http_threads: 2,
+        dispatcher_threads: 1,
+    },
+    Setup {
+        label: "actor-http1",
+        kind: Kind::Actor,
+        http_threads: 1,
+        dispatcher_threads: 1,
+    },
+    Setup {
+        label: "plain",
+        kind: Kind::Plain,
+        http_threads: 2,
+        dispatcher_threads: 0,
+    },
+    Setup {
+        label: "blocking",
+        kind: Kind::Blocking,
+        http_threads: 0,
+        dispatcher_threads: 0,
+    },
+];
+
+/// Starts a `kind` server on a free local port as the benchmark's first
+/// setup of that kind runs it.
 pub(crate) fn start(kind: Kind) -> Result<Server, WorkloadError> {
-    let config = Config::new(kind)
-        .max_n(MAX_N)
-        .http_threads(Some(HTTP_THREADS))
-        .dispatcher_threads(DISPATCHER_THREADS);
+    let setup = SETUPS
+        .iter()
+        .find(|s| s.kind == kind)
+        .expect("every kind has a setup");
+    start_setup(setup)
+}
+
+/// Starts the server of `setup` on a free local port, n up to 100,000.
+fn start_setup(setup: &Setup) -> Result<Server, WorkloadError> {
+    let kind = setup.kind;
+    let mut config = Config::new(kind).max_n(MAX_N);
+    if kind != Kind::Blocking {
+        config = config.http_threads(Some(setup.http_threads));
+    }
+    if kind == Kind::Actor {
+        config = config.dispatcher_threads(setup.dispatcher_threads);
+    }
     Server::start("127.0.0.1:0".parse().expect("valid"), &config)
         .map_err(|e| WorkloadError::new(format!("{} server: {e}", kind.name())))
 }
@@ -96,12 +160,12 @@ pub(crate) fn stop(server: Server) -> Result<(), WorkloadError> {
 pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
     let (client, expected) = load_generator(settings)?;
     // `None`: the server at `--url`.
-    let servers: Vec<Option<Kind>> = match settings.url {
+    let servers: Vec<Option<Setup>> = match settings.url {
         Some(_) => vec![None],
-        None => Kind::ALL.into_iter().map(Some).collect(),
+        None => SETUPS.into_iter().map(Some).collect(),
     };
-    let name = |server: &Option<Kind>| server.map_or("url", Kind::name);
-    let servers: Vec<Option<Kind>> = servers
+    let name = |server: &Option<Setup>| server.map_or("url", |s| s.label);
+    let servers: Vec<Option<Setup>> = servers
         .into_iter()
         .filter(|server| {
             options
@@ -118,8 +182,8 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
         let (addr, running) = match (server, settings.url) {
             (None, Some(url)) => (url, None),
             (None, None) => unreachable!("a server elsewhere only with --url"),
-            (Some(kind), _) => {
-                let running = start(kind).inspect_err(|_| progress.finish())?;
+            (Some(setup), _) => {
+                let running = start_setup(&setup).inspect_err(|_| progress.finish())?;
                 (running.addr(), Some(running))
             }
         };
@@ -135,7 +199,7 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
         if let Some(running) = running {
             stop(running).inspect_err(|_| progress.finish())?;
         }
-        rows.push(row(label, settings, &results));
+        rows.push(row(label, server.as_ref(), settings, &results));
     }
     Ok(rows)
 }
@@ -212,10 +276,10 @@ pub fn run_external(
         &expected,
         &mut progress,
     );
-    Ok(row(label, settings, &results))
+    Ok(row(label, None, settings, &results))
 }
 
-fn row(server: &str, settings: &Settings, results: &[RoundResult]) -> Row {
+fn row(server: &str, setup: Option<&Setup>, settings: &Settings, results: &[RoundResult]) -> Row {
     // Only correct answers are served requests. A round with none counts
     // as one, so that its ns per request stays a finite (and dismal)
     // figure; its row is failed anyway.
@@ -236,32 +300,35 @@ fn row(server: &str, settings: &Settings, results: &[RoundResult]) -> Row {
     let mut params = Map::new();
     // "url" is a server elsewhere: what runs it is not known here (a peer's
     // rows are relabelled by the peer).
-    let runtime = match server {
-        "actor" => "troupe",
-        "url" => "external",
-        _ => "baseline",
+    let runtime = match setup.map(|s| s.kind) {
+        Some(Kind::Actor) => "troupe",
+        Some(_) => "baseline",
+        None => "external",
     };
     params.insert("runtime".into(), json!(runtime));
     params.insert("server".into(), json!(server));
     params.insert("connections".into(), json!(settings.connections));
     params.insert("requests".into(), json!(settings.requests));
     params.insert("n".into(), json!(settings.n));
-    // Recorded for the reader; not thread counts that pairing compares (the
-    // servers differ in shape: HTTP threads, dispatcher threads, a pool).
-    match server {
-        "actor" | "plain" => {
-            params.insert("http_threads".into(), json!(HTTP_THREADS));
+    // `threads` (what rows are paired on) counts every thread that serves
+    // requests; the parts are recorded beside it for the reader.
+    if let Some(setup) = setup {
+        params.insert("threads".into(), json!(setup.threads()));
+        match setup.kind {
+            Kind::Actor => {
+                params.insert("http_threads".into(), json!(setup.http_threads));
+                params.insert(
+                    "dispatcher_threads".into(),
+                    json!(setup.dispatcher_threads),
+                );
+            }
+            Kind::Plain => {
+                params.insert("http_threads".into(), json!(setup.http_threads));
+            }
+            Kind::Blocking => {
+                params.insert("pool_threads".into(), json!(setup.threads()));
+            }
         }
-        "blocking" => {
-            params.insert(
-                "pool_threads".into(),
-                json!(primes::server::DEFAULT_BLOCKING_THREADS),
-            );
-        }
-        _ => {}
-    }
-    if server == "actor" {
-        params.insert("dispatcher_threads".into(), json!(DISPATCHER_THREADS));
     }
     params.insert(
         "mode".into(),

@@ -43,6 +43,6 @@ pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workl
     );
     r.params.insert("jvm_warmup_rounds".into(), json!(rounds));
     r.params.insert("runtime".into(), json!("pekko"));
-    r.params.insert("peer_of".into(), json!("actor"));
+    r.params.insert("peer_of".into(), json!("actor-http1"));
     Ok(vec![r])
 }
