@@ -22,6 +22,7 @@ mod runner;
 mod shared;
 mod site;
 mod table;
+mod warmup;
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -111,7 +112,8 @@ struct CommonArgs {
     /// Also write the results to FILE as JSON: {"machine": {...}, "run": {...}, "rows": [...]}.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// Measured runs per row, after one warm-up run.
+    /// Measured runs per row, after warm-up runs until three in a row agree
+    /// within 3% (at least 3, at most 15).
     #[arg(long, value_name = "N", default_value_t = 5,
           value_parser = clap::value_parser!(u32).range(1..))]
     repeats: u32,

@@ -20,6 +20,7 @@ use serde_json::{json, Map, Value};
 
 use crate::report::Row;
 use crate::runner::{Measurement, Sample, WorkloadError};
+pub use crate::warmup::WarmUp;
 
 /// The Pekko peer's project directory.
 pub fn project_dir() -> PathBuf {
@@ -86,72 +87,16 @@ fn java() -> Command {
     c
 }
 
-/// The peers' warm-up rule: warm up until two run-to-run changes in a row
-/// are below [`WarmUp::STEADY_PCT`] percent (three consecutive runs agree;
-/// one pair of similar runs happens by chance while the JIT is still at
-/// work), after at least [`WarmUp::MIN_RUNS`] and at most
-/// [`WarmUp::MAX_RUNS`] runs. The Java peer applies it inside its JVM (it
-/// gets these figures as arguments); the primes row, whose load comes from
-/// this process, applies it here.
-pub struct WarmUp;
-
-impl WarmUp {
-    /// Two consecutive runs closer than this (percent) end the warm-up.
-    pub const STEADY_PCT: f64 = 3.0;
-    /// The fewest warm-up runs: the first runs of a JVM are interpreted.
-    pub const MIN_RUNS: usize = 3;
-    /// The most warm-up runs, for a machine too noisy to ever settle.
-    pub const MAX_RUNS: usize = 15;
-
-    /// The last two run-to-run changes of `runs`, as fractions.
-    fn last_changes(runs: &[f64]) -> Option<(f64, f64)> {
-        match runs {
-            [.., a, b, c] => Some(((b - a).abs() / a, (c - b).abs() / b)),
-            _ => None,
-        }
-    }
-
-    /// Whether the last three of `runs` agree within the tolerance.
-    fn steady(runs: &[f64]) -> bool {
-        let tolerance = Self::STEADY_PCT / 100.0;
-        Self::last_changes(runs).is_some_and(|(a, b)| a < tolerance && b < tolerance)
-    }
-
-    /// Whether the warm-up `runs` so far are enough.
-    pub fn done(runs: &[f64]) -> bool {
-        runs.len() >= Self::MAX_RUNS || (runs.len() >= Self::MIN_RUNS && Self::steady(runs))
-    }
-
-    /// The protocol line of a row warmed up with `runs` and measured `repeats` times.
-    pub fn protocol(runs: &[f64], repeats: usize) -> String {
-        let pct = Self::STEADY_PCT;
-        let warm = match Self::last_changes(runs) {
-            Some(_) if Self::steady(runs) => format!(
-                "JVM warm-up: {} runs, until 3 in a row were within {pct}% run to run",
-                runs.len()
-            ),
-            Some((a, b)) => format!(
-                "JVM warm-up: {} runs (the cap; last changes {:.1}% and {:.1}%, not both <{pct}%)",
-                runs.len(),
-                100.0 * a,
-                100.0 * b
-            ),
-            None => format!("JVM warm-up: {} run(s)", runs.len()),
-        };
-        format!("{warm}; then {repeats} measured runs")
-    }
-
-    /// The arguments that give the Java peer this rule.
-    fn args() -> [String; 6] {
-        [
-            "--steady-pct".into(),
-            Self::STEADY_PCT.to_string(),
-            "--min-warmup".into(),
-            Self::MIN_RUNS.to_string(),
-            "--max-warmup".into(),
-            Self::MAX_RUNS.to_string(),
-        ]
-    }
+/// The arguments that give the Java peer the [`WarmUp`] rule.
+fn warmup_args() -> [String; 6] {
+    [
+        "--steady-pct".into(),
+        WarmUp::STEADY_PCT.to_string(),
+        "--min-warmup".into(),
+        WarmUp::MIN_RUNS.to_string(),
+        "--max-warmup".into(),
+        WarmUp::MAX_RUNS.to_string(),
+    ]
 }
 
 /// Runs one experiment of the peer (with the [`WarmUp`] rule) and returns
@@ -161,7 +106,7 @@ pub fn run(args: &[&str]) -> Result<Map<String, Value>, WorkloadError> {
     eprintln!("pekko: {}", args.join(" "));
     let output = java()
         .args(args)
-        .args(WarmUp::args())
+        .args(warmup_args())
         .stderr(Stdio::piped())
         .output()
         .map_err(|e| WorkloadError::new(format!("cannot start java: {e}")))?;
@@ -235,7 +180,7 @@ pub fn row(
         experiment,
         variant,
         params,
-        &Measurement { warmup, samples },
+        &Measurement::new(warmup, samples),
     );
     if let Some(Value::String(p)) = protocol {
         row.protocol = p;
@@ -319,26 +264,6 @@ impl Drop for Server {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_warm_up_ends_only_when_three_runs_in_a_row_agree() {
-        // Two similar cold runs are not enough: the third must agree too.
-        assert!(!WarmUp::done(&[500.0, 200.0, 201.0]));
-        assert!(WarmUp::done(&[500.0, 200.0, 201.0, 202.0]));
-        // Fewer than the minimum never ends it, however steady.
-        assert!(!WarmUp::done(&[100.0, 100.0]));
-        // A machine that never settles stops at the cap, and says so.
-        let noisy: Vec<f64> = (0..WarmUp::MAX_RUNS)
-            .map(|i| if i % 2 == 0 { 100.0 } else { 150.0 })
-            .collect();
-        assert!(!WarmUp::done(&noisy[..WarmUp::MAX_RUNS - 1]));
-        assert!(WarmUp::done(&noisy));
-        assert!(WarmUp::protocol(&noisy, 5).contains("the cap"));
-        assert_eq!(
-            WarmUp::protocol(&[500.0, 200.0, 201.0, 202.0], 5),
-            "JVM warm-up: 4 runs, until 3 in a row were within 3% run to run; then 5 measured runs"
-        );
-    }
 
     #[test]
     fn a_peer_row_keeps_every_sample_its_protocol_and_its_failure() {

@@ -35,7 +35,8 @@ pub struct Progress {
 
 impl Progress {
     /// Progress for `experiment`, which has `rows` rows of `repeats`
-    /// measured runs each, after one warm-up run.
+    /// measured runs each, after their warm-up (which takes one slot of
+    /// the bar however many runs the warm-up rule needs).
     pub fn new(experiment: &str, rows: usize, repeats: u32) -> Self {
         Progress {
             experiment: experiment.to_string(),

@@ -84,7 +84,6 @@ impl Row {
     ) -> Self {
         let samples = measurement.ns_per_msg();
         let summary = summarize(&samples).expect("a measurement has at least one sample");
-        let samples_len = samples.len();
         Row {
             experiment: experiment.to_string(),
             variant: variant.to_string(),
@@ -96,10 +95,7 @@ impl Row {
             max_ns_per_msg: summary.max,
             samples_ns_per_msg: samples,
             warmup_ns_per_msg: measurement.warmup.ns_per_msg(),
-            protocol: format!(
-                "1 warm-up, then {samples_len} measured run{}",
-                if samples_len == 1 { "" } else { "s" }
-            ),
+            protocol: measurement.protocol(),
             params,
             failure: None,
         }
@@ -277,10 +273,7 @@ pub mod tests {
             experiment,
             variant,
             Map::new(),
-            &Measurement {
-                warmup: sample(ns[0]),
-                samples: ns.iter().copied().map(sample).collect(),
-            },
+            &Measurement::new(sample(ns[0]), ns.iter().copied().map(sample).collect()),
         )
     }
 
@@ -289,10 +282,7 @@ pub mod tests {
             msgs: 1000,
             elapsed: Duration::from_nanos(nanos),
         };
-        Measurement {
-            warmup: sample(warmup_ns),
-            samples: ns.iter().copied().map(sample).collect(),
-        }
+        Measurement::new(sample(warmup_ns), ns.iter().copied().map(sample).collect())
     }
 
     fn busy_spin() -> Row {

@@ -1,5 +1,6 @@
-//! The measurement loop every experiment shares: one warm-up run, then
-//! `repeats` measured runs of a workload, every raw sample kept, and the
+//! The measurement loop every experiment shares: warm-up runs until the
+//! run-to-run change settles ([`WarmUp`]), then `repeats` measured runs of a
+//! workload, every raw sample kept, and the
 //! summary statistics (median, min, max) computed from those samples.
 //!
 //! # Ground rules
@@ -24,6 +25,7 @@ use serde_json::{Map, Value};
 
 use crate::progress::Progress;
 use crate::report::Row;
+use crate::warmup::WarmUp;
 
 /// What one run of a workload produced: how many messages it moved and how
 /// long the timed part took.
@@ -181,7 +183,7 @@ impl Workload {
 /// How an experiment is run, independent of what it runs.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
-    /// Measured runs per row, after the one warm-up run; at least 1.
+    /// Measured runs per row, after the warm-up; at least 1.
     pub repeats: u32,
     /// Run only the rows whose variant contains this text.
     pub filter: Option<String>,
@@ -201,7 +203,7 @@ pub enum Scale {
 /// Which run of a row is about to start, for progress reporting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
-    /// The one warm-up run, whose sample is kept but not summarised.
+    /// A warm-up run, whose sample is kept but not summarised.
     WarmUp,
     /// Measured run `run` (1-based) of `of`.
     Measured {
@@ -236,13 +238,39 @@ impl fmt::Display for Phase {
 /// Every sample of one row: the warm-up and the measured runs, in order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Measurement {
-    /// The warm-up sample, kept for the record.
+    /// The last warm-up sample, kept for the record.
     pub warmup: Sample,
+    /// Nanoseconds per message of every warm-up run, in order (the last is
+    /// `warmup`'s): what the row's protocol line is made from.
+    pub warmups_ns: Vec<f64>,
     /// The measured samples, in the order they ran.
     pub samples: Vec<Sample>,
 }
 
 impl Measurement {
+    /// A measurement with one warm-up run.
+    pub fn new(warmup: Sample, samples: Vec<Sample>) -> Self {
+        Measurement {
+            warmup,
+            warmups_ns: vec![warmup.ns_per_msg()],
+            samples,
+        }
+    }
+
+    /// The protocol line: "1 warm-up, then 5 measured runs", or how the
+    /// [`WarmUp`] rule ended.
+    pub fn protocol(&self) -> String {
+        let n = self.samples.len();
+        if self.warmups_ns.len() == 1 {
+            format!(
+                "1 warm-up, then {n} measured run{}",
+                if n == 1 { "" } else { "s" }
+            )
+        } else {
+            WarmUp::protocol("warm-up", &self.warmups_ns, self.samples.len())
+        }
+    }
+
     /// Messages per run (the same for every run, which [`measure`] checks).
     pub fn msgs(&self) -> u64 {
         self.warmup.msgs
@@ -285,11 +313,11 @@ pub fn summarize(values: &[f64]) -> Option<Summary> {
     })
 }
 
-/// Runs `run` once to warm up and then `repeats` times measured, calling
-/// `on_phase` before each run.
+/// Runs `run` to warm up until the [`WarmUp`] rule is met and then
+/// `repeats` times measured, calling `on_phase` before each run.
 ///
 /// Fails on the first run that fails, on a run that moved no messages, and on
-/// a run whose message count differs from the warm-up's.
+/// a run whose message count differs from the first warm-up's.
 pub fn measure(
     repeats: u32,
     run: &mut dyn FnMut() -> Result<Sample, WorkloadError>,
@@ -298,13 +326,26 @@ pub fn measure(
     if repeats == 0 {
         return Err(WorkloadError::new("at least one measured run is needed"));
     }
-    on_phase(Phase::WarmUp);
-    let warmup = run().map_err(|e| e.context("warm-up run"))?;
-    if warmup.msgs == 0 {
-        return Err(WorkloadError::new(
-            "validation failed: the warm-up run moved no messages",
-        ));
+    let mut warmups_ns = Vec::new();
+    let mut warmup: Option<Sample> = None;
+    while !WarmUp::done(&warmups_ns) {
+        on_phase(Phase::WarmUp);
+        let sample = run().map_err(|e| e.context("warm-up run"))?;
+        if sample.msgs == 0 {
+            return Err(WorkloadError::new(
+                "validation failed: the warm-up run moved no messages",
+            ));
+        }
+        if let Some(first) = warmup.filter(|w| w.msgs != sample.msgs) {
+            return Err(WorkloadError::new(format!(
+                "warm-up run: validation failed: moved {} messages, but the first warm-up moved {}",
+                sample.msgs, first.msgs
+            )));
+        }
+        warmups_ns.push(sample.ns_per_msg());
+        warmup = Some(sample);
     }
+    let warmup = warmup.expect("the rule asks for at least one warm-up run");
     let mut samples = Vec::with_capacity(repeats as usize);
     for index in 1..=repeats {
         on_phase(Phase::Measured {
@@ -321,7 +362,11 @@ pub fn measure(
         }
         samples.push(sample);
     }
-    Ok(Measurement { warmup, samples })
+    Ok(Measurement {
+        warmup,
+        warmups_ns,
+        samples,
+    })
 }
 
 /// Runs every selected workload of `experiment` in order and returns one row
@@ -422,28 +467,27 @@ mod tests {
     }
 
     #[test]
-    fn measure_warms_up_once_then_keeps_every_measured_sample() {
-        let mut calls = 0u64;
+    fn measure_warms_up_until_three_runs_agree_then_keeps_every_measured_sample() {
+        // Cold runs get faster, then settle at 100 ns per run from the
+        // fourth; the rule ends the warm-up at the sixth (three in a row
+        // within 3%), and every measured run after it is kept.
+        let times = [900u64, 400, 200, 100, 101, 100, 100, 150, 100];
+        let mut calls = 0usize;
         let mut run = || {
             calls += 1;
-            Ok(sample(10, calls * 100))
+            Ok(sample(10, times[calls - 1] * 10))
         };
         let mut phases = Vec::new();
         let m = measure(3, &mut run, &mut |p| phases.push(p)).unwrap();
-        assert_eq!(m.warmup, sample(10, 100));
+        assert_eq!(m.warmups_ns, vec![900.0, 400.0, 200.0, 100.0, 101.0, 100.0]);
+        assert_eq!(m.warmup, sample(10, 1000));
+        assert_eq!(m.ns_per_msg(), vec![100.0, 150.0, 100.0]);
+        let mut expected = vec![Phase::WarmUp; 6];
+        expected.extend((1..=3).map(|run| Phase::Measured { run, of: 3 }));
+        assert_eq!(phases, expected);
         assert_eq!(
-            m.samples,
-            vec![sample(10, 200), sample(10, 300), sample(10, 400)]
-        );
-        assert_eq!(m.ns_per_msg(), vec![20.0, 30.0, 40.0]);
-        assert_eq!(
-            phases,
-            vec![
-                Phase::WarmUp,
-                Phase::Measured { run: 1, of: 3 },
-                Phase::Measured { run: 2, of: 3 },
-                Phase::Measured { run: 3, of: 3 },
-            ]
+            m.protocol(),
+            "warm-up: 6 runs, until 3 in a row were within 3% run to run; then 3 measured runs"
         );
     }
 
@@ -452,7 +496,9 @@ mod tests {
         let mut calls = 0;
         let mut run = || {
             calls += 1;
-            if calls == 3 {
+            // Three equal warm-up runs meet the rule; the fifth call is
+            // the second measured run.
+            if calls == 5 {
                 Err(WorkloadError::new(
                     "validation failed: count was 1, expected 2",
                 ))
@@ -465,7 +511,7 @@ mod tests {
             err.to_string(),
             "run 2/5: validation failed: count was 1, expected 2"
         );
-        assert_eq!(calls, 3);
+        assert_eq!(calls, 5);
     }
 
     #[test]
@@ -482,7 +528,7 @@ mod tests {
             Ok(sample(calls, 10))
         };
         let err = measure(2, &mut run, &mut |_| {}).unwrap_err();
-        assert!(err.to_string().contains("but the warm-up moved 1"), "{err}");
+        assert!(err.to_string().contains("warm-up moved 1"), "{err}");
     }
 
     #[test]

@@ -150,10 +150,7 @@ mod tests {
             msgs: meetings,
             elapsed: std::time::Duration::from_secs_f64(seconds),
         };
-        let m = Measurement {
-            warmup: sample,
-            samples: vec![sample],
-        };
+        let m = Measurement::new(sample, vec![sample]);
         Row::new(EXPERIMENT, "x", params, &m)
     }
 

@@ -103,10 +103,10 @@ fn row(variant: &str, sizes: &Settings, outcomes: &[probe::Outcome]) -> Row {
         msgs: o.jobs,
         elapsed: Duration::from_secs_f64(o.total_s),
     };
-    let measurement = Measurement {
-        warmup: sample(&outcomes[0]),
-        samples: outcomes[1..].iter().map(sample).collect(),
-    };
+    let measurement = Measurement::new(
+        sample(&outcomes[0]),
+        outcomes[1..].iter().map(sample).collect(),
+    );
     let measured = &outcomes[1..];
     let median = |f: fn(&probe::Outcome) -> f64| {
         let values: Vec<f64> = measured.iter().map(f).collect();

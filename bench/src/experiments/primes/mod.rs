@@ -1,8 +1,8 @@
 //! The primes REST experiment (see docs/experiments.md, primes): the load
 //! generator against the actor-backed server, the plain axum handler and
 //! the blocking thread-pool server, each started in this process by
-//! `primes::server` (or a server elsewhere with `--url`). One warm-up round,
-//! then the measured rounds, as in the post; every response is counted and
+//! `primes::server` (or a server elsewhere with `--url`). Warm-up rounds
+//! until the run-to-run change settles, then the measured rounds; every response is counted and
 //! checked. Only correct answers count as served: a row's requests/s and
 //! ns per request are over them alone, and a row with any failed request
 //! is a failed row.
@@ -22,6 +22,7 @@ use serde_json::{json, Map};
 
 use crate::progress::Progress;
 use crate::report::Row;
+use crate::warmup::WarmUp;
 use crate::runner::{summarize, Measurement, Phase, RunOptions, Sample, Scale, WorkloadError};
 use loadgen::{run_round, Round, RoundResult};
 
@@ -199,12 +200,14 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
         if let Some(running) = running {
             stop(running).inspect_err(|_| progress.finish())?;
         }
-        rows.push(row(label, server.as_ref(), settings, &results));
+        rows.push(row(label, server.as_ref(), settings, &results.0, results.1));
     }
     Ok(rows)
 }
 
-/// Warm-up and measured rounds against the server at `addr`.
+/// Warm-up rounds until the [`WarmUp`] rule is met, then the measured
+/// rounds, against the server at `addr`: every round in order, and the ns
+/// per correct answer of the warm-up rounds (the first ones).
 fn measure(
     client: &tokio::runtime::Runtime,
     addr: SocketAddr,
@@ -213,7 +216,7 @@ fn measure(
     options: &RunOptions,
     expected: &Arc<String>,
     progress: &mut Progress,
-) -> Vec<RoundResult> {
+) -> (Vec<RoundResult>, Vec<f64>) {
     let round = Round {
         addr,
         connections: settings.connections,
@@ -223,8 +226,20 @@ fn measure(
         rate: settings.rate,
     };
     let mut results = Vec::new();
-    for run in 0..=options.repeats {
-        let phase = Phase::nth(run, options.repeats);
+    let mut warmups_ns: Vec<f64> = Vec::new();
+    let mut measured = 0;
+    loop {
+        let phase = if !WarmUp::done(&warmups_ns) {
+            Phase::WarmUp
+        } else if measured < options.repeats {
+            measured += 1;
+            Phase::Measured {
+                run: measured,
+                of: options.repeats,
+            }
+        } else {
+            break;
+        };
         progress.phase(phase);
         let result = client.block_on(run_round(&round));
         progress.note(&format!(
@@ -232,9 +247,12 @@ fn measure(
             result.ok as f64 / result.elapsed.as_secs_f64(),
             result.errors + result.connect_errors
         ));
+        if phase == Phase::WarmUp {
+            warmups_ns.push(result.elapsed.as_nanos() as f64 / result.ok.max(1) as f64);
+        }
         results.push(result);
     }
-    results
+    (results, warmups_ns)
 }
 
 /// The client runtime and the body every answer must have. Raises the
@@ -276,10 +294,18 @@ pub fn run_external(
         &expected,
         &mut progress,
     );
-    Ok(row(label, None, settings, &results))
+    Ok(row(label, None, settings, &results.0, results.1))
 }
 
-fn row(server: &str, setup: Option<&Setup>, settings: &Settings, results: &[RoundResult]) -> Row {
+/// The row of one server from its rounds: the first `warmups_ns.len()` are
+/// the warm-up.
+fn row(
+    server: &str,
+    setup: Option<&Setup>,
+    settings: &Settings,
+    results: &[RoundResult],
+    warmups_ns: Vec<f64>,
+) -> Row {
     // Only correct answers are served requests. A round with none counts
     // as one, so that its ns per request stays a finite (and dismal)
     // figure; its row is failed anyway.
@@ -287,11 +313,13 @@ fn row(server: &str, setup: Option<&Setup>, settings: &Settings, results: &[Roun
         msgs: r.ok.max(1),
         elapsed: r.elapsed,
     };
+    let w = warmups_ns.len();
     let measurement = Measurement {
-        warmup: sample(&results[0]),
-        samples: results[1..].iter().map(sample).collect(),
+        warmup: sample(&results[w - 1]),
+        warmups_ns,
+        samples: results[w..].iter().map(sample).collect(),
     };
-    let measured = &results[1..];
+    let measured = &results[w..];
     let median = |f: &dyn Fn(&RoundResult) -> f64| {
         let values: Vec<f64> = measured.iter().map(f).collect();
         summarize(&values).map_or(f64::NAN, |s| s.median)
@@ -343,7 +371,7 @@ fn row(server: &str, setup: Option<&Setup>, settings: &Settings, results: &[Roun
     }
     let failed = |r: &RoundResult| r.errors + r.connect_errors;
     let errors: u64 = measured.iter().map(failed).sum();
-    let warmup_errors = failed(&results[0]);
+    let warmup_errors: u64 = results[..w].iter().map(failed).sum();
     params.insert("errors".into(), json!(errors));
     params.insert("warmup_errors".into(), json!(warmup_errors));
     params.insert(
@@ -396,7 +424,7 @@ mod tests {
     fn a_small_load_against_each_server_has_no_errors() {
         let (settings, options) = small_load();
         let rows = run(&settings, &options).unwrap();
-        assert_eq!(rows.len(), 3);
+        assert_eq!(rows.len(), SETUPS.len());
         for row in &rows {
             assert_eq!(row.params["errors"], 0, "{}", row.variant);
             assert_eq!(row.failure, None, "{}", row.variant);
@@ -413,7 +441,12 @@ mod tests {
         let row = run_external(server.addr(), "refusing", &settings, &options).unwrap();
         server.stop().unwrap();
         assert_eq!(row.params["errors"], 200);
-        assert_eq!(row.params["warmup_errors"], 200);
+        // Every warm-up round (at least the rule's three) failed too.
+        let warmup_errors = row.params["warmup_errors"].as_u64().unwrap();
+        assert!(
+            warmup_errors >= 600 && warmup_errors.is_multiple_of(200),
+            "{warmup_errors}"
+        );
         assert_eq!(row.params["rps"], 0.0, "refusals are not served requests");
         let failure = row.failure.expect("a failed row");
         assert!(

@@ -272,10 +272,7 @@ pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
         msgs: work.max(1),
         elapsed: Duration::from_secs_f64(total),
     };
-    let measurement = Measurement {
-        warmup: sample,
-        samples: vec![sample],
-    };
+    let measurement = Measurement::new(sample, vec![sample]);
     let failures = counted.asks_failed
         + tally.trading_failures.load(Ordering::Relaxed)
         + tally.primes_errors.load(Ordering::Relaxed)

@@ -35,6 +35,7 @@ use trading::{Pattern, RunConfig, Scenario, TxLog, Variant};
 
 use crate::progress::Progress;
 use crate::report::Row;
+use crate::warmup::WarmUp;
 use crate::runner::{summarize, Measurement, Phase, RunOptions, Sample, Scale, WorkloadError};
 
 /// The experiment's name in reports.
@@ -126,7 +127,8 @@ fn label(p: &Point) -> String {
     }
 }
 
-/// Runs every selected point: one warm-up and `repeats` measured runs each.
+/// Runs every selected point: warm-up runs until the [`WarmUp`] rule is
+/// met, then `repeats` measured runs each.
 pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
     let selected: Vec<&Point> = settings
         .points
@@ -148,9 +150,24 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
         let scenario = Scenario::new(point.clients, orders)
             .map_err(|e| WorkloadError::new(e.to_string()))?
             .with_pattern(point.pattern);
-        let mut results = Vec::new();
-        for run in 0..=options.repeats {
-            progress.phase(Phase::nth(run, options.repeats));
+        // Warm-up runs until the rule is met, then the measured runs; the
+        // first `warmups` of `results` are the warm-up.
+        let mut results: Vec<trading::RunResult> = Vec::new();
+        let mut warmups_ns: Vec<f64> = Vec::new();
+        let mut measured = 0;
+        for run in 0.. {
+            let phase = if !WarmUp::done(&warmups_ns) {
+                Phase::WarmUp
+            } else if measured < options.repeats {
+                measured += 1;
+                Phase::Measured {
+                    run: measured,
+                    of: options.repeats,
+                }
+            } else {
+                break;
+            };
+            progress.phase(phase);
             let dir = settings
                 .log_root
                 .join(format!("troupe-trading-{}-{i}-{run}", std::process::id()));
@@ -175,7 +192,7 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
                 selected.len(),
                 label(point),
                 point.clients,
-                Phase::nth(run, options.repeats),
+                phase,
                 result.tps(),
                 result.latency_ns.value_at_quantile(0.95) as f64 / 1e3
             ));
@@ -187,25 +204,31 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
                     result.problems.join("; ")
                 ));
             }
+            if phase == Phase::WarmUp {
+                warmups_ns.push(1e9 / result.tps());
+            }
             results.push(result);
         }
-        rows.push(row(point, &results, settings.threads));
+        rows.push(row(point, &results, warmups_ns, settings.threads));
     }
     Ok(rows)
 }
 
-/// The row of one point from its warm-up and measured runs; a failed row
-/// if any of them failed verification (the first failure's problems).
-fn row(point: &Point, results: &[trading::RunResult], threads: usize) -> Row {
+/// The row of one point from its warm-up runs (the first
+/// `warmups_ns.len()` of `results`) and measured runs; a failed row if any
+/// of them failed verification (the first failure's problems).
+fn row(point: &Point, results: &[trading::RunResult], warmups_ns: Vec<f64>, threads: usize) -> Row {
     let sample = |r: &trading::RunResult| Sample {
         msgs: r.orders(),
         elapsed: r.duration,
     };
+    let w = warmups_ns.len();
     let measurement = Measurement {
-        warmup: sample(&results[0]),
-        samples: results[1..].iter().map(sample).collect(),
+        warmup: sample(&results[w - 1]),
+        warmups_ns,
+        samples: results[w..].iter().map(sample).collect(),
     };
-    let measured = &results[1..];
+    let measured = &results[w..];
     let mut latency = measured[0].latency_ns.clone();
     for r in &measured[1..] {
         latency
@@ -308,7 +331,7 @@ mod tests {
 
     #[test]
     fn verified_runs_make_a_valid_row() {
-        let row = row(&point(), &runs(), 2);
+        let row = row(&point(), &runs(), vec![1.0], 2);
         assert_eq!(row.failure, None);
         assert_eq!(row.params["verified"], json!(true));
         assert_eq!(row.params["resting"], json!(150));
@@ -321,7 +344,7 @@ mod tests {
         runs[1]
             .problems
             .push("engine 0: standby processed other orders".into());
-        let row = row(&point(), &runs, 2);
+        let row = row(&point(), &runs, vec![1.0], 2);
         assert_eq!(row.params["verified"], json!(false));
         let failure = row.failure.expect("the row is marked failed");
         assert!(failure.contains("run 1 of 2"), "{failure}");

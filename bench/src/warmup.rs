@@ -1,0 +1,88 @@
+//! The warm-up rule every row is measured under: warm-up runs until the
+//! run-to-run change settles (or a cap), then the measured runs. One rule
+//! for troupe, the baselines and the Pekko peer, so that no side is
+//! measured colder than another.
+
+/// The warm-up rule of every row, troupe's and the peers': warm up until two run-to-run changes in a row
+/// are below [`WarmUp::STEADY_PCT`] percent (three consecutive runs agree;
+/// one pair of similar runs happens by chance while the JIT is still at
+/// work), after at least [`WarmUp::MIN_RUNS`] and at most
+/// [`WarmUp::MAX_RUNS`] runs. The runner applies it to troupe's and the
+/// baselines' rows, the Java peer inside its JVM (it gets these figures as
+/// arguments), and the Pekko primes row, whose load comes from this
+/// process, in the bench.
+pub struct WarmUp;
+
+impl WarmUp {
+    /// Two consecutive runs closer than this (percent) end the warm-up.
+    pub const STEADY_PCT: f64 = 3.0;
+    /// The fewest warm-up runs: the first runs of a JVM are interpreted, and
+    /// three runs are needed to see two run-to-run changes.
+    pub const MIN_RUNS: usize = 3;
+    /// The most warm-up runs, for a machine too noisy to ever settle.
+    pub const MAX_RUNS: usize = 15;
+
+    /// The last two run-to-run changes of `runs`, as fractions.
+    fn last_changes(runs: &[f64]) -> Option<(f64, f64)> {
+        match runs {
+            [.., a, b, c] => Some(((b - a).abs() / a, (c - b).abs() / b)),
+            _ => None,
+        }
+    }
+
+    /// Whether the last three of `runs` agree within the tolerance.
+    fn steady(runs: &[f64]) -> bool {
+        let tolerance = Self::STEADY_PCT / 100.0;
+        Self::last_changes(runs).is_some_and(|(a, b)| a < tolerance && b < tolerance)
+    }
+
+    /// Whether the warm-up `runs` so far are enough.
+    pub fn done(runs: &[f64]) -> bool {
+        runs.len() >= Self::MAX_RUNS || (runs.len() >= Self::MIN_RUNS && Self::steady(runs))
+    }
+
+    /// The protocol line of a row warmed up with `runs` (`what`: "warm-up",
+    /// "JVM warm-up") and measured `repeats` times.
+    pub fn protocol(what: &str, runs: &[f64], repeats: usize) -> String {
+        let pct = Self::STEADY_PCT;
+        let warm = match Self::last_changes(runs) {
+            Some(_) if Self::steady(runs) => format!(
+                "{what}: {} runs, until 3 in a row were within {pct}% run to run",
+                runs.len()
+            ),
+            Some((a, b)) => format!(
+                "{what}: {} runs (the cap; last changes {:.1}% and {:.1}%, not both <{pct}%)",
+                runs.len(),
+                100.0 * a,
+                100.0 * b
+            ),
+            None => format!("{what}: {} run(s)", runs.len()),
+        };
+        format!("{warm}; then {repeats} measured runs")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_warm_up_ends_only_when_three_runs_in_a_row_agree() {
+        // Two similar cold runs are not enough: the third must agree too.
+        assert!(!WarmUp::done(&[500.0, 200.0, 201.0]));
+        assert!(WarmUp::done(&[500.0, 200.0, 201.0, 202.0]));
+        // Fewer than the minimum never ends it, however steady.
+        assert!(!WarmUp::done(&[100.0, 100.0]));
+        // A machine that never settles stops at the cap, and says so.
+        let noisy: Vec<f64> = (0..WarmUp::MAX_RUNS)
+            .map(|i| if i % 2 == 0 { 100.0 } else { 150.0 })
+            .collect();
+        assert!(!WarmUp::done(&noisy[..WarmUp::MAX_RUNS - 1]));
+        assert!(WarmUp::done(&noisy));
+        assert!(WarmUp::protocol("JVM warm-up", &noisy, 5).contains("the cap"));
+        assert_eq!(
+            WarmUp::protocol("JVM warm-up", &[500.0, 200.0, 201.0, 202.0], 5),
+            "JVM warm-up: 4 runs, until 3 in a row were within 3% run to run; then 5 measured runs"
+        );
+    }
+}
