@@ -209,6 +209,9 @@ fn main() -> ExitCode {
 
 fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
     let started = SystemTime::now();
+    // Read before anything runs: `--readme` rewrites a tracked file, which
+    // would otherwise make the checkout look dirty.
+    let machine = Machine::detect();
     let mut report_dir: Option<PathBuf> = None;
     let experiment = matches
         .subcommand()
@@ -274,12 +277,13 @@ fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
             }
         }
     };
-    finish(started, &common, rows, report_dir)
+    finish(machine, started, &common, rows, report_dir)
 }
 
 /// Writes what was asked (README section, JSON, report folder) and fails
 /// the run when a row failed.
 fn finish(
+    machine: Machine,
     started: SystemTime,
     common: &CommonArgs,
     rows: Vec<Row>,
@@ -290,12 +294,12 @@ fn finish(
         return Err(format!("no rows match --filter {filter:?}").into());
     }
     if let Some(path) = &common.readme {
-        let section = readme::render(&Machine::detect(), &RunInfo::new(started), &rows);
+        let section = readme::render(&machine, &RunInfo::new(started), &rows);
         readme::update(path, &section)?;
         eprintln!("troupe-bench: updated the results in {}", path.display());
     }
     let mut report = Report {
-        machine: Machine::detect(),
+        machine,
         run: RunInfo::new(started),
         rows,
     };

@@ -126,13 +126,40 @@ pub struct Machine {
     pub kernel: Option<String>,
     /// `rustc --version` at run time.
     pub rustc: Option<String>,
-    /// `git rev-parse --short HEAD` of the source tree this binary was built from.
+    /// `git rev-parse --short HEAD` of the source tree, read when the run
+    /// starts (before `--readme` rewrites a tracked file).
     pub git_commit: Option<String>,
-    /// Whether tracked files differ from that commit.
+    /// Whether tracked files differed from that commit when the run started.
     pub git_dirty: Option<bool>,
+    /// The commit the benchmark binary was built from (recorded at build
+    /// time), which is what the figures measure.
+    #[serde(default)]
+    pub build_commit: Option<String>,
+    /// Whether tracked files differed from `build_commit` when the binary
+    /// was built.
+    #[serde(default)]
+    pub build_dirty: Option<bool>,
 }
 
 impl Machine {
+    /// "commit abc1234", "commit abc1234 (with local changes)": the commit the
+    /// binary was built from when it was recorded, else the checkout's.
+    pub fn code(&self) -> String {
+        let (commit, dirty) = match &self.build_commit {
+            Some(c) => (c.as_str(), self.build_dirty),
+            None => (
+                self.git_commit.as_deref().unwrap_or("unknown"),
+                self.git_dirty,
+            ),
+        };
+        let changes = if dirty == Some(true) {
+            " (with local changes)"
+        } else {
+            ""
+        };
+        format!("commit {commit}{changes}")
+    }
+
     /// Finds out what it can about this machine; never fails.
     pub fn detect() -> Self {
         let cpuinfo = fs::read_to_string("/proc/cpuinfo").ok();
@@ -161,6 +188,14 @@ impl Machine {
                 ],
             )
             .map(|changes| !changes.is_empty()),
+            build_commit: Some(env!("TROUPE_BUILD_COMMIT"))
+                .filter(|c| !c.is_empty())
+                .map(str::to_string),
+            build_dirty: match env!("TROUPE_BUILD_DIRTY") {
+                "true" => Some(true),
+                "false" => Some(false),
+                _ => None,
+            },
         }
     }
 }

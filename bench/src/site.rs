@@ -63,18 +63,13 @@ pub fn esc(text: &str) -> String {
 fn machine_line(report: &Report) -> String {
     let m = &report.machine;
     format!(
-        "{} ({} CPUs), {} {}, {}, commit {}{}{}",
+        "{} ({} CPUs), {} {}, {}, {}{}",
         m.cpu_model.as_deref().unwrap_or("unknown CPU"),
         m.logical_cpus.map_or("?".into(), |n| n.to_string()),
         m.os,
         m.kernel.as_deref().unwrap_or(""),
         m.rustc.as_deref().unwrap_or("rustc ?"),
-        m.git_commit.as_deref().unwrap_or("?"),
-        if m.git_dirty == Some(true) {
-            " (with local changes)"
-        } else {
-            ""
-        },
+        m.code(),
         report.run.duration_s.map_or_else(String::new, |s| format!(
             "; the run took {}",
             crate::report::duration_text(s)
