@@ -58,7 +58,8 @@ impl WarmUp {
             ),
             None => format!("{what}: {} run(s)", runs.len()),
         };
-        format!("{warm}; then {repeats} measured runs")
+        let s = if repeats == 1 { "" } else { "s" };
+        format!("{warm}; then {repeats} measured run{s}")
     }
 }
 

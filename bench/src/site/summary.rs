@@ -78,7 +78,8 @@ fn figure(v: f64) -> String {
     }
 }
 
-/// troupe's advantage as "2.50x better" (above 1: troupe is better), or why
+/// troupe's advantage as "2.50x better" (above 1: troupe is better; "0.50x
+/// (worse)" below 1), or why
 /// there is no ratio.
 fn ratio(troupe: Option<&Row>, other: Option<&Row>, threads: Option<u64>, h: &Headline) -> String {
     let (Some(t), Some(o)) = (troupe, other) else {
@@ -93,7 +94,12 @@ fn ratio(troupe: Option<&Row>, other: Option<&Row>, threads: Option<u64>, h: &He
     match ((h.value)(t), (h.value)(o)) {
         (Some(tv), Some(ov)) if tv > 0.0 && ov > 0.0 => {
             let r = if h.lower_is_better { ov / tv } else { tv / ov };
-            format!("{r:.2}x better")
+            // Below 1 troupe is behind: say so rather than "0.72x better".
+            if r >= 1.0 {
+                format!("{r:.2}x better")
+            } else {
+                format!("{r:.2}x (worse)")
+            }
         }
         _ => "-".into(),
     }
@@ -223,7 +229,7 @@ mod tests {
         ];
         let t = table(&rows);
         assert_eq!(t.rows.len(), 1);
-        assert_eq!(t.rows[0][6], "0.50x better");
+        assert_eq!(t.rows[0][6], "0.50x (worse)");
         assert_eq!(t.rows[0][5], "pekko-one-way/off: FAILED: not verified");
         assert_eq!(t.rows[0][7], "- (a row failed)");
     }
