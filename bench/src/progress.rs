@@ -10,11 +10,11 @@
 //! Everything goes to stderr so that stdout carries only the result tables
 //! and can be redirected into a file or a README unchanged.
 
+use std::fmt;
 use std::io::{self, IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use crate::rss;
-use crate::runner::Phase;
 
 /// The status line of one experiment.
 pub struct Progress {
@@ -156,6 +156,41 @@ impl Status<'_> {
             line.push_str(&format!(" rss {:.1} MiB", bytes as f64 / (1024.0 * 1024.0)));
         }
         line
+    }
+}
+
+/// Which run of a row is about to start, for progress reporting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// A warm-up run, whose sample is kept but not summarised.
+    WarmUp,
+    /// Measured run `run` (1-based) of `of`.
+    Measured {
+        /// This run's number, starting at 1.
+        run: u32,
+        /// How many measured runs the row has.
+        of: u32,
+    },
+}
+
+impl Phase {
+    /// Run `index` of a row with `repeats` measured runs, counting the
+    /// warm-up as run 0.
+    pub fn nth(index: u32, repeats: u32) -> Self {
+        match index {
+            0 => Phase::WarmUp,
+            run => Phase::Measured { run, of: repeats },
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    /// "warm-up" or "run 2/5".
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Phase::WarmUp => f.write_str("warm-up"),
+            Phase::Measured { run, of } => write!(f, "run {run}/{of}"),
+        }
     }
 }
 

@@ -23,8 +23,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use crate::progress::Progress;
-use crate::report::Row;
+use crate::progress::Phase;
 use crate::warmup::WarmUp;
 
 /// What one run of a workload produced: how many messages it moved and how
@@ -126,7 +125,7 @@ pub fn expect_eq(what: &str, expected: u64, actual: u64) -> Result<(), WorkloadE
 pub type RunFn = Box<dyn FnMut() -> Result<Sample, WorkloadError>>;
 
 /// Prepares a workload (outside the clock) and returns the closure to measure.
-type SetupFn = Box<dyn FnOnce() -> Result<RunFn, WorkloadError>>;
+pub type SetupFn = Box<dyn FnOnce() -> Result<RunFn, WorkloadError>>;
 
 /// One row of an experiment before it runs: its variant name, the parameters
 /// that define it, and how to run it.
@@ -137,9 +136,12 @@ type SetupFn = Box<dyn FnOnce() -> Result<RunFn, WorkloadError>>;
 /// dropped when the row ends, which is where a workload tears down its
 /// threads or runtime.
 pub struct Workload {
-    variant: String,
-    params: Map<String, Value>,
-    setup: SetupFn,
+    /// The row's variant.
+    pub variant: String,
+    /// The parameters recorded in the row.
+    pub params: Map<String, Value>,
+    /// Builds the measured closure when the row starts.
+    pub setup: SetupFn,
 }
 
 impl Workload {
@@ -198,41 +200,6 @@ pub enum Scale {
     Default,
     /// The sizes of the original post, however long they take.
     Full,
-}
-
-/// Which run of a row is about to start, for progress reporting.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    /// A warm-up run, whose sample is kept but not summarised.
-    WarmUp,
-    /// Measured run `run` (1-based) of `of`.
-    Measured {
-        /// This run's number, starting at 1.
-        run: u32,
-        /// How many measured runs the row has.
-        of: u32,
-    },
-}
-
-impl Phase {
-    /// Run `index` of a row with `repeats` measured runs, counting the
-    /// warm-up as run 0.
-    pub fn nth(index: u32, repeats: u32) -> Self {
-        match index {
-            0 => Phase::WarmUp,
-            run => Phase::Measured { run, of: repeats },
-        }
-    }
-}
-
-impl fmt::Display for Phase {
-    /// "warm-up" or "run 2/5".
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Phase::WarmUp => f.write_str("warm-up"),
-            Phase::Measured { run, of } => write!(f, "run {run}/{of}"),
-        }
-    }
 }
 
 /// Every sample of one row: the warm-up and the measured runs, in order.
@@ -369,53 +336,6 @@ pub fn measure(
     })
 }
 
-/// Runs every selected workload of `experiment` in order and returns one row
-/// per workload, showing progress on a terminal.
-///
-/// A workload is selected when `options.filter` is unset or occurs in its
-/// variant name; no selected workload gives an empty result, not an error,
-/// so that `all` can apply one filter across experiments.
-pub fn run_experiment(
-    experiment: &str,
-    workloads: Vec<Workload>,
-    options: &RunOptions,
-) -> Result<Vec<Row>, WorkloadError> {
-    let selected: Vec<Workload> = workloads
-        .into_iter()
-        .filter(|w| {
-            options
-                .filter
-                .as_deref()
-                .is_none_or(|f| w.variant().contains(f))
-        })
-        .collect();
-    let mut progress = Progress::new(experiment, selected.len(), options.repeats);
-    let mut rows = Vec::with_capacity(selected.len());
-    for (index, workload) in selected.into_iter().enumerate() {
-        let Workload {
-            variant,
-            params,
-            setup,
-        } = workload;
-        progress.start_row(index, &variant);
-        let context = format!("{experiment}/{variant}");
-        let result = setup().map_err(|e| e.context("setup")).and_then(|mut run| {
-            measure(options.repeats, &mut run, &mut |phase| {
-                progress.phase(phase)
-            })
-        });
-        // The progress line is cleared before the error travels up, so that
-        // the message is not printed over a half-drawn status line.
-        let measurement = result.map_err(|e| {
-            progress.finish();
-            e.context(&context)
-        })?;
-        rows.push(Row::new(experiment, &variant, params, &measurement));
-    }
-    progress.finish();
-    Ok(rows)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -543,35 +463,5 @@ mod tests {
             expect_eq("final pong value", 9, 7).unwrap_err().to_string(),
             "validation failed: final pong value was 7, expected 9"
         );
-    }
-
-    #[test]
-    fn run_experiment_applies_the_filter_and_records_params() {
-        let workloads = vec![
-            Workload::new("alpha", || Ok(sample(4, 40))).param("workers", 2),
-            Workload::with_setup("beta", || Ok(|| Ok(sample(4, 80)))),
-        ];
-        let options = RunOptions {
-            repeats: 2,
-            filter: Some("alp".to_string()),
-        };
-        let rows = run_experiment("demo", workloads, &options).unwrap();
-        assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].variant, "alpha");
-        assert_eq!(rows[0].params["workers"], 2);
-        assert_eq!(rows[0].samples_ns_per_msg, vec![10.0, 10.0]);
-    }
-
-    #[test]
-    fn run_experiment_names_the_row_that_failed() {
-        let workloads = vec![Workload::with_setup("broken", || {
-            Err::<fn() -> Result<Sample, WorkloadError>, _>(WorkloadError::new("no threads"))
-        })];
-        let options = RunOptions {
-            repeats: 1,
-            filter: None,
-        };
-        let err = run_experiment("demo", workloads, &options).unwrap_err();
-        assert_eq!(err.to_string(), "demo/broken: setup: no threads");
     }
 }

@@ -1,5 +1,5 @@
-//! Helpers several experiments share: the guard that stops an actor system
-//! when a row is done with it, the child-process probe (a hidden subcommand
+//! Helpers several experiments share: running a list of workloads into
+//! rows, the guard that stops an actor system when a row is done with it, the child-process probe (a hidden subcommand
 //! of this same binary, run in a fresh process and answering with one JSON
 //! object) and thousands separators for tables and lines.
 
@@ -9,7 +9,9 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use troupe::ActorSystem;
 
-use crate::runner::WorkloadError;
+use crate::progress::Progress;
+use crate::report::Row;
+use crate::runner::{measure, RunOptions, Workload, WorkloadError};
 
 /// Shuts the system down when a row's closure is dropped.
 pub struct SystemGuard(pub ActorSystem);
@@ -57,9 +59,64 @@ pub fn group_thousands(n: u64) -> String {
     out
 }
 
+/// Runs every selected workload of `experiment` in order and returns one row
+/// per workload, showing progress on a terminal.
+///
+/// A workload is selected when `options.filter` is unset or occurs in its
+/// variant name; no selected workload gives an empty result, not an error,
+/// so that `all` can apply one filter across experiments.
+pub fn run_experiment(
+    experiment: &str,
+    workloads: Vec<Workload>,
+    options: &RunOptions,
+) -> Result<Vec<Row>, WorkloadError> {
+    let selected: Vec<Workload> = workloads
+        .into_iter()
+        .filter(|w| {
+            options
+                .filter
+                .as_deref()
+                .is_none_or(|f| w.variant().contains(f))
+        })
+        .collect();
+    let mut progress = Progress::new(experiment, selected.len(), options.repeats);
+    let mut rows = Vec::with_capacity(selected.len());
+    for (index, workload) in selected.into_iter().enumerate() {
+        let Workload {
+            variant,
+            params,
+            setup,
+        } = workload;
+        progress.start_row(index, &variant);
+        let context = format!("{experiment}/{variant}");
+        let result = setup().map_err(|e| e.context("setup")).and_then(|mut run| {
+            measure(options.repeats, &mut run, &mut |phase| {
+                progress.phase(phase)
+            })
+        });
+        // The progress line is cleared before the error travels up, so that
+        // the message is not printed over a half-drawn status line.
+        let measurement = result.map_err(|e| {
+            progress.finish();
+            e.context(&context)
+        })?;
+        rows.push(Row::new(experiment, &variant, params, &measurement));
+    }
+    progress.finish();
+    Ok(rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runner::Sample;
+
+    fn sample(msgs: u64, nanos: u64) -> Sample {
+        Sample {
+            msgs,
+            elapsed: Duration::from_nanos(nanos),
+        }
+    }
 
     #[test]
     fn thousands_are_grouped() {
@@ -67,5 +124,35 @@ mod tests {
         assert_eq!(group_thousands(999), "999");
         assert_eq!(group_thousands(1000), "1,000");
         assert_eq!(group_thousands(12_345_678), "12,345,678");
+    }
+
+    #[test]
+    fn run_experiment_applies_the_filter_and_records_params() {
+        let workloads = vec![
+            Workload::new("alpha", || Ok(sample(4, 40))).param("workers", 2),
+            Workload::with_setup("beta", || Ok(|| Ok(sample(4, 80)))),
+        ];
+        let options = RunOptions {
+            repeats: 2,
+            filter: Some("alp".to_string()),
+        };
+        let rows = run_experiment("demo", workloads, &options).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].variant, "alpha");
+        assert_eq!(rows[0].params["workers"], 2);
+        assert_eq!(rows[0].samples_ns_per_msg, vec![10.0, 10.0]);
+    }
+
+    #[test]
+    fn run_experiment_names_the_row_that_failed() {
+        let workloads = vec![Workload::with_setup("broken", || {
+            Err::<fn() -> Result<Sample, WorkloadError>, _>(WorkloadError::new("no threads"))
+        })];
+        let options = RunOptions {
+            repeats: 1,
+            filter: None,
+        };
+        let err = run_experiment("demo", workloads, &options).unwrap_err();
+        assert_eq!(err.to_string(), "demo/broken: setup: no threads");
     }
 }

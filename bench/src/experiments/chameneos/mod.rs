@@ -51,7 +51,8 @@ use crate::chameneos::colour::{Colour, GAME_TEN, GAME_THREE};
 use crate::chameneos::output::{Game, Tally};
 use crate::shared::SystemGuard;
 use crate::report::Row;
-use crate::runner::{self, RunOptions, Scale, Stopwatch, Workload, WorkloadError};
+use crate::runner::{RunOptions, Scale, Stopwatch, Workload, WorkloadError};
+use crate::shared::run_experiment;
 
 /// The experiment's name in tables, progress lines and JSON.
 pub const EXPERIMENT: &str = "chameneos";
@@ -314,9 +315,9 @@ pub fn workloads(settings: &Settings) -> Vec<Workload> {
 /// Runs the selected main rows and, when asked, the sweep; returns all rows
 /// with `seconds` and `meetings_per_s` in their params.
 pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-    let mut rows = runner::run_experiment(EXPERIMENT, workloads(settings), options)?;
+    let mut rows = run_experiment(EXPERIMENT, workloads(settings), options)?;
     if let Some(max) = settings.sweep_max {
-        rows.extend(runner::run_experiment(
+        rows.extend(run_experiment(
             sweep::EXPERIMENT,
             sweep::workloads(max, settings.dispatcher),
             options,

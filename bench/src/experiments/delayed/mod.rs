@@ -32,7 +32,8 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use crate::report::Row;
-use crate::runner::{summarize, Measurement, Phase, RunOptions, Sample, Scale, WorkloadError};
+use crate::progress::Phase;
+use crate::runner::{summarize, Measurement, RunOptions, Sample, Scale, WorkloadError};
 
 /// The experiment's name in tables and JSON.
 pub const EXPERIMENT: &str = "delayed";

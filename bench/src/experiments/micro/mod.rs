@@ -25,6 +25,7 @@ pub use experiment::Micro;
 use crate::report::Row;
 use crate::rss;
 use crate::runner::{self, expect_eq, RunOptions, Scale, Stopwatch, Workload, WorkloadError};
+use crate::shared::run_experiment;
 use crate::shared::SystemGuard;
 
 /// The experiment's name in tables and JSON.
@@ -226,7 +227,7 @@ pub fn run(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadE
         spawn_workload(sizes.actors, extras.clone()),
         ask_workload(sizes.asks, extras.clone()),
     ];
-    let mut rows = runner::run_experiment(EXPERIMENT, workloads, options)?;
+    let mut rows = run_experiment(EXPERIMENT, workloads, options)?;
     let extras = extras.borrow();
     for row in &mut rows {
         let mut names: Vec<&'static str> = extras

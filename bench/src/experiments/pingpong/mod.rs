@@ -20,7 +20,8 @@ pub mod many_pairs;
 pub mod peer;
 
 use crate::report::Row;
-use crate::runner::{self, RunOptions, Scale, Workload, WorkloadError};
+use crate::runner::{RunOptions, Scale, Workload, WorkloadError};
+use crate::shared::run_experiment;
 use baselines::{busy_spin, tokio_mpsc};
 pub use experiment::PingPong;
 
@@ -166,7 +167,7 @@ pub fn actor_rows(sizes: &Settings) -> Vec<Workload> {
 
 /// Runs the selected ping-pong rows and returns their results.
 pub fn run(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-    runner::run_experiment(EXPERIMENT, workloads(sizes), options)
+    run_experiment(EXPERIMENT, workloads(sizes), options)
 }
 
 #[cfg(test)]

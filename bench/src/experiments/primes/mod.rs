@@ -23,7 +23,8 @@ use serde_json::{json, Map};
 use crate::progress::Progress;
 use crate::report::Row;
 use crate::warmup::WarmUp;
-use crate::runner::{summarize, Measurement, Phase, RunOptions, Sample, Scale, WorkloadError};
+use crate::progress::Phase;
+use crate::runner::{summarize, Measurement, RunOptions, Sample, Scale, WorkloadError};
 use loadgen::{run_round, Round, RoundResult};
 
 /// The experiment's name in tables and JSON.

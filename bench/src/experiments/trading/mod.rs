@@ -36,7 +36,8 @@ use trading::{Pattern, RunConfig, Scenario, TxLog, Variant};
 use crate::progress::Progress;
 use crate::report::Row;
 use crate::warmup::WarmUp;
-use crate::runner::{summarize, Measurement, Phase, RunOptions, Sample, Scale, WorkloadError};
+use crate::progress::Phase;
+use crate::runner::{summarize, Measurement, RunOptions, Sample, Scale, WorkloadError};
 
 /// The experiment's name in reports.
 pub const EXPERIMENT: &str = "trading";
