@@ -1,0 +1,613 @@
+//! The node: one NATS connection per actor system, the writer task that
+//! owns the outbound side, one subscription task per published actor, the
+//! reply listener and the reply-table sweeper.
+//!
+//! # Subjects
+//!
+//! ```text
+//! troupe.<cluster>.actor.<name>    tell frames for the actor published as <name>
+//! troupe.<cluster>.lookup.<name>   lookups of <name> (request-reply, payload: tag)
+//! troupe.<cluster>.reply.<node>    reply and no-reply frames for <node>'s asks
+//! ```
+//!
+//! A frame is addressed by name, not by node: NATS routes it to whichever
+//! node subscribed the name, so a ref keeps working wherever its actor is
+//! published. Only published actors have a subject; a frame whose header
+//! names another actor than its subject's is refused (`UnknownName`).
+//!
+//! # Flow
+//!
+//! Sends (`tell`, `ask` on a remote ref) encode on the caller's thread and
+//! `try_send` into one bounded channel (`outbound_buffer`); the writer task
+//! hands each frame to the async-nats client in channel order. A full
+//! channel is a dead letter, never a blocked sender. Received frames are
+//! decoded in the subscription's task and told to the local actor.
+
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_nats::connection::State;
+use async_nats::{Client, ConnectOptions, Subject};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use troupe::{ActorRef, ActorSystem, ExternalTarget};
+
+use crate::config::{valid_token, Auth, RemoteConfig};
+use crate::dead_letters::{DeadLetter, DeadLetterReason, DeadLetters};
+use crate::error::RemoteError;
+use crate::reply_to::{self, DecodeCtx, Pending};
+use crate::wire::{self, Frame, RemoteMessage};
+
+/// What the writer task takes.
+enum Outgoing {
+    Frame(Subject, Bytes),
+    /// Answered once every frame queued before it is with the client and
+    /// the client has flushed.
+    Flush(oneshot::Sender<()>),
+}
+
+/// State shared by the node handle, its tasks and every remote ref.
+struct Shared {
+    config: RemoteConfig,
+    system: ActorSystem,
+    client: Client,
+    dead_letters: DeadLetters,
+    pending: Arc<Pending>,
+    /// `troupe.<cluster>.reply.<node>`.
+    reply_subject: Arc<str>,
+    /// `troupe.<cluster>.reply.`.
+    reply_prefix: Arc<str>,
+}
+
+/// The sending side, cloned into every remote ref and reply task.
+#[derive(Clone)]
+pub(crate) struct Outbound {
+    tx: mpsc::Sender<Outgoing>,
+    shared: Arc<Shared>,
+}
+
+impl Outbound {
+    /// Queues a frame for the writer task.
+    fn send(&self, subject: Subject, frame: Vec<u8>) -> Result<(), DeadLetterReason> {
+        if frame.len() > self.shared.config.max_frame_size {
+            return Err(DeadLetterReason::Oversized);
+        }
+        match self.tx.try_send(Outgoing::Frame(subject, frame.into())) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                if self.shared.client.connection_state() == State::Connected {
+                    Err(DeadLetterReason::OutboundFull)
+                } else {
+                    Err(DeadLetterReason::Unreachable)
+                }
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(DeadLetterReason::NodeStopped),
+        }
+    }
+
+    pub(crate) fn send_or_dead_letter(&self, subject: Subject, frame: Vec<u8>) {
+        if let Err(reason) = self.send(subject.clone(), frame) {
+            self.dead_letter(reason, &subject);
+        }
+    }
+
+    pub(crate) fn dead_letter(&self, reason: DeadLetterReason, subject: &str) {
+        self.shared.dead_letters.record(reason, subject);
+    }
+}
+
+/// One published actor's tasks (serving frames, answering lookups) and
+/// the signals that make them unsubscribe and end.
+struct PublishedEntry {
+    stop: [oneshot::Sender<()>; 2],
+    tasks: [JoinHandle<()>; 2],
+}
+
+impl PublishedEntry {
+    /// Unsubscribes both subscriptions and waits for the tasks to end.
+    async fn end(self) {
+        for stop in self.stop {
+            let _ = stop.send(());
+        }
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+/// An actor system joined to a NATS cluster. See the crate docs.
+pub struct Node {
+    outbound: Outbound,
+    published: Mutex<HashMap<String, PublishedEntry>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    stopped: AtomicBool,
+}
+
+impl Node {
+    /// Connects `system` to NATS as node `config.node_name`. Call from a
+    /// tokio runtime (multi-threaded): the node's tasks run on it.
+    pub async fn start(system: &ActorSystem, config: RemoteConfig) -> Result<Node, RemoteError> {
+        for token in [&config.node_name, &config.cluster_name] {
+            if !valid_token(token) {
+                return Err(RemoteError::InvalidName(token.clone()));
+            }
+        }
+        let client = connect_options(&config)
+            .await?
+            .connect(config.urls.clone())
+            .await
+            .map_err(|e| RemoteError::Connect(e.to_string()))?;
+        let reply_prefix: Arc<str> = format!("troupe.{}.reply.", config.cluster_name).into();
+        let reply_subject: Arc<str> = format!("{reply_prefix}{}", config.node_name).into();
+        let replies = client
+            .subscribe(reply_subject.to_string())
+            .await
+            .map_err(|e| RemoteError::Nats(e.to_string()))?;
+        let shared = Arc::new(Shared {
+            system: system.clone(),
+            client,
+            dead_letters: DeadLetters::default(),
+            pending: Arc::default(),
+            reply_subject,
+            reply_prefix,
+            config,
+        });
+        let (tx, rx) = mpsc::channel(shared.config.outbound_buffer.max(1));
+        let writer = tokio::spawn(write(shared.clone(), rx));
+        let listener = tokio::spawn(listen_replies(shared.clone(), replies));
+        let sweeper = tokio::spawn(sweep(shared.clone()));
+        Ok(Node {
+            outbound: Outbound { tx, shared },
+            published: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(vec![listener, sweeper]),
+            writer: Mutex::new(Some(writer)),
+            stopped: AtomicBool::new(false),
+        })
+    }
+
+    /// This node's name.
+    pub fn name(&self) -> &str {
+        &self.shared().config.node_name
+    }
+
+    fn shared(&self) -> &Arc<Shared> {
+        &self.outbound.shared
+    }
+
+    /// Makes `actor` reachable from every node of the cluster as `name`.
+    ///
+    /// Refused if the name is invalid or already answers a lookup somewhere
+    /// in the cluster (checked just before subscribing: two nodes that
+    /// publish one name at the same instant can both succeed; then both
+    /// receive its messages).
+    pub async fn publish<M: RemoteMessage>(
+        &self,
+        name: &str,
+        actor: &ActorRef<M>,
+    ) -> Result<(), RemoteError> {
+        if !valid_token(name) {
+            return Err(RemoteError::InvalidName(name.to_string()));
+        }
+        if self.stopped.load(Ordering::Acquire) {
+            return Err(RemoteError::Stopped);
+        }
+        match self.probe(name, M::TAG).await {
+            Err(RemoteError::NotFound(_)) => {}
+            Ok(()) | Err(RemoteError::TagMismatch { .. }) => {
+                return Err(RemoteError::NameTaken(name.to_string()))
+            }
+            Err(other) => return Err(other),
+        }
+        let shared = self.shared();
+        let cluster = &shared.config.cluster_name;
+        let frames = shared
+            .client
+            .subscribe(format!("troupe.{cluster}.actor.{name}"))
+            .await
+            .map_err(|e| RemoteError::Nats(e.to_string()))?;
+        let lookups = shared
+            .client
+            .subscribe(format!("troupe.{cluster}.lookup.{name}"))
+            .await
+            .map_err(|e| RemoteError::Nats(e.to_string()))?;
+        let (stop_serve, serve_stopped) = oneshot::channel();
+        let (stop_answer, answer_stopped) = oneshot::channel();
+        let serve = tokio::spawn(serve(
+            self.outbound.clone(),
+            name.to_string(),
+            actor.clone(),
+            frames,
+            serve_stopped,
+        ));
+        let answer = tokio::spawn(answer_lookups(
+            shared.clone(),
+            M::TAG,
+            lookups,
+            answer_stopped,
+        ));
+        let previous = self
+            .published
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                name.to_string(),
+                PublishedEntry {
+                    stop: [stop_serve, stop_answer],
+                    tasks: [serve, answer],
+                },
+            );
+        if let Some(previous) = previous {
+            previous.end().await;
+        }
+        // A round trip through the server on our own connection: the server
+        // handles a connection's commands in order, so once our own lookup
+        // is answered (by our own task) both subscriptions are registered,
+        // and a lookup from any node finds the name. Any answer will do (a
+        // node that published the name at the same instant may answer
+        // first); only no answer at all is an error.
+        match self.probe(name, M::TAG).await {
+            Ok(()) | Err(RemoteError::TagMismatch { .. }) => Ok(()),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Stops serving `name`: its subscriptions end, and when this returns
+    /// the server knows it (a lookup from any node no longer finds it here).
+    /// False if it was not published here. Refs to it elsewhere then send
+    /// into the void: NATS drops a message nobody subscribes to
+    /// (at-most-once).
+    pub async fn unpublish(&self, name: &str) -> bool {
+        let entry = self
+            .published
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name);
+        let Some(entry) = entry else {
+            return false;
+        };
+        entry.end().await;
+        // A round trip on our own connection, behind the unsubscribes (see
+        // `publish`); whatever it answers, the server has handled them.
+        let _ = self.probe(name, "").await;
+        true
+    }
+
+    /// Finds the actor published as `name` anywhere in the cluster (this
+    /// node included) and returns an ordinary ref to it. Fails with
+    /// `NotFound` if no node answers, `TagMismatch` if the actor's message
+    /// type has another tag than `M`'s, `Timeout` after `lookup_timeout`.
+    pub async fn lookup<M: RemoteMessage>(&self, name: &str) -> Result<ActorRef<M>, RemoteError> {
+        if !valid_token(name) {
+            return Err(RemoteError::InvalidName(name.to_string()));
+        }
+        self.probe(name, M::TAG).await?;
+        let cluster = &self.shared().config.cluster_name;
+        let target = RemoteTarget::<M> {
+            name: name.to_string(),
+            subject: Subject::from(format!("troupe.{cluster}.actor.{name}")),
+            outbound: self.outbound.clone(),
+            _msg: PhantomData,
+        };
+        Ok(ActorRef::from_external(&self.shared().system, target))
+    }
+
+    /// Asks the cluster who serves `name`, with our tag.
+    async fn probe(&self, name: &str, tag: &str) -> Result<(), RemoteError> {
+        let shared = self.shared();
+        let subject = format!("troupe.{}.lookup.{name}", shared.config.cluster_name);
+        let request = shared
+            .client
+            .request(subject, Bytes::copy_from_slice(tag.as_bytes()));
+        let answer = match tokio::time::timeout(shared.config.lookup_timeout, request).await {
+            Err(_) => return Err(RemoteError::Timeout(name.to_string())),
+            Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
+                return Err(RemoteError::NotFound(name.to_string()))
+            }
+            Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::TimedOut => {
+                return Err(RemoteError::Timeout(name.to_string()))
+            }
+            Ok(Err(e)) => return Err(RemoteError::Nats(e.to_string())),
+            Ok(Ok(answer)) => answer,
+        };
+        match answer.payload.split_first() {
+            Some((0, _)) => Ok(()),
+            Some((1, theirs)) => Err(RemoteError::TagMismatch {
+                name: name.to_string(),
+                ours: tag.to_string(),
+                theirs: String::from_utf8_lossy(theirs).into_owned(),
+            }),
+            _ => Err(RemoteError::Nats(format!(
+                "malformed lookup answer for {name}"
+            ))),
+        }
+    }
+
+    /// How many refused frames and unsent messages had `reason`.
+    pub fn dead_letter_count(&self, reason: DeadLetterReason) -> u64 {
+        self.shared().dead_letters.count(reason)
+    }
+
+    /// All dead letters of this node, every reason.
+    pub fn dead_letters_total(&self) -> u64 {
+        self.shared().dead_letters.total()
+    }
+
+    /// Calls `listener` for every dead letter of this node, on the thread
+    /// that found it (a subscription task or a sender).
+    pub fn on_dead_letter(&self, listener: impl Fn(&DeadLetter) + Send + Sync + 'static) {
+        self.shared().dead_letters.subscribe(Arc::new(listener));
+    }
+
+    /// Asks sent from here whose reply handle is still registered.
+    pub fn pending_replies(&self) -> usize {
+        self.shared().pending.len()
+    }
+
+    /// Leaves the cluster: stops serving every published name, waits up to
+    /// `shutdown_timeout` for queued frames to reach the server, then closes
+    /// the connection. Asks still waiting for another node get `NoReply`;
+    /// later sends through this node's refs are `NodeStopped` dead letters.
+    /// A second call does nothing.
+    pub async fn shutdown(&self) {
+        if self.stopped.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let names: Vec<String> = self
+            .published
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        for name in names {
+            self.unpublish(&name).await;
+        }
+        let shared = self.shared().clone();
+        let (done, flushed) = oneshot::channel();
+        if self.outbound.tx.send(Outgoing::Flush(done)).await.is_ok() {
+            let _ = tokio::time::timeout(shared.config.shutdown_timeout, flushed).await;
+        }
+        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(writer) = writer {
+            writer.abort();
+            // The receiver is dropped once the task has ended: after this
+            // every send is refused as NodeStopped.
+            let _ = writer.await;
+        }
+        for task in self
+            .tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            task.abort();
+        }
+        shared.pending.clear();
+        let _ = tokio::time::timeout(shared.config.shutdown_timeout, shared.client.drain()).await;
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        // A node dropped without `shutdown` still stops its tasks.
+        for entry in self
+            .published
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+        {
+            entry.tasks.iter().for_each(JoinHandle::abort);
+        }
+        for task in self.tasks.get_mut().unwrap_or_else(|e| e.into_inner()) {
+            task.abort();
+        }
+        if let Some(writer) = self.writer.get_mut().unwrap_or_else(|e| e.into_inner()) {
+            writer.abort();
+        }
+    }
+}
+
+async fn connect_options(config: &RemoteConfig) -> Result<ConnectOptions, RemoteError> {
+    let options = match &config.auth {
+        Auth::None => ConnectOptions::new(),
+        Auth::UserPassword { user, password } => {
+            ConnectOptions::with_user_and_password(user.clone(), password.clone())
+        }
+        Auth::Token(token) => ConnectOptions::with_token(token.clone()),
+        Auth::NKey(seed) => ConnectOptions::with_nkey(seed.clone()),
+        Auth::CredentialsFile(path) => ConnectOptions::with_credentials_file(path)
+            .await
+            .map_err(|e| RemoteError::Connect(e.to_string()))?,
+    };
+    let mut options = options
+        .name(format!("troupe-{}", config.node_name))
+        .connection_timeout(config.connect_timeout)
+        .require_tls(config.tls.required);
+    if let Some(roots) = &config.tls.root_certificates {
+        options = options.add_root_certificates(roots.clone());
+    }
+    if let Some((cert, key)) = &config.tls.client_certificate {
+        options = options.add_client_certificate(cert.clone(), key.clone());
+    }
+    Ok(options)
+}
+
+/// The writer task: frames go to the client in channel order.
+async fn write(shared: Arc<Shared>, mut rx: mpsc::Receiver<Outgoing>) {
+    while let Some(out) = rx.recv().await {
+        match out {
+            Outgoing::Frame(subject, payload) => {
+                if shared
+                    .client
+                    .publish(subject.clone(), payload)
+                    .await
+                    .is_err()
+                {
+                    // The client refuses only when closed or when the frame
+                    // exceeds the server's max_payload.
+                    shared
+                        .dead_letters
+                        .record(DeadLetterReason::NodeStopped, &subject);
+                }
+            }
+            Outgoing::Flush(done) => {
+                let _ = shared.client.flush().await;
+                let _ = done.send(());
+            }
+        }
+    }
+}
+
+/// Serves one published actor: decode, check, tell; until `stop`.
+async fn serve<M: RemoteMessage>(
+    outbound: Outbound,
+    name: String,
+    actor: ActorRef<M>,
+    mut frames: async_nats::Subscriber,
+    mut stop: oneshot::Receiver<()>,
+) {
+    loop {
+        tokio::select! {
+            biased;
+            _ = &mut stop => break,
+            msg = frames.next() => {
+                let Some(msg) = msg else { return };
+                if let Err(reason) = deliver(&outbound, &name, &actor, &msg.payload) {
+                    outbound.dead_letter(reason, &msg.subject);
+                }
+            }
+        }
+    }
+    let _ = frames.unsubscribe().await;
+}
+
+fn deliver<M: RemoteMessage>(
+    outbound: &Outbound,
+    name: &str,
+    actor: &ActorRef<M>,
+    bytes: &[u8],
+) -> Result<(), DeadLetterReason> {
+    let shared = &outbound.shared;
+    let Frame::Tell {
+        name: target,
+        tag,
+        payload,
+    } = wire::decode_frame(bytes, shared.config.max_frame_size)?
+    else {
+        return Err(DeadLetterReason::Malformed);
+    };
+    if target != name {
+        return Err(DeadLetterReason::UnknownName);
+    }
+    if tag != M::TAG {
+        return Err(DeadLetterReason::UnknownTag);
+    }
+    let ctx = DecodeCtx {
+        system: shared.system.clone(),
+        target: actor.id(),
+        reply_prefix: shared.reply_prefix.clone(),
+        ttl: shared.config.reply_ttl,
+        outbound: outbound.clone(),
+    };
+    let msg = reply_to::decoding(ctx, || wire::decode_payload::<M>(payload))?;
+    actor.tell(msg);
+    Ok(())
+}
+
+/// Answers lookups of one published name: `[0]` if the asker's tag is the
+/// actor's, `[1] ++ our tag` otherwise.
+async fn answer_lookups(
+    shared: Arc<Shared>,
+    tag: &'static str,
+    mut lookups: async_nats::Subscriber,
+    mut stop: oneshot::Receiver<()>,
+) {
+    loop {
+        let request = tokio::select! {
+            biased;
+            _ = &mut stop => break,
+            request = lookups.next() => match request {
+                Some(request) => request,
+                None => return,
+            },
+        };
+        let Some(reply) = request.reply else { continue };
+        let answer = if request.payload == tag.as_bytes() {
+            Bytes::from_static(&[0])
+        } else {
+            let mut theirs = vec![1];
+            theirs.extend_from_slice(tag.as_bytes());
+            theirs.into()
+        };
+        let _ = shared.client.publish(reply, answer).await;
+    }
+    let _ = lookups.unsubscribe().await;
+}
+
+/// Routes reply frames to the pending asks.
+async fn listen_replies(shared: Arc<Shared>, mut replies: async_nats::Subscriber) {
+    while let Some(msg) = replies.next().await {
+        let result = match wire::decode_frame(&msg.payload, shared.config.max_frame_size) {
+            Ok(Frame::Reply { id, payload }) => shared.pending.complete(id, Some(payload)),
+            Ok(Frame::NoReply { id }) => shared.pending.complete(id, None),
+            Ok(Frame::Tell { .. }) => Err(DeadLetterReason::UnknownName),
+            Err(reason) => Err(reason),
+        };
+        if let Err(reason) = result {
+            shared.dead_letters.record(reason, &msg.subject);
+        }
+    }
+}
+
+/// Drops reply handles older than `reply_ttl`, a few times per TTL.
+async fn sweep(shared: Arc<Shared>) {
+    let period = (shared.config.reply_ttl / 4).max(Duration::from_millis(100));
+    let mut ticks = tokio::time::interval(period);
+    loop {
+        ticks.tick().await;
+        shared.pending.expire(shared.config.reply_ttl);
+    }
+}
+
+/// What a looked-up ref sends through.
+struct RemoteTarget<M> {
+    name: String,
+    subject: Subject,
+    outbound: Outbound,
+    _msg: PhantomData<fn(M)>,
+}
+
+impl<M: RemoteMessage> ExternalTarget<M> for RemoteTarget<M> {
+    fn send(&self, msg: M) {
+        let shared = &self.outbound.shared;
+        let (frame, registered) =
+            reply_to::encoding(&shared.pending, &shared.reply_subject, || {
+                wire::encode_tell(&self.name, &msg)
+            });
+        // The original reply handles go with the message; the shared ones
+        // stay registered until answered.
+        drop(msg);
+        let sent = match frame {
+            Ok(frame) => self.outbound.send(self.subject.clone(), frame),
+            Err(_) => Err(DeadLetterReason::EncodeFailed),
+        };
+        if let Err(reason) = sent {
+            shared.pending.cancel(&registered);
+            self.outbound.dead_letter(reason, &self.subject);
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        self.outbound.tx.is_closed()
+    }
+
+    fn name(&self) -> Option<&str> {
+        Some(&self.name)
+    }
+}

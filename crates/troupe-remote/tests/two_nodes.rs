@@ -1,0 +1,223 @@
+//! Two nodes in one process on one real nats-server: publish, lookup, tell
+//! (order kept), ask (answer, no reply, timeout, from a plain thread),
+//! unknown and taken names, shutdown, and authentication.
+
+mod support;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use troupe::{AskError, Props, TrySendError};
+use troupe_remote::testing::echo::{Echo, EchoMsg};
+use troupe_remote::testing::NatsServer;
+use troupe_remote::{Auth, DeadLetterReason, Node, RemoteConfig, RemoteError, RemoteMessage};
+
+use support::{dead_letter_probe, next_reason, node, server, stop, system};
+
+const ASK: Duration = Duration::from_secs(5);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tell_keeps_order_and_ask_answers_across_nodes() {
+    let server = server();
+    let (sys_a, sys_b) = (system(), system());
+    let a = node(&sys_a, &server, "a").await;
+    let b = node(&sys_b, &server, "b").await;
+    let echo = sys_a.spawn(Props::new(Echo::default)).unwrap();
+    a.publish("echo", &echo).await.unwrap();
+
+    let remote = b.lookup::<EchoMsg>("echo").await.unwrap();
+    assert_eq!(remote.name(), Some("echo"));
+    let sent: Vec<String> = (0..200).map(|i| format!("m{i}")).collect();
+    for text in &sent {
+        remote.tell(EchoMsg::Say(text.clone()));
+    }
+    remote.try_tell(EchoMsg::Say("last".into())).unwrap();
+    // The ask travels behind the tells from the same node: it sees them all.
+    let history = remote.ask(EchoMsg::History, ASK).await.unwrap();
+    let mut expected = sent.clone();
+    expected.push("last".into());
+    assert_eq!(history, expected);
+    let answer = remote
+        .ask(|r| EchoMsg::Echo("hi".into(), r), ASK)
+        .await
+        .unwrap();
+    assert_eq!(answer, "hi");
+    // A lookup from the publishing node itself also goes through NATS.
+    let local_view = a.lookup::<EchoMsg>("echo").await.unwrap();
+    let answer = local_view
+        .ask(|r| EchoMsg::Echo("self".into(), r), ASK)
+        .await
+        .unwrap();
+    assert_eq!(answer, "self");
+    assert_eq!(a.dead_letters_total() + b.dead_letters_total(), 0);
+    assert_eq!(b.pending_replies(), 0);
+
+    a.shutdown().await;
+    b.shutdown().await;
+    stop(sys_a);
+    stop(sys_b);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_without_answer_fails_fast_or_times_out() {
+    let server = server();
+    let (sys_a, sys_b) = (system(), system());
+    let a = node(&sys_a, &server, "a").await;
+    let b = node(&sys_b, &server, "b").await;
+    let echo = sys_a.spawn(Props::new(Echo::default)).unwrap();
+    a.publish("echo", &echo).await.unwrap();
+    let remote = b.lookup::<EchoMsg>("echo").await.unwrap();
+
+    // The far actor drops the handle: NoReply, long before the timeout.
+    let started = std::time::Instant::now();
+    let dropped = remote.ask(EchoMsg::Drop, Duration::from_secs(30)).await;
+    assert!(
+        matches!(dropped, Err(AskError::NoReply { .. })),
+        "{dropped:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+
+    // The far actor keeps the handle: the asker's own timeout.
+    let kept = remote.ask(EchoMsg::Keep, Duration::from_millis(200)).await;
+    assert!(matches!(kept, Err(AskError::Timeout { .. })), "{kept:?}");
+
+    // `wait` from a plain thread works on a remote ref as on a local one.
+    let blocking = remote.clone();
+    let answer = tokio::task::spawn_blocking(move || {
+        blocking
+            .ask(|r| EchoMsg::Echo("wait".into(), r), ASK)
+            .wait()
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(answer, "wait");
+
+    a.shutdown().await;
+    b.shutdown().await;
+    stop(sys_a);
+    stop(sys_b);
+}
+
+#[derive(Serialize, Deserialize)]
+struct Other(u32);
+
+impl RemoteMessage for Other {
+    const TAG: &'static str = "other.v1";
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_are_found_only_when_published_with_the_right_type() {
+    let server = server();
+    let (sys_a, sys_b) = (system(), system());
+    let a = node(&sys_a, &server, "a").await;
+    let b = node(&sys_b, &server, "b").await;
+
+    assert_eq!(
+        b.lookup::<EchoMsg>("nobody").await.unwrap_err(),
+        RemoteError::NotFound("nobody".into())
+    );
+    assert!(matches!(
+        b.lookup::<EchoMsg>("no.dots").await,
+        Err(RemoteError::InvalidName(_))
+    ));
+
+    let echo = sys_a.spawn(Props::new(Echo::default)).unwrap();
+    a.publish("echo", &echo).await.unwrap();
+    match b.lookup::<Other>("echo").await {
+        Err(RemoteError::TagMismatch { ours, theirs, .. }) => {
+            assert_eq!(ours, Other::TAG);
+            assert_eq!(theirs, EchoMsg::TAG);
+        }
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    let second = sys_b.spawn(Props::new(Echo::default)).unwrap();
+    assert_eq!(
+        b.publish("echo", &second).await.unwrap_err(),
+        RemoteError::NameTaken("echo".into())
+    );
+
+    // Unpublished: the name is gone, and a ref made before sends into the
+    // void (NATS drops a message nobody subscribes to: at-most-once).
+    let remote = b.lookup::<EchoMsg>("echo").await.unwrap();
+    assert!(a.unpublish("echo").await);
+    let gone = b.lookup::<EchoMsg>("echo").await;
+    assert!(
+        matches!(gone, Err(RemoteError::NotFound(_))),
+        "{:?}",
+        gone.map(|_| ())
+    );
+    let lost = remote
+        .ask(|r| EchoMsg::Echo("x".into(), r), Duration::from_millis(200))
+        .await;
+    assert!(matches!(lost, Err(AskError::Timeout { .. })), "{lost:?}");
+
+    a.shutdown().await;
+    b.shutdown().await;
+    stop(sys_a);
+    stop(sys_b);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sends_after_shutdown_are_dead_letters() {
+    let server = server();
+    let (sys_a, sys_b) = (system(), system());
+    let a = node(&sys_a, &server, "a").await;
+    let b = node(&sys_b, &server, "b").await;
+    let echo = sys_a.spawn(Props::new(Echo::default)).unwrap();
+    a.publish("echo", &echo).await.unwrap();
+    let remote = b.lookup::<EchoMsg>("echo").await.unwrap();
+    let probe = dead_letter_probe(&b);
+
+    b.shutdown().await;
+    remote.tell(EchoMsg::Say("late".into()));
+    assert_eq!(next_reason(&probe), DeadLetterReason::NodeStopped);
+    assert!(matches!(
+        remote.try_tell(EchoMsg::Say("late".into())),
+        Err(TrySendError::Closed(_))
+    ));
+    // An ask through a stopped node fails at once, its handle released.
+    let answer = remote.ask(|r| EchoMsg::Echo("x".into(), r), ASK).await;
+    assert!(
+        matches!(answer, Err(AskError::NoReply { .. })),
+        "{answer:?}"
+    );
+    assert_eq!(next_reason(&probe), DeadLetterReason::NodeStopped);
+    assert_eq!(b.dead_letter_count(DeadLetterReason::NodeStopped), 2);
+    assert_eq!(b.pending_replies(), 0);
+
+    a.shutdown().await;
+    stop(sys_a);
+    stop(sys_b);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn user_and_password_are_required_when_the_server_says_so() {
+    let server = NatsServer::start_with(&["--user", "troupe", "--pass", "s3cret"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sys = system();
+    let mut config = RemoteConfig::new(server.url(), "anonymous");
+    config.connect_timeout = Duration::from_secs(2);
+    let refused = Node::start(&sys, config.clone()).await;
+    assert!(
+        matches!(refused, Err(RemoteError::Connect(_))),
+        "{:?}",
+        refused.err()
+    );
+
+    let config = config.auth(Auth::UserPassword {
+        user: "troupe".into(),
+        password: "s3cret".into(),
+    });
+    let node = Node::start(&sys, config).await.unwrap();
+    let echo = sys.spawn(Props::new(Echo::default)).unwrap();
+    node.publish("echo", &echo).await.unwrap();
+    let remote = node.lookup::<EchoMsg>("echo").await.unwrap();
+    let answer = remote
+        .ask(|r| EchoMsg::Echo("auth".into(), r), ASK)
+        .await
+        .unwrap();
+    assert_eq!(answer, "auth");
+    node.shutdown().await;
+    stop(sys);
+}
