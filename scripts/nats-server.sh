@@ -35,7 +35,7 @@ use_if_pinned "$(command -v nats-server || true)"
 
 if ! command -v go >/dev/null 2>&1; then
   echo "nats-server.sh: nats-server v$VERSION is not installed and Go is not on PATH;" >&2
-  echo "  install Go (https://go.dev/dl/) and rerun scripts/nats-server.sh," >&2
+  echo "  install Go and rerun scripts/nats-server.sh," >&2
   echo "  or point NATS_SERVER at a nats-server v$VERSION binary." >&2
   exit 1
 fi

@@ -3,7 +3,7 @@
 //!
 //! # Design
 //!
-//! An ask creates a one-shot [`Promise`] shared by the reply handle
+//! An ask creates a one-shot `Promise` shared by the reply handle
 //! ([`ReplyTo`], travelling inside the request) and the pending answer
 //! ([`Ask`], kept by the asker). The promise is a mutex-protected state plus an
 //! atomic `done` flag, so a waiting thread can spin on the flag without taking

@@ -27,7 +27,7 @@ pub(crate) trait Runnable: Send + Sync + 'static {
     ///
     /// # Safety
     ///
-    /// `me` must be the [`Task`] of `self` (made by [`Task::of`] from the
+    /// `me` must be the [`Task`] of `self` (made by [`Task::new`] from the
     /// `Arc` that owns `self`), and the caller must hold the right to run it
     /// (it was handed to an executor and taken off its queue).
     unsafe fn run(&self, me: Task) -> bool;

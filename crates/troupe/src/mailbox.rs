@@ -1,21 +1,21 @@
 //! An actor's mailbox: the user-message queue, the system-message lane and
 //! the state word that says who owns them.
 //!
-//! The pieces live in submodules: [`queue`] (the segmented MPSC FIFO of user
-//! messages) and [`state`] (the ownership protocol). This module puts them
+//! The pieces live in submodules: `queue` (the segmented MPSC FIFO of user
+//! messages) and `state` (the ownership protocol). This module puts them
 //! together. It is generic over the system-message type so that loom models
 //! can drive it with plain integers.
 //!
 //! # Ground rules
 //!
-//! * Senders call [`Mailbox::push_user`] / [`Mailbox::push_system`] and act on
-//!   the returned [`Request`]: schedule the actor, drain a closed mailbox, or
+//! * Senders call `Mailbox::push_user` / `Mailbox::push_system` and act on
+//!   the returned `Request`: schedule the actor, drain a closed mailbox, or
 //!   nothing.
 //! * Everything `unsafe` here is an owner-only operation: the caller must own
 //!   the mailbox in the sense of `state.rs` (it won the `SCHEDULED` bit and has
 //!   not released it).
 //! * System messages are always handled before user messages. The system
-//!   lane ([`system_lane`]) is a one-pointer lock-free stack: system traffic
+//!   lane (`system_lane`) is a one-pointer lock-free stack: system traffic
 //!   (watch, stop, failure, termination) is rare and idle actors are many.
 
 pub mod bound;

@@ -514,7 +514,7 @@ fn cell_name<A: Actor>(cell: &ActorCell<A>) -> Option<&str> {
     Cell::name(cell)
 }
 
-/// Builds an [`ActorSystem`]; see [`config`] for the file format.
+/// Builds an [`ActorSystem`]; see the `config` module for the file format.
 #[derive(Debug, Clone)]
 pub struct ActorSystemBuilder {
     name: String,
@@ -575,7 +575,7 @@ impl ActorSystemBuilder {
         self.update_default(|d| d.throughput(throughput))
     }
 
-    /// Applies a TOML configuration (see [`config`]) given as text.
+    /// Applies a TOML configuration (see the `config` module) given as text.
     pub fn config_str(mut self, text: &str) -> Result<Self, ConfigError> {
         let parsed = config::parse(text, "configuration")?;
         if let Some(name) = parsed.name {
@@ -590,7 +590,7 @@ impl ActorSystemBuilder {
         Ok(self)
     }
 
-    /// Applies a TOML configuration file (see [`config`]).
+    /// Applies a TOML configuration file (see the `config` module).
     pub fn config_file(mut self, path: impl AsRef<Path>) -> Result<Self, ConfigError> {
         let parsed = config::load(path.as_ref())?;
         if let Some(name) = parsed.name {
