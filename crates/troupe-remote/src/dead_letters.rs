@@ -38,6 +38,10 @@ pub enum DeadLetterReason {
     Unreachable,
     /// The node has shut down.
     NodeStopped,
+    /// A received message the NATS client dropped because a subscription's
+    /// queue was full (a slow consumer). Counted from the client's events,
+    /// which it may itself drop when they come too fast: a lower bound.
+    SlowConsumer,
 }
 
 impl fmt::Display for DeadLetterReason {
@@ -46,7 +50,7 @@ impl fmt::Display for DeadLetterReason {
     }
 }
 
-const REASONS: [DeadLetterReason; 12] = [
+const REASONS: [DeadLetterReason; 13] = [
     DeadLetterReason::Truncated,
     DeadLetterReason::Oversized,
     DeadLetterReason::BadVersion,
@@ -59,6 +63,7 @@ const REASONS: [DeadLetterReason; 12] = [
     DeadLetterReason::OutboundFull,
     DeadLetterReason::Unreachable,
     DeadLetterReason::NodeStopped,
+    DeadLetterReason::SlowConsumer,
 ];
 
 /// One refused frame or unsent message (the bytes are dropped).

@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_nats::connection::State;
-use async_nats::{Client, ConnectOptions, Subject};
+use async_nats::{Client, ConnectOptions, Event, Subject};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
@@ -56,7 +56,7 @@ struct Shared {
     config: RemoteConfig,
     system: ActorSystem,
     client: Client,
-    dead_letters: DeadLetters,
+    dead_letters: Arc<DeadLetters>,
     pending: Arc<Pending>,
     /// `troupe.<cluster>.reply.<node>`.
     reply_subject: Arc<str>,
@@ -138,7 +138,8 @@ impl Node {
                 return Err(RemoteError::InvalidName(token.clone()));
             }
         }
-        let client = connect_options(&config)
+        let dead_letters = Arc::new(DeadLetters::default());
+        let client = connect_options(&config, dead_letters.clone())
             .await?
             .connect(config.urls.clone())
             .await
@@ -152,7 +153,7 @@ impl Node {
         let shared = Arc::new(Shared {
             system: system.clone(),
             client,
-            dead_letters: DeadLetters::default(),
+            dead_letters,
             pending: Arc::default(),
             reply_subject,
             reply_prefix,
@@ -413,7 +414,10 @@ impl Drop for Node {
     }
 }
 
-async fn connect_options(config: &RemoteConfig) -> Result<ConnectOptions, RemoteError> {
+async fn connect_options(
+    config: &RemoteConfig,
+    dead_letters: Arc<DeadLetters>,
+) -> Result<ConnectOptions, RemoteError> {
     let options = match &config.auth {
         Auth::None => ConnectOptions::new(),
         Auth::UserPassword { user, password } => {
@@ -428,7 +432,20 @@ async fn connect_options(config: &RemoteConfig) -> Result<ConnectOptions, Remote
     let mut options = options
         .name(format!("troupe-{}", config.node_name))
         .connection_timeout(config.connect_timeout)
-        .require_tls(config.tls.required);
+        .require_tls(config.tls.required)
+        .event_callback(move |event| {
+            let dead_letters = dead_letters.clone();
+            async move {
+                match event {
+                    // One event per message the client dropped.
+                    Event::SlowConsumer(sid) => dead_letters.record(
+                        DeadLetterReason::SlowConsumer,
+                        &format!("subscription {sid}"),
+                    ),
+                    other => tracing::info!(event = %other, "NATS connection event"),
+                }
+            }
+        });
     if let Some(roots) = &config.tls.root_certificates {
         options = options.add_root_certificates(roots.clone());
     }
