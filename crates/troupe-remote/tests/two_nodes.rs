@@ -1,6 +1,7 @@
 //! Two nodes in one process on one real nats-server: publish, lookup, tell
 //! (order kept), ask (answer, no reply, timeout, from a plain thread),
-//! unknown and taken names, shutdown, and authentication.
+//! unknown and taken names, shutdown, and authentication (user/password,
+//! token).
 
 mod support;
 
@@ -218,6 +219,36 @@ async fn user_and_password_are_required_when_the_server_says_so() {
         .await
         .unwrap();
     assert_eq!(answer, "auth");
+    node.shutdown().await;
+    stop(sys);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_is_required_when_the_server_says_so() {
+    let server =
+        NatsServer::start_with(&["--auth", "t0ken-for-tests"]).unwrap_or_else(|e| panic!("{e}"));
+    let sys = system();
+    let mut config = RemoteConfig::new(server.url(), "holder");
+    config.connect_timeout = Duration::from_secs(2);
+    let wrong = config.clone().auth(Auth::Token("guess".into()));
+    let refused = Node::start(&sys, wrong).await;
+    assert!(
+        matches!(refused, Err(RemoteError::Connect(_))),
+        "{:?}",
+        refused.err()
+    );
+
+    let node = Node::start(&sys, config.auth(Auth::Token("t0ken-for-tests".into())))
+        .await
+        .unwrap();
+    let echo = sys.spawn(Props::new(Echo::default)).unwrap();
+    node.publish("echo", &echo).await.unwrap();
+    let remote = node.lookup::<EchoMsg>("echo").await.unwrap();
+    let answer = remote
+        .ask(|r| EchoMsg::Echo("token".into(), r), ASK)
+        .await
+        .unwrap();
+    assert_eq!(answer, "token");
     node.shutdown().await;
     stop(sys);
 }
