@@ -125,7 +125,8 @@ pub struct Node {
     outbound: Outbound,
     published: Mutex<HashMap<String, PublishedEntry>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
-    writer: Mutex<Option<JoinHandle<()>>>,
+    /// The writer task and its stop signal.
+    writer: Mutex<Option<(oneshot::Sender<()>, JoinHandle<()>)>>,
     stopped: AtomicBool,
 }
 
@@ -160,14 +161,15 @@ impl Node {
             config,
         });
         let (tx, rx) = mpsc::channel(shared.config.outbound_buffer.max(1));
-        let writer = tokio::spawn(write(shared.clone(), rx));
+        let (stop_writer, writer_stopped) = oneshot::channel();
+        let writer = tokio::spawn(write(shared.clone(), rx, writer_stopped));
         let listener = tokio::spawn(listen_replies(shared.clone(), replies));
         let sweeper = tokio::spawn(sweep(shared.clone()));
         Ok(Node {
             outbound: Outbound { tx, shared },
             published: Mutex::new(HashMap::new()),
             tasks: Mutex::new(vec![listener, sweeper]),
-            writer: Mutex::new(Some(writer)),
+            writer: Mutex::new(Some((stop_writer, writer))),
             stopped: AtomicBool::new(false),
         })
     }
@@ -370,15 +372,20 @@ impl Node {
             self.unpublish(&name).await;
         }
         let shared = self.shared().clone();
-        let (done, flushed) = oneshot::channel();
-        if self.outbound.tx.send(Outgoing::Flush(done)).await.is_ok() {
-            let _ = tokio::time::timeout(shared.config.shutdown_timeout, flushed).await;
-        }
+        // Everything queued before the marker reaches the client and is
+        // flushed, unless the deadline passes first (NATS unreachable).
+        let flush = async {
+            let (done, flushed) = oneshot::channel();
+            if self.outbound.tx.send(Outgoing::Flush(done)).await.is_ok() {
+                let _ = flushed.await;
+            }
+        };
+        let _ = tokio::time::timeout(shared.config.shutdown_timeout, flush).await;
         let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(writer) = writer {
-            writer.abort();
-            // The receiver is dropped once the task has ended: after this
-            // every send is refused as NodeStopped.
+        if let Some((stop, writer)) = writer {
+            // The writer dead-letters what is left and closes the channel:
+            // after this every send is refused as NodeStopped.
+            let _ = stop.send(());
             let _ = writer.await;
         }
         for task in self
@@ -408,7 +415,7 @@ impl Drop for Node {
         for task in self.tasks.get_mut().unwrap_or_else(|e| e.into_inner()) {
             task.abort();
         }
-        if let Some(writer) = self.writer.get_mut().unwrap_or_else(|e| e.into_inner()) {
+        if let Some((_, writer)) = self.writer.get_mut().unwrap_or_else(|e| e.into_inner()) {
             writer.abort();
         }
     }
@@ -455,28 +462,61 @@ async fn connect_options(
     Ok(options)
 }
 
-/// The writer task: frames go to the client in channel order.
-async fn write(shared: Arc<Shared>, mut rx: mpsc::Receiver<Outgoing>) {
-    while let Some(out) = rx.recv().await {
+/// The writer task: frames go to the client in channel order, until
+/// `stop`; then every frame still queued (and one the client had not yet
+/// taken) is a `NodeStopped` dead letter, so none is lost silently.
+async fn write(
+    shared: Arc<Shared>,
+    mut rx: mpsc::Receiver<Outgoing>,
+    mut stop: oneshot::Receiver<()>,
+) {
+    let stopped = |subject: &str| {
+        shared
+            .dead_letters
+            .record(DeadLetterReason::NodeStopped, subject)
+    };
+    loop {
+        // `stop` is polled until it fires, then never again (we leave).
+        let out = tokio::select! {
+            biased;
+            _ = &mut stop => break,
+            out = rx.recv() => match out {
+                Some(out) => out,
+                None => return,
+            },
+        };
         match out {
             Outgoing::Frame(subject, payload) => {
-                if shared
-                    .client
-                    .publish(subject.clone(), payload)
-                    .await
-                    .is_err()
-                {
-                    // The client refuses only when closed or when the frame
-                    // exceeds the server's max_payload.
-                    shared
-                        .dead_letters
-                        .record(DeadLetterReason::NodeStopped, &subject);
+                // A publish waits while the client reconnects.
+                tokio::select! {
+                    biased;
+                    _ = &mut stop => {
+                        stopped(&subject);
+                        break;
+                    }
+                    published = shared.client.publish(subject.clone(), payload) => {
+                        // The client refuses only when closed or when the
+                        // frame exceeds the server's max_payload.
+                        if published.is_err() {
+                            stopped(&subject);
+                        }
+                    }
                 }
             }
             Outgoing::Flush(done) => {
-                let _ = shared.client.flush().await;
+                tokio::select! {
+                    biased;
+                    _ = &mut stop => break,
+                    _ = shared.client.flush() => {}
+                }
                 let _ = done.send(());
             }
+        }
+    }
+    rx.close();
+    while let Ok(out) = rx.try_recv() {
+        if let Outgoing::Frame(subject, _) = out {
+            stopped(&subject);
         }
     }
 }
