@@ -73,6 +73,12 @@ pub struct RemoteConfig {
     /// How long `Node::shutdown` waits for buffered messages to reach the
     /// server.
     pub shutdown_timeout: Duration,
+    /// How often this node announces that it is alive.
+    pub heartbeat_interval: Duration,
+    /// How long this node waits without a heartbeat of another node before
+    /// it declares that node down. Keep it several of the other nodes'
+    /// heartbeat intervals.
+    pub heartbeat_timeout: Duration,
 }
 
 impl RemoteConfig {
@@ -80,7 +86,8 @@ impl RemoteConfig {
     ///
     /// Defaults: no auth, no TLS, connect timeout 5 s, lookup timeout 2 s,
     /// frames up to 1 MiB, 65,536 buffered outbound messages, reply handles
-    /// kept 60 s, shutdown waits up to 5 s.
+    /// kept 60 s, shutdown waits up to 5 s, a heartbeat every 500 ms, a
+    /// node silent for 3 s is down.
     pub fn new(url: impl Into<String>, node_name: impl Into<String>) -> RemoteConfig {
         RemoteConfig {
             urls: vec![url.into()],
@@ -94,6 +101,8 @@ impl RemoteConfig {
             outbound_buffer: 65_536,
             reply_ttl: Duration::from_secs(60),
             shutdown_timeout: Duration::from_secs(5),
+            heartbeat_interval: Duration::from_millis(500),
+            heartbeat_timeout: Duration::from_secs(3),
         }
     }
 

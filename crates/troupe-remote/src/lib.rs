@@ -47,13 +47,17 @@
 //! # Ok(()) }
 //! ```
 //!
-//! What this first slice does and does not do (no membership, no remote
-//! death watch, no refs inside messages other than `ReplyTo`) is written
-//! down in docs/semantics.md, "Across nodes".
+//! [`Node::members`] and [`Node::member_events`] tell which nodes are up,
+//! from heartbeats.
+//!
+//! What this first slice does and does not do (no remote death watch, no
+//! refs inside messages other than `ReplyTo`) is written down in
+//! docs/semantics.md, "Across nodes".
 
 mod config;
 mod dead_letters;
 mod error;
+mod membership;
 mod node;
 pub mod reply_to;
 pub mod testing;
@@ -62,5 +66,6 @@ pub mod wire;
 pub use config::{Auth, RemoteConfig, Tls};
 pub use dead_letters::{DeadLetter, DeadLetterReason};
 pub use error::RemoteError;
+pub use membership::{DownReason, MemberEvent};
 pub use node::Node;
 pub use wire::RemoteMessage;

@@ -40,6 +40,7 @@ use troupe::{ActorRef, ActorSystem, ExternalTarget};
 use crate::config::{valid_token, Auth, RemoteConfig};
 use crate::dead_letters::{DeadLetter, DeadLetterReason, DeadLetters};
 use crate::error::RemoteError;
+use crate::membership::{MemberEvent, Membership};
 use crate::reply_to::{self, DecodeCtx, Pending};
 use crate::wire::{self, Frame, RemoteMessage};
 
@@ -62,6 +63,7 @@ struct Shared {
     reply_subject: Arc<str>,
     /// `troupe.<cluster>.reply.`.
     reply_prefix: Arc<str>,
+    membership: Membership,
 }
 
 /// The sending side, cloned into every remote ref and reply task.
@@ -151,7 +153,12 @@ impl Node {
             .subscribe(reply_subject.to_string())
             .await
             .map_err(|e| RemoteError::Nats(e.to_string()))?;
+        let members = client
+            .subscribe(format!("troupe.{}.members.>", config.cluster_name))
+            .await
+            .map_err(|e| RemoteError::Nats(e.to_string()))?;
         let shared = Arc::new(Shared {
+            membership: Membership::new(&config.node_name),
             system: system.clone(),
             client,
             dead_letters,
@@ -165,10 +172,12 @@ impl Node {
         let writer = tokio::spawn(write(shared.clone(), rx, writer_stopped));
         let listener = tokio::spawn(listen_replies(shared.clone(), replies));
         let sweeper = tokio::spawn(sweep(shared.clone()));
+        let listen_members = tokio::spawn(listen_members(shared.clone(), members));
+        let beat = tokio::spawn(beat(shared.clone()));
         Ok(Node {
             outbound: Outbound { tx, shared },
             published: Mutex::new(HashMap::new()),
-            tasks: Mutex::new(vec![listener, sweeper]),
+            tasks: Mutex::new(vec![listener, sweeper, listen_members, beat]),
             writer: Mutex::new(Some((stop_writer, writer))),
             stopped: AtomicBool::new(false),
         })
@@ -347,6 +356,19 @@ impl Node {
         self.shared().dead_letters.subscribe(Arc::new(listener));
     }
 
+    /// This node and every node it hears heartbeats of, sorted by name.
+    pub fn members(&self) -> Vec<String> {
+        self.shared().membership.members()
+    }
+
+    /// Up and down events of the other nodes, from now on. To wait for a
+    /// node, subscribe first, then look at [`members`](Node::members), then
+    /// wait for events. A receiver that falls more than 1,024 events behind
+    /// gets `Lagged` and misses them.
+    pub fn member_events(&self) -> tokio::sync::broadcast::Receiver<MemberEvent> {
+        self.shared().membership.subscribe()
+    }
+
     /// Asks sent from here whose reply handle is still registered.
     pub fn pending_replies(&self) -> usize {
         self.shared().pending.len()
@@ -388,14 +410,26 @@ impl Node {
             let _ = stop.send(());
             let _ = writer.await;
         }
-        for task in self
+        let tasks: Vec<JoinHandle<()>> = self
             .tasks
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .drain(..)
-        {
+            .collect();
+        for task in tasks {
             task.abort();
+            // Ended before the leave below: no heartbeat follows it.
+            let _ = task.await;
         }
+        let leave = format!(
+            "troupe.{}.members.leave.{}",
+            shared.config.cluster_name, shared.config.node_name
+        );
+        let _ = tokio::time::timeout(shared.config.shutdown_timeout, async {
+            let _ = shared.client.publish(leave, Bytes::new()).await;
+            let _ = shared.client.flush().await;
+        })
+        .await;
         shared.pending.clear();
         let _ = tokio::time::timeout(shared.config.shutdown_timeout, shared.client.drain()).await;
     }
@@ -619,6 +653,45 @@ async fn listen_replies(shared: Arc<Shared>, mut replies: async_nats::Subscriber
         if let Err(reason) = result {
             shared.dead_letters.record(reason, &msg.subject);
         }
+    }
+}
+
+/// Hears heartbeats and leaves: `troupe.<cluster>.members.{beat,leave}.<node>`.
+async fn listen_members(shared: Arc<Shared>, mut members: async_nats::Subscriber) {
+    while let Some(msg) = members.next().await {
+        let mut tokens = msg.subject.rsplitn(2, '.');
+        let (Some(node), Some(rest)) = (tokens.next(), tokens.next()) else {
+            continue;
+        };
+        if !valid_token(node) {
+            continue;
+        }
+        if rest.ends_with(".members.beat") {
+            shared.membership.heard(node);
+        } else if rest.ends_with(".members.leave") {
+            shared.membership.left(node);
+        }
+    }
+}
+
+/// Sends this node's heartbeat every `heartbeat_interval`, and declares
+/// silent nodes down, checking four times per interval.
+async fn beat(shared: Arc<Shared>) {
+    let subject = format!(
+        "troupe.{}.members.beat.{}",
+        shared.config.cluster_name, shared.config.node_name
+    );
+    let check = (shared.config.heartbeat_interval / 4).max(Duration::from_millis(10));
+    let mut ticks = tokio::time::interval(check);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut n: u64 = 0;
+    loop {
+        ticks.tick().await;
+        if n.is_multiple_of(4) {
+            let _ = shared.client.publish(subject.clone(), Bytes::new()).await;
+        }
+        n += 1;
+        shared.membership.expire(shared.config.heartbeat_timeout);
     }
 }
 

@@ -48,3 +48,21 @@ pub fn stop(system: ActorSystem) {
     system.shutdown();
     system.await_termination().unwrap();
 }
+
+/// Waits (up to 20 s) for `want` among a node's member events.
+pub async fn await_member_event(
+    events: &mut tokio::sync::broadcast::Receiver<troupe_remote::MemberEvent>,
+    want: troupe_remote::MemberEvent,
+) {
+    let found = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            match events.recv().await {
+                Ok(event) if event == want => return,
+                Ok(_) => {}
+                Err(e) => panic!("member events: {e}"),
+            }
+        }
+    })
+    .await;
+    assert!(found.is_ok(), "no {want:?} within 20 s");
+}
