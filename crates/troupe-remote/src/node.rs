@@ -1,6 +1,7 @@
-//! The node: one NATS connection per actor system, the writer task that
-//! owns the outbound side, one subscription task per published actor, the
-//! reply listener and the reply-table sweeper.
+//! The node: one NATS connection per actor system, its API (start,
+//! publish, lookup, members, shutdown) and the state its tasks share. The
+//! tasks are in `node/tasks.rs`, the sending side of looked-up refs in
+//! `node/target.rs`, the connection options in `node/connect.rs`.
 //!
 //! # Subjects
 //!
@@ -23,26 +24,31 @@
 //! channel is a dead letter, never a blocked sender. Received frames are
 //! decoded in the subscription's task and told to the local actor.
 
+mod connect;
+mod target;
+mod tasks;
+
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use async_nats::connection::State;
-use async_nats::{Client, ConnectOptions, Event, Subject};
+use async_nats::{Client, Subject};
 use bytes::Bytes;
-use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use troupe::{ActorRef, ActorSystem, ExternalTarget};
+use troupe::{ActorRef, ActorSystem};
 
-use crate::config::{valid_token, Auth, RemoteConfig};
+use crate::config::{valid_token, RemoteConfig};
 use crate::dead_letters::{DeadLetter, DeadLetterReason, DeadLetters};
 use crate::error::RemoteError;
 use crate::membership::{MemberEvent, Membership};
-use crate::reply_to::{self, DecodeCtx, Pending};
-use crate::wire::{self, Frame, RemoteMessage};
+use crate::reply_to::Pending;
+use crate::wire::RemoteMessage;
+use connect::connect_options;
+use target::RemoteTarget;
+use tasks::{answer_lookups, beat, listen_members, listen_replies, serve, sweep, write};
 
 /// What the writer task takes.
 enum Outgoing {
@@ -452,292 +458,5 @@ impl Drop for Node {
         if let Some((_, writer)) = self.writer.get_mut().unwrap_or_else(|e| e.into_inner()) {
             writer.abort();
         }
-    }
-}
-
-async fn connect_options(
-    config: &RemoteConfig,
-    dead_letters: Arc<DeadLetters>,
-) -> Result<ConnectOptions, RemoteError> {
-    let options = match &config.auth {
-        Auth::None => ConnectOptions::new(),
-        Auth::UserPassword { user, password } => {
-            ConnectOptions::with_user_and_password(user.clone(), password.clone())
-        }
-        Auth::Token(token) => ConnectOptions::with_token(token.clone()),
-        Auth::NKey(seed) => ConnectOptions::with_nkey(seed.clone()),
-        Auth::CredentialsFile(path) => ConnectOptions::with_credentials_file(path)
-            .await
-            .map_err(|e| RemoteError::Connect(e.to_string()))?,
-    };
-    let mut options = options
-        .name(format!("troupe-{}", config.node_name))
-        .connection_timeout(config.connect_timeout)
-        .require_tls(config.tls.required)
-        .event_callback(move |event| {
-            let dead_letters = dead_letters.clone();
-            async move {
-                match event {
-                    // One event per message the client dropped.
-                    Event::SlowConsumer(sid) => dead_letters.record(
-                        DeadLetterReason::SlowConsumer,
-                        &format!("subscription {sid}"),
-                    ),
-                    other => tracing::info!(event = %other, "NATS connection event"),
-                }
-            }
-        });
-    if let Some(roots) = &config.tls.root_certificates {
-        options = options.add_root_certificates(roots.clone());
-    }
-    if let Some((cert, key)) = &config.tls.client_certificate {
-        options = options.add_client_certificate(cert.clone(), key.clone());
-    }
-    Ok(options)
-}
-
-/// The writer task: frames go to the client in channel order, until
-/// `stop`; then every frame still queued (and one the client had not yet
-/// taken) is a `NodeStopped` dead letter, so none is lost silently.
-async fn write(
-    shared: Arc<Shared>,
-    mut rx: mpsc::Receiver<Outgoing>,
-    mut stop: oneshot::Receiver<()>,
-) {
-    let stopped = |subject: &str| {
-        shared
-            .dead_letters
-            .record(DeadLetterReason::NodeStopped, subject)
-    };
-    loop {
-        // `stop` is polled until it fires, then never again (we leave).
-        let out = tokio::select! {
-            biased;
-            _ = &mut stop => break,
-            out = rx.recv() => match out {
-                Some(out) => out,
-                None => return,
-            },
-        };
-        match out {
-            Outgoing::Frame(subject, payload) => {
-                // A publish waits while the client reconnects.
-                tokio::select! {
-                    biased;
-                    _ = &mut stop => {
-                        stopped(&subject);
-                        break;
-                    }
-                    published = shared.client.publish(subject.clone(), payload) => {
-                        // The client refuses only when closed or when the
-                        // frame exceeds the server's max_payload.
-                        if published.is_err() {
-                            stopped(&subject);
-                        }
-                    }
-                }
-            }
-            Outgoing::Flush(done) => {
-                tokio::select! {
-                    biased;
-                    _ = &mut stop => break,
-                    _ = shared.client.flush() => {}
-                }
-                let _ = done.send(());
-            }
-        }
-    }
-    rx.close();
-    while let Ok(out) = rx.try_recv() {
-        if let Outgoing::Frame(subject, _) = out {
-            stopped(&subject);
-        }
-    }
-}
-
-/// Serves one published actor: decode, check, tell; until `stop`.
-async fn serve<M: RemoteMessage>(
-    outbound: Outbound,
-    name: String,
-    actor: ActorRef<M>,
-    mut frames: async_nats::Subscriber,
-    mut stop: oneshot::Receiver<()>,
-) {
-    loop {
-        tokio::select! {
-            biased;
-            _ = &mut stop => break,
-            msg = frames.next() => {
-                let Some(msg) = msg else { return };
-                if let Err(reason) = deliver(&outbound, &name, &actor, &msg.payload) {
-                    outbound.dead_letter(reason, &msg.subject);
-                }
-            }
-        }
-    }
-    let _ = frames.unsubscribe().await;
-}
-
-fn deliver<M: RemoteMessage>(
-    outbound: &Outbound,
-    name: &str,
-    actor: &ActorRef<M>,
-    bytes: &[u8],
-) -> Result<(), DeadLetterReason> {
-    let shared = &outbound.shared;
-    let Frame::Tell {
-        name: target,
-        tag,
-        payload,
-    } = wire::decode_frame(bytes, shared.config.max_frame_size)?
-    else {
-        return Err(DeadLetterReason::Malformed);
-    };
-    if target != name {
-        return Err(DeadLetterReason::UnknownName);
-    }
-    if tag != M::TAG {
-        return Err(DeadLetterReason::UnknownTag);
-    }
-    let ctx = DecodeCtx {
-        system: shared.system.clone(),
-        target: actor.id(),
-        reply_prefix: shared.reply_prefix.clone(),
-        ttl: shared.config.reply_ttl,
-        outbound: outbound.clone(),
-    };
-    let msg = reply_to::decoding(ctx, || wire::decode_payload::<M>(payload))?;
-    actor.tell(msg);
-    Ok(())
-}
-
-/// Answers lookups of one published name: `[0]` if the asker's tag is the
-/// actor's, `[1] ++ our tag` otherwise.
-async fn answer_lookups(
-    shared: Arc<Shared>,
-    tag: &'static str,
-    mut lookups: async_nats::Subscriber,
-    mut stop: oneshot::Receiver<()>,
-) {
-    loop {
-        let request = tokio::select! {
-            biased;
-            _ = &mut stop => break,
-            request = lookups.next() => match request {
-                Some(request) => request,
-                None => return,
-            },
-        };
-        let Some(reply) = request.reply else { continue };
-        let answer = if request.payload == tag.as_bytes() {
-            Bytes::from_static(&[0])
-        } else {
-            let mut theirs = vec![1];
-            theirs.extend_from_slice(tag.as_bytes());
-            theirs.into()
-        };
-        let _ = shared.client.publish(reply, answer).await;
-    }
-    let _ = lookups.unsubscribe().await;
-}
-
-/// Routes reply frames to the pending asks.
-async fn listen_replies(shared: Arc<Shared>, mut replies: async_nats::Subscriber) {
-    while let Some(msg) = replies.next().await {
-        let result = match wire::decode_frame(&msg.payload, shared.config.max_frame_size) {
-            Ok(Frame::Reply { id, payload }) => shared.pending.complete(id, Some(payload)),
-            Ok(Frame::NoReply { id }) => shared.pending.complete(id, None),
-            Ok(Frame::Tell { .. }) => Err(DeadLetterReason::UnknownName),
-            Err(reason) => Err(reason),
-        };
-        if let Err(reason) = result {
-            shared.dead_letters.record(reason, &msg.subject);
-        }
-    }
-}
-
-/// Hears heartbeats and leaves: `troupe.<cluster>.members.{beat,leave}.<node>`.
-async fn listen_members(shared: Arc<Shared>, mut members: async_nats::Subscriber) {
-    while let Some(msg) = members.next().await {
-        let mut tokens = msg.subject.rsplitn(2, '.');
-        let (Some(node), Some(rest)) = (tokens.next(), tokens.next()) else {
-            continue;
-        };
-        if !valid_token(node) {
-            continue;
-        }
-        if rest.ends_with(".members.beat") {
-            shared.membership.heard(node);
-        } else if rest.ends_with(".members.leave") {
-            shared.membership.left(node);
-        }
-    }
-}
-
-/// Sends this node's heartbeat every `heartbeat_interval`, and declares
-/// silent nodes down, checking four times per interval.
-async fn beat(shared: Arc<Shared>) {
-    let subject = format!(
-        "troupe.{}.members.beat.{}",
-        shared.config.cluster_name, shared.config.node_name
-    );
-    let check = (shared.config.heartbeat_interval / 4).max(Duration::from_millis(10));
-    let mut ticks = tokio::time::interval(check);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut n: u64 = 0;
-    loop {
-        ticks.tick().await;
-        if n.is_multiple_of(4) {
-            let _ = shared.client.publish(subject.clone(), Bytes::new()).await;
-        }
-        n += 1;
-        shared.membership.expire(shared.config.heartbeat_timeout);
-    }
-}
-
-/// Drops reply handles older than `reply_ttl`, a few times per TTL.
-async fn sweep(shared: Arc<Shared>) {
-    let period = (shared.config.reply_ttl / 4).max(Duration::from_millis(100));
-    let mut ticks = tokio::time::interval(period);
-    loop {
-        ticks.tick().await;
-        shared.pending.expire(shared.config.reply_ttl);
-    }
-}
-
-/// What a looked-up ref sends through.
-struct RemoteTarget<M> {
-    name: String,
-    subject: Subject,
-    outbound: Outbound,
-    _msg: PhantomData<fn(M)>,
-}
-
-impl<M: RemoteMessage> ExternalTarget<M> for RemoteTarget<M> {
-    fn send(&self, msg: M) {
-        let shared = &self.outbound.shared;
-        let (frame, registered) =
-            reply_to::encoding(&shared.pending, &shared.reply_subject, || {
-                wire::encode_tell(&self.name, &msg)
-            });
-        // The original reply handles go with the message; the shared ones
-        // stay registered until answered.
-        drop(msg);
-        let sent = match frame {
-            Ok(frame) => self.outbound.send(self.subject.clone(), frame),
-            Err(_) => Err(DeadLetterReason::EncodeFailed),
-        };
-        if let Err(reason) = sent {
-            shared.pending.cancel(&registered);
-            self.outbound.dead_letter(reason, &self.subject);
-        }
-    }
-
-    fn is_closed(&self) -> bool {
-        self.outbound.tx.is_closed()
-    }
-
-    fn name(&self) -> Option<&str> {
-        Some(&self.name)
     }
 }
