@@ -1,7 +1,7 @@
 //! Two nodes in one process on one real nats-server: publish, lookup, tell
 //! (order kept), ask (answer, no reply, timeout, from a plain thread),
 //! unknown and taken names, shutdown, and authentication (user/password,
-//! token).
+//! token), a stopped published actor, oversized messages.
 
 mod support;
 
@@ -251,4 +251,99 @@ async fn a_token_is_required_when_the_server_says_so() {
     assert_eq!(answer, "token");
     node.shutdown().await;
     stop(sys);
+}
+
+/// Reports on a channel when the watched actor has stopped.
+struct Watcher {
+    target: troupe::ActorRef<EchoMsg>,
+    stopped: std::sync::mpsc::Sender<()>,
+}
+
+impl troupe::Actor for Watcher {
+    type Msg = ();
+    fn started(&mut self, ctx: &mut troupe::Context<'_, Self>) {
+        ctx.watch(&self.target);
+    }
+    fn receive(&mut self, _ctx: &mut troupe::Context<'_, Self>, _msg: ()) {}
+    fn signal(&mut self, _ctx: &mut troupe::Context<'_, Self>, signal: troupe::Signal) {
+        if let troupe::Signal::Terminated(_) = signal {
+            let _ = self.stopped.send(());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_to_a_stopped_published_actor_fails_with_no_reply() {
+    let server = server();
+    let (sys_a, sys_b) = (system(), system());
+    let a = node(&sys_a, &server, "a").await;
+    let b = node(&sys_b, &server, "b").await;
+    let echo = sys_a.spawn(Props::new(Echo::default)).unwrap();
+    a.publish("echo", &echo).await.unwrap();
+    let remote = b.lookup::<EchoMsg>("echo").await.unwrap();
+
+    let (stopped_tx, stopped) = std::sync::mpsc::channel();
+    let target = echo.clone();
+    sys_a
+        .spawn(Props::new(move || Watcher {
+            target: target.clone(),
+            stopped: stopped_tx.clone(),
+        }))
+        .unwrap();
+    sys_a.stop(&echo);
+    stopped
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the echo actor did not stop");
+
+    // Still published, but stopped: the request is a dead letter on node a,
+    // its reply handle is dropped there, and b's ask fails with NoReply
+    // well before its timeout.
+    let answer = remote
+        .ask(
+            |r| EchoMsg::Echo("anyone?".into(), r),
+            Duration::from_secs(30),
+        )
+        .await;
+    assert!(
+        matches!(answer, Err(AskError::NoReply { .. })),
+        "{answer:?}"
+    );
+    assert!(sys_a.dead_letter_count() >= 1);
+
+    a.shutdown().await;
+    b.shutdown().await;
+    stop(sys_a);
+    stop(sys_b);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_message_is_a_dead_letter_and_not_sent() {
+    let server = server();
+    let (sys_a, sys_b) = (system(), system());
+    let a = node(&sys_a, &server, "a").await;
+    let mut config = RemoteConfig::new(server.url(), "b");
+    config.max_frame_size = 256;
+    let b = Node::start(&sys_b, config).await.unwrap();
+    let echo = sys_a.spawn(Props::new(Echo::default)).unwrap();
+    a.publish("echo", &echo).await.unwrap();
+    let remote = b.lookup::<EchoMsg>("echo").await.unwrap();
+    let probe = dead_letter_probe(&b);
+
+    remote.tell(EchoMsg::Say("x".repeat(1000)));
+    assert_eq!(next_reason(&probe), DeadLetterReason::Oversized);
+    let big = remote
+        .ask(|r| EchoMsg::Echo("y".repeat(1000), r), ASK)
+        .await;
+    assert!(matches!(big, Err(AskError::NoReply { .. })), "{big:?}");
+    assert_eq!(next_reason(&probe), DeadLetterReason::Oversized);
+    assert_eq!(b.pending_replies(), 0);
+    // Small messages still go, and nothing oversized arrived.
+    remote.tell(EchoMsg::Say("small".into()));
+    let history = remote.ask(EchoMsg::History, ASK).await.unwrap();
+    assert_eq!(history, vec!["small".to_string()]);
+
+    a.shutdown().await;
+    b.shutdown().await;
+    stop(sys_a);
+    stop(sys_b);
 }
