@@ -218,8 +218,10 @@ impl<R: Send + 'static> ReplyTo<R> {
 impl<R> Drop for ReplyTo<R> {
     fn drop(&mut self) {
         if let Some(promise) = self.promise.take() {
-            // The last unanswered handle fails the ask (AcqRel: a reply
-            // through another handle is seen before the count drops to 0).
+            // The last unanswered handle fails the ask. A reply through
+            // another handle is ordered against this by the promise's mutex
+            // (`complete` then finds it answered); AcqRel as for any count
+            // whose last decrement acts on the shared object.
             if promise.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
                 let _ = promise.complete(State::NoReply);
             }
