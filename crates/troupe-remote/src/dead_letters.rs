@@ -4,8 +4,6 @@
 //! dead letter, as for any local tell.)
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
 
 /// Why a frame or a message went nowhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -50,22 +48,6 @@ impl fmt::Display for DeadLetterReason {
     }
 }
 
-const REASONS: [DeadLetterReason; 13] = [
-    DeadLetterReason::Truncated,
-    DeadLetterReason::Oversized,
-    DeadLetterReason::BadVersion,
-    DeadLetterReason::Malformed,
-    DeadLetterReason::UnknownTag,
-    DeadLetterReason::Undecodable,
-    DeadLetterReason::UnknownName,
-    DeadLetterReason::UnknownReply,
-    DeadLetterReason::EncodeFailed,
-    DeadLetterReason::OutboundFull,
-    DeadLetterReason::Unreachable,
-    DeadLetterReason::NodeStopped,
-    DeadLetterReason::SlowConsumer,
-];
-
 /// One refused frame or unsent message (the bytes are dropped).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadLetter {
@@ -75,49 +57,77 @@ pub struct DeadLetter {
     pub subject: String,
 }
 
-type Listener = Arc<dyn Fn(&DeadLetter) + Send + Sync>;
+#[cfg(feature = "node")]
+pub(crate) use office::DeadLetters;
 
-/// Counters by reason, plus listeners (tests use one as a probe).
-#[derive(Default)]
-pub(crate) struct DeadLetters {
-    counts: [AtomicU64; REASONS.len()],
-    listeners: RwLock<Vec<Listener>>,
-}
+/// The node's counters and listeners.
+#[cfg(feature = "node")]
+mod office {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, RwLock};
 
-impl DeadLetters {
-    pub(crate) fn record(&self, reason: DeadLetterReason, subject: &str) {
-        let index = REASONS.iter().position(|r| *r == reason).unwrap_or(0);
-        let total = self.counts[index].fetch_add(1, Ordering::Relaxed) + 1;
-        tracing::debug!(?reason, subject, total, "remote dead letter");
-        let listeners = self
-            .listeners
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        if !listeners.is_empty() {
-            let letter = DeadLetter {
-                reason,
-                subject: subject.to_string(),
-            };
-            for listener in listeners {
-                listener(&letter);
+    use super::{DeadLetter, DeadLetterReason};
+
+    const REASONS: [DeadLetterReason; 13] = [
+        DeadLetterReason::Truncated,
+        DeadLetterReason::Oversized,
+        DeadLetterReason::BadVersion,
+        DeadLetterReason::Malformed,
+        DeadLetterReason::UnknownTag,
+        DeadLetterReason::Undecodable,
+        DeadLetterReason::UnknownName,
+        DeadLetterReason::UnknownReply,
+        DeadLetterReason::EncodeFailed,
+        DeadLetterReason::OutboundFull,
+        DeadLetterReason::Unreachable,
+        DeadLetterReason::NodeStopped,
+        DeadLetterReason::SlowConsumer,
+    ];
+
+    type Listener = Arc<dyn Fn(&DeadLetter) + Send + Sync>;
+
+    /// Counters by reason, plus listeners (tests use one as a probe).
+    #[derive(Default)]
+    pub(crate) struct DeadLetters {
+        counts: [AtomicU64; REASONS.len()],
+        listeners: RwLock<Vec<Listener>>,
+    }
+
+    impl DeadLetters {
+        pub(crate) fn record(&self, reason: DeadLetterReason, subject: &str) {
+            let index = REASONS.iter().position(|r| *r == reason).unwrap_or(0);
+            let total = self.counts[index].fetch_add(1, Ordering::Relaxed) + 1;
+            tracing::debug!(?reason, subject, total, "remote dead letter");
+            let listeners = self
+                .listeners
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            if !listeners.is_empty() {
+                let letter = DeadLetter {
+                    reason,
+                    subject: subject.to_string(),
+                };
+                for listener in listeners {
+                    listener(&letter);
+                }
             }
         }
-    }
 
-    pub(crate) fn count(&self, reason: DeadLetterReason) -> u64 {
-        let index = REASONS.iter().position(|r| *r == reason).unwrap_or(0);
-        self.counts[index].load(Ordering::Relaxed)
-    }
+        pub(crate) fn count(&self, reason: DeadLetterReason) -> u64 {
+            let index = REASONS.iter().position(|r| *r == reason).unwrap_or(0);
+            self.counts[index].load(Ordering::Relaxed)
+        }
 
-    pub(crate) fn total(&self) -> u64 {
-        self.counts.iter().map(|c| c.load(Ordering::Relaxed)).sum()
-    }
+        pub(crate) fn total(&self) -> u64 {
+            self.counts.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+        }
 
-    pub(crate) fn subscribe(&self, listener: Listener) {
-        self.listeners
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(listener);
+        pub(crate) fn subscribe(&self, listener: Listener) {
+            self.listeners
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(listener);
+        }
     }
 }

@@ -54,18 +54,30 @@
 //! refs inside messages other than `ReplyTo`) is written down in
 //! docs/semantics.md, "Across nodes".
 
+// Everything but the wire format needs the `node` feature (on by default);
+// the decoder's fuzz target builds without it.
+#[cfg(feature = "node")]
 mod config;
 mod dead_letters;
+#[cfg(feature = "node")]
 mod error;
+#[cfg(feature = "node")]
 mod membership;
+#[cfg(feature = "node")]
 mod node;
+#[cfg(feature = "node")]
 pub mod reply_to;
+#[cfg(feature = "node")]
 pub mod testing;
 pub mod wire;
 
+#[cfg(feature = "node")]
 pub use config::{Auth, RemoteConfig, Tls};
 pub use dead_letters::{DeadLetter, DeadLetterReason};
+#[cfg(feature = "node")]
 pub use error::RemoteError;
+#[cfg(feature = "node")]
 pub use membership::{DownReason, MemberEvent};
+#[cfg(feature = "node")]
 pub use node::Node;
 pub use wire::RemoteMessage;
