@@ -14,7 +14,11 @@ use troupe_remote::wire::{self, Frame, RemoteMessage};
 enum Sample {
     Text(String),
     Numbers(Vec<u64>),
-    Nested { a: Option<u32>, b: (i16, bool), c: Vec<String> },
+    Nested {
+        a: Option<u32>,
+        b: (i16, bool),
+        c: Vec<String>,
+    },
     Unit,
 }
 
