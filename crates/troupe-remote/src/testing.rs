@@ -54,10 +54,22 @@ fn find_binary() -> Result<PathBuf, String> {
 
 /// A nats-server child process on a loopback port, killed on drop.
 pub struct NatsServer {
-    child: Child,
+    /// `None` between [`stop`](NatsServer::stop) and
+    /// [`restart`](NatsServer::restart).
+    child: Option<Child>,
     port: u16,
     log: Arc<Mutex<Vec<String>>>,
-    _dir: tempfile::TempDir,
+    binary: PathBuf,
+    extra: Vec<String>,
+    /// JetStream's store, kept across restarts.
+    dir: tempfile::TempDir,
+}
+
+/// What became of one launch.
+enum Launch {
+    Ready(Child, Arc<Mutex<Vec<String>>>),
+    /// It exited before it was ready (its log).
+    Exited(String),
 }
 
 impl NatsServer {
@@ -70,71 +82,56 @@ impl NatsServer {
     /// `["--user", "u", "--pass", "p"]`).
     pub fn start_with(extra: &[&str]) -> Result<NatsServer, String> {
         let binary = nats_server_binary()?;
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
         let mut last = String::new();
         // A free port can be taken between our probe and the server's bind:
         // then the server exits, and we try another.
         for _ in 0..5 {
-            match NatsServer::try_start(&binary, extra)? {
-                Ok(server) => return Ok(server),
-                Err(log) => last = log,
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map_err(|e| format!("no free port: {e}"))?
+                .port();
+            match launch(&binary, port, dir.path(), &extra)? {
+                Launch::Ready(child, log) => {
+                    return Ok(NatsServer {
+                        child: Some(child),
+                        port,
+                        log,
+                        binary,
+                        extra,
+                        dir,
+                    })
+                }
+                Launch::Exited(log) => last = log,
             }
         }
         Err(format!("nats-server did not start; its last log:\n{last}"))
     }
 
-    /// `Ok(Err(log))` when the server exited before it was ready.
-    fn try_start(binary: &Path, extra: &[&str]) -> Result<Result<NatsServer, String>, String> {
-        let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| format!("no free port: {e}"))?
-            .port();
-        let mut child = Command::new(binary)
-            .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
-            .arg(dir.path())
-            .args(extra)
-            // nats-server's scheduler spins on a small machine; one OS thread
-            // for Go code is plenty for tests.
-            .env("GOMAXPROCS", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
-        let stderr = child.stderr.take().expect("stderr is piped");
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (ready_tx, ready_rx) = mpsc::channel();
-        let lines = log.clone();
-        // Reads the log for the ready line, then keeps draining it (a full
-        // pipe would stall the server).
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if line.contains("Server is ready") {
-                    let _ = ready_tx.send(());
-                }
-                let mut lines = lines.lock().unwrap_or_else(|e| e.into_inner());
-                if lines.len() < 1000 {
-                    lines.push(line);
-                }
+    /// Kills the server (SIGKILL) and reaps it: its clients see the
+    /// connection drop. [`restart`](NatsServer::restart) brings it back.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same port with the same options and
+    /// JetStream store (stopping it first if it runs), and waits until it
+    /// is ready.
+    pub fn restart(&mut self) -> Result<(), String> {
+        self.stop();
+        match launch(&self.binary, self.port, self.dir.path(), &self.extra)? {
+            Launch::Ready(child, log) => {
+                self.child = Some(child);
+                self.log = log;
+                Ok(())
             }
-        });
-        let server = NatsServer {
-            child,
-            port,
-            log,
-            _dir: dir,
-        };
-        match ready_rx.recv_timeout(READY_DEADLINE) {
-            Ok(()) => {
-                TcpStream::connect(("127.0.0.1", port))
-                    .map_err(|e| format!("nats-server is ready but refuses connections: {e}"))?;
-                Ok(Ok(server))
-            }
-            // The log closed: the server exited.
-            Err(mpsc::RecvTimeoutError::Disconnected) => Ok(Err(server.log_text())),
-            Err(mpsc::RecvTimeoutError::Timeout) => Err(format!(
-                "nats-server not ready after {READY_DEADLINE:?}; its log:\n{}",
-                server.log_text()
+            Launch::Exited(log) => Err(format!(
+                "nats-server did not restart on port {}; its log:\n{log}",
+                self.port
             )),
         }
     }
@@ -160,7 +157,66 @@ impl NatsServer {
 
 impl Drop for NatsServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
+    }
+}
+
+/// Starts nats-server on `port` and waits until its log says it is ready.
+fn launch(binary: &Path, port: u16, dir: &Path, extra: &[String]) -> Result<Launch, String> {
+    let mut child = Command::new(binary)
+        .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
+        .arg(dir)
+        .args(extra)
+        // nats-server's scheduler spins on a small machine; one OS thread
+        // for Go code is plenty for tests.
+        .env("GOMAXPROCS", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let lines = log.clone();
+    // Reads the log for the ready line, then keeps draining it (a full
+    // pipe would stall the server).
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("Server is ready") {
+                let _ = ready_tx.send(());
+            }
+            let mut lines = lines.lock().unwrap_or_else(|e| e.into_inner());
+            if lines.len() < 1000 {
+                lines.push(line);
+            }
+        }
+    });
+    let text = |log: &Arc<Mutex<Vec<String>>>| {
+        log.lock().unwrap_or_else(|e| e.into_inner()).join("\n")
+    };
+    let outcome = ready_rx.recv_timeout(READY_DEADLINE);
+    match outcome {
+        Ok(()) => match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(_) => Ok(Launch::Ready(child, log)),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(format!("nats-server is ready but refuses connections: {e}"))
+            }
+        },
+        // The log closed: the server exited.
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            let _ = child.wait();
+            Ok(Launch::Exited(text(&log)))
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(format!(
+                "nats-server not ready after {READY_DEADLINE:?}; its log:\n{}",
+                text(&log)
+            ))
+        }
     }
 }
