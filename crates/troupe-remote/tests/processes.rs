@@ -1,13 +1,14 @@
-//! Real OS processes: the example node process `troupe-remote-echo`
-//! publishes an echo actor; this test process looks it up, tells and asks,
-//! then closes the child's stdin and checks that it left cleanly. Another
-//! child is killed with SIGKILL: its node is declared down (silent) within
-//! the heartbeat timeout plus one second.
+//! Real OS processes: two example node processes (`troupe-remote-echo`)
+//! each publish an echo actor; this test process, the third node, looks
+//! them up, tells and asks, sees both as members, then closes their stdin
+//! and sees them leave and exit cleanly. Another child is killed with
+//! SIGKILL: its node is declared down (silent) within the heartbeat
+//! timeout plus one second.
 
 mod support;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -16,16 +17,15 @@ use troupe_remote::{DownReason, MemberEvent, Node, RemoteConfig};
 
 use support::{await_member_event, node, server, stop, system};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tell_and_ask_an_actor_in_another_process() {
-    let server = server();
+/// Starts an echo node process publishing `published`, and waits for its
+/// "ready" line (the name is published).
+fn spawn_echo(url: &str, node_name: &str, published: &str) -> Child {
     let mut child = Command::new(env!("CARGO_BIN_EXE_troupe-remote-echo"))
-        .args([server.url().as_str(), "proc-a", "echo-proc"])
+        .args([url, node_name, published])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .expect("start the echo node process");
-    // Its "ready" line says the name is published.
     let stdout = child.stdout.take().unwrap();
     let (ready_tx, ready_rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -36,32 +36,11 @@ async fn tell_and_ask_an_actor_in_another_process() {
         .recv_timeout(Duration::from_secs(60))
         .expect("the echo node did not report ready");
     assert_eq!(ready.as_deref(), Some("ready"));
+    child
+}
 
-    let sys = system();
-    let here = node(&sys, &server, "test-process").await;
-    let remote = here.lookup::<EchoMsg>("echo-proc").await.unwrap();
-    for i in 0..50 {
-        remote.tell(EchoMsg::Say(format!("p{i}")));
-    }
-    let history = remote
-        .ask(EchoMsg::History, Duration::from_secs(5))
-        .await
-        .unwrap();
-    assert_eq!(
-        history,
-        (0..50).map(|i| format!("p{i}")).collect::<Vec<_>>()
-    );
-    let answer = remote
-        .ask(
-            |r| EchoMsg::Echo("across processes".into(), r),
-            Duration::from_secs(5),
-        )
-        .await
-        .unwrap();
-    assert_eq!(answer, "across processes");
-    assert_eq!(here.dead_letters_total(), 0);
-
-    // Closing its stdin asks the child to leave; it must exit cleanly.
+/// Closes the child's stdin (it leaves) and checks that it exits cleanly.
+fn finish(mut child: Child) {
     drop(child.stdin.take());
     let (exit_tx, exit_rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -72,6 +51,70 @@ async fn tell_and_ask_an_actor_in_another_process() {
         .expect("the echo node did not exit")
         .unwrap();
     assert!(status.success(), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tell_and_ask_actors_in_two_other_processes() {
+    let server = server();
+    let url = server.url();
+    let children = [
+        spawn_echo(&url, "proc-a", "echo-a"),
+        spawn_echo(&url, "proc-b", "echo-b"),
+    ];
+
+    let sys = system();
+    let here = node(&sys, &server, "test-process").await;
+    let mut events = here.member_events();
+    for name in ["echo-a", "echo-b"] {
+        let remote = here.lookup::<EchoMsg>(name).await.unwrap();
+        for i in 0..50 {
+            remote.tell(EchoMsg::Say(format!("{name}-{i}")));
+        }
+        let history = remote
+            .ask(EchoMsg::History, Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(
+            history,
+            (0..50).map(|i| format!("{name}-{i}")).collect::<Vec<_>>()
+        );
+        let answer = remote
+            .ask(
+                |r| EchoMsg::Echo(format!("to {name}"), r),
+                Duration::from_secs(5),
+            )
+            .await
+            .unwrap();
+        assert_eq!(answer, format!("to {name}"));
+    }
+    assert_eq!(here.dead_letters_total(), 0);
+    // Three nodes: this one hears both processes' heartbeats.
+    for other in ["proc-a", "proc-b"] {
+        if !here.members().contains(&other.to_string()) {
+            await_member_event(&mut events, MemberEvent::Up(other.into())).await;
+        }
+    }
+    let members = here.members();
+    for node in ["proc-a", "proc-b", "test-process"] {
+        assert!(members.contains(&node.to_string()), "{members:?}");
+    }
+
+    // Each leaves when its stdin closes, and says so.
+    for child in children {
+        finish(child);
+    }
+    for other in ["proc-a", "proc-b"] {
+        if here.members().contains(&other.to_string()) {
+            await_member_event(
+                &mut events,
+                MemberEvent::Down {
+                    node: other.into(),
+                    reason: DownReason::Left,
+                },
+            )
+            .await;
+        }
+    }
 
     here.shutdown().await;
     stop(sys);
