@@ -192,9 +192,8 @@ fn launch(binary: &Path, port: u16, dir: &Path, extra: &[String]) -> Result<Laun
             }
         }
     });
-    let text = |log: &Arc<Mutex<Vec<String>>>| {
-        log.lock().unwrap_or_else(|e| e.into_inner()).join("\n")
-    };
+    let text =
+        |log: &Arc<Mutex<Vec<String>>>| log.lock().unwrap_or_else(|e| e.into_inner()).join("\n");
     let outcome = ready_rx.recv_timeout(READY_DEADLINE);
     match outcome {
         Ok(()) => match TcpStream::connect(("127.0.0.1", port)) {
