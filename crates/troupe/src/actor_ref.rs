@@ -11,7 +11,9 @@ use crate::cell::{self, TypedCell};
 use crate::mailbox::bound::Overflow;
 use crate::system::DeadLetterReason;
 
+mod external;
 mod waiting;
+pub use external::ExternalTarget;
 pub use waiting::{SendError, SendFuture};
 
 /// An actor's identity, unique within its actor system for the system's life.

@@ -17,6 +17,13 @@
 //!   awaited `Ask` arms a timer on the system's scheduler on its first pending
 //!   poll. Whichever comes first, reply or timeout, wins; a reply that comes
 //!   later is dropped and `reply` reports `false`.
+//! * For transports that carry an ask elsewhere (an external ref, see
+//!   `actor_ref/external.rs`): [`ReplyTo::share`] gives a second handle to the
+//!   same promise, kept by the transport while the request travels (so
+//!   dropping the encoded original does not fail the ask), and
+//!   [`ReplyTo::pair`] makes a reply handle and its answer without an actor
+//!   ref, for the receiving side that rebuilds a request. The ask fails with
+//!   `NoReply` only when every handle has been dropped unanswered.
 
 use std::fmt;
 use std::future::Future;
@@ -111,6 +118,9 @@ struct Promise<R> {
     /// Set (release) when `state` leaves `Waiting`; read by spinning waiters.
     done: AtomicBool,
     state: Mutex<State<R>>,
+    /// Live `ReplyTo` handles (1, plus one per `share`); the last one dropped
+    /// unanswered completes the promise with `NoReply`.
+    handles: AtomicUsize,
     /// The system's count of live promises, decremented on drop.
     live: Arc<AtomicUsize>,
 }
@@ -177,12 +187,44 @@ impl<R> ReplyTo<R> {
             .expect("a ReplyTo is consumed only by reply");
         promise.complete(State::Ready(value)).is_ok()
     }
+
+    /// A second handle to the same pending answer, for a transport that
+    /// carries the request elsewhere and answers later (see the module
+    /// docs). The first reply through any handle wins; the ask fails with
+    /// `NoReply` once every handle is dropped without replying.
+    pub fn share(&self) -> ReplyTo<R> {
+        let promise = self.promise.as_ref().map(|p| {
+            p.handles.fetch_add(1, Ordering::Relaxed);
+            p.clone()
+        });
+        ReplyTo { promise }
+    }
+}
+
+impl<R: Send + 'static> ReplyTo<R> {
+    /// A reply handle and the answer it completes, without sending anything:
+    /// for a transport that rebuilds a request (with this handle in it) and
+    /// forwards the answer. `target` is the actor named in the answer's
+    /// errors; the timeout runs on `system`'s scheduler when awaited.
+    pub fn pair(
+        system: &crate::ActorSystem,
+        target: ActorId,
+        timeout: Duration,
+    ) -> (ReplyTo<R>, Ask<R>) {
+        pair(target, timeout, system.inner())
+    }
 }
 
 impl<R> Drop for ReplyTo<R> {
     fn drop(&mut self) {
         if let Some(promise) = self.promise.take() {
-            let _ = promise.complete(State::NoReply);
+            // The last unanswered handle fails the ask. A reply through
+            // another handle is ordered against this by the promise's mutex
+            // (`complete` then finds it answered); AcqRel as for any count
+            // whose last decrement acts on the shared object.
+            if promise.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+                let _ = promise.complete(State::NoReply);
+            }
         }
     }
 }
@@ -214,6 +256,7 @@ pub(crate) fn pair<R: Send + 'static>(
     let promise = Arc::new(Promise {
         done: AtomicBool::new(false),
         state: Mutex::new(State::Waiting(None)),
+        handles: AtomicUsize::new(1),
         live: system.live_asks.clone(),
     });
     let reply_to = ReplyTo {

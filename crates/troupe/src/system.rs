@@ -316,6 +316,11 @@ impl ActorSystem {
         ActorSystem { inner }
     }
 
+    /// The shared state, for refs made outside a spawn (external refs).
+    pub(crate) fn inner(&self) -> &Arc<SystemInner> {
+        &self.inner
+    }
+
     /// The system's name.
     pub fn name(&self) -> &str {
         &self.inner.name

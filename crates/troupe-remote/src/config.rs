@@ -1,0 +1,129 @@
+//! `RemoteConfig`: how a node reaches NATS and what it accepts.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How the node authenticates to NATS.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Auth {
+    /// No credentials (a development server).
+    #[default]
+    None,
+    /// A user name and password.
+    UserPassword {
+        /// The user.
+        user: String,
+        /// The password.
+        password: String,
+    },
+    /// A token.
+    Token(String),
+    /// An nkey seed (the private key; the server knows the public key).
+    NKey(String),
+    /// A `.creds` file (a JWT and an nkey seed).
+    CredentialsFile(PathBuf),
+}
+
+/// TLS to the NATS servers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tls {
+    /// Refuse a server that does not speak TLS.
+    pub required: bool,
+    /// PEM roots to trust besides the system's.
+    pub root_certificates: Option<PathBuf>,
+    /// A client certificate and its key (PEM), for servers that verify clients.
+    pub client_certificate: Option<(PathBuf, PathBuf)>,
+}
+
+/// How a node joins the cluster.
+#[derive(Debug, Clone)]
+pub struct RemoteConfig {
+    /// NATS server URLs, e.g. `nats://127.0.0.1:4222`; the client picks one
+    /// and fails over to the others.
+    pub urls: Vec<String>,
+    /// This node's name, unique in the cluster: it names the node's reply
+    /// subject and the NATS connection. Letters, digits, `-` and `_`.
+    pub node_name: String,
+    /// The cluster's name: nodes of different clusters on one NATS share
+    /// nothing (every subject starts with `troupe.<cluster>.`). Letters,
+    /// digits, `-` and `_`.
+    pub cluster_name: String,
+    /// Credentials.
+    pub auth: Auth,
+    /// TLS options.
+    pub tls: Tls,
+    /// How long `Node::start` waits for the first connection.
+    pub connect_timeout: Duration,
+    /// How long a lookup (or the name check of a publish) waits for the
+    /// owner's answer.
+    pub lookup_timeout: Duration,
+    /// Largest frame sent or accepted, in bytes (header included). Bigger
+    /// outgoing messages are dead letters (`Oversized`); so are bigger
+    /// incoming frames. Keep it at or below the server's `max_payload`.
+    pub max_frame_size: usize,
+    /// Messages waiting between senders and the NATS connection; beyond it
+    /// a send is a dead letter (`OutboundFull`, or `Unreachable` while
+    /// disconnected) instead of a blocked sender.
+    pub outbound_buffer: usize,
+    /// How long a reply handle sent to another node stays registered here;
+    /// an answer after that is an `UnknownReply` dead letter. Asks with a
+    /// longer timeout get `NoReply` at this age. Also bounds how long the
+    /// answering node waits for its local actor.
+    pub reply_ttl: Duration,
+    /// How long `Node::shutdown` waits for buffered messages to reach the
+    /// server.
+    pub shutdown_timeout: Duration,
+    /// How often this node announces that it is alive.
+    pub heartbeat_interval: Duration,
+    /// How long this node waits without a heartbeat of another node before
+    /// it declares that node down. Keep it several of the other nodes'
+    /// heartbeat intervals.
+    pub heartbeat_timeout: Duration,
+}
+
+impl RemoteConfig {
+    /// A configuration for one server URL with the defaults below.
+    ///
+    /// Defaults: no auth, no TLS, connect timeout 5 s, lookup timeout 2 s,
+    /// frames up to 1 MiB, 65,536 buffered outbound messages, reply handles
+    /// kept 60 s, shutdown waits up to 5 s, a heartbeat every 500 ms, a
+    /// node silent for 3 s is down.
+    pub fn new(url: impl Into<String>, node_name: impl Into<String>) -> RemoteConfig {
+        RemoteConfig {
+            urls: vec![url.into()],
+            node_name: node_name.into(),
+            cluster_name: "troupe".to_string(),
+            auth: Auth::None,
+            tls: Tls::default(),
+            connect_timeout: Duration::from_secs(5),
+            lookup_timeout: Duration::from_secs(2),
+            max_frame_size: 1024 * 1024,
+            outbound_buffer: 65_536,
+            reply_ttl: Duration::from_secs(60),
+            shutdown_timeout: Duration::from_secs(5),
+            heartbeat_interval: Duration::from_millis(500),
+            heartbeat_timeout: Duration::from_secs(3),
+        }
+    }
+
+    /// Sets the cluster name.
+    pub fn cluster(mut self, name: impl Into<String>) -> Self {
+        self.cluster_name = name.into();
+        self
+    }
+
+    /// Sets the credentials.
+    pub fn auth(mut self, auth: Auth) -> Self {
+        self.auth = auth;
+        self
+    }
+}
+
+/// Whether `s` is a valid node, cluster or published-actor name: 1 to 128
+/// letters, digits, `-` or `_` (one NATS subject token, no wildcards).
+pub(crate) fn valid_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 128
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}

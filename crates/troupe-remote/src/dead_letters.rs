@@ -1,0 +1,133 @@
+//! The node's dead letters: every frame it refused and every message it
+//! could not send, counted by reason and handed to listeners. (A decoded
+//! message that reaches a stopped local actor is the actor system's own
+//! dead letter, as for any local tell.)
+
+use std::fmt;
+
+/// Why a frame or a message went nowhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeadLetterReason {
+    /// The frame ended before its header or payload did.
+    Truncated,
+    /// The frame is larger than the configured `max_frame_size` (received),
+    /// or the encoded message is (sent: it was not sent).
+    Oversized,
+    /// The frame's format version is not one this build reads.
+    BadVersion,
+    /// The header is not well formed (unknown kind, bad varint, non-UTF-8).
+    Malformed,
+    /// The frame's tag is not the published actor's message tag.
+    UnknownTag,
+    /// The payload does not decode as the published actor's message type
+    /// (or has bytes left over), or an answer does not decode.
+    Undecodable,
+    /// No actor is published here under the frame's target name.
+    UnknownName,
+    /// An answer for an ask that is not pending here (it timed out, or the
+    /// id was never handed out).
+    UnknownReply,
+    /// The message could not be encoded (a serializer error, or a
+    /// `ReplyTo` serialized outside a remote send).
+    EncodeFailed,
+    /// The outbound buffer was full while connected to NATS.
+    OutboundFull,
+    /// The outbound buffer was full while not connected to NATS.
+    Unreachable,
+    /// The node has shut down.
+    NodeStopped,
+    /// A received message the NATS client dropped because a subscription's
+    /// queue was full (a slow consumer). Counted from the client's events,
+    /// which it may itself drop when they come too fast: a lower bound.
+    SlowConsumer,
+}
+
+impl fmt::Display for DeadLetterReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// One refused frame or unsent message (the bytes are dropped).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    /// Why.
+    pub reason: DeadLetterReason,
+    /// The NATS subject it came in on or was meant for.
+    pub subject: String,
+}
+
+#[cfg(feature = "node")]
+pub(crate) use office::DeadLetters;
+
+/// The node's counters and listeners.
+#[cfg(feature = "node")]
+mod office {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, RwLock};
+
+    use super::{DeadLetter, DeadLetterReason};
+
+    const REASONS: [DeadLetterReason; 13] = [
+        DeadLetterReason::Truncated,
+        DeadLetterReason::Oversized,
+        DeadLetterReason::BadVersion,
+        DeadLetterReason::Malformed,
+        DeadLetterReason::UnknownTag,
+        DeadLetterReason::Undecodable,
+        DeadLetterReason::UnknownName,
+        DeadLetterReason::UnknownReply,
+        DeadLetterReason::EncodeFailed,
+        DeadLetterReason::OutboundFull,
+        DeadLetterReason::Unreachable,
+        DeadLetterReason::NodeStopped,
+        DeadLetterReason::SlowConsumer,
+    ];
+
+    type Listener = Arc<dyn Fn(&DeadLetter) + Send + Sync>;
+
+    /// Counters by reason, plus listeners (tests use one as a probe).
+    #[derive(Default)]
+    pub(crate) struct DeadLetters {
+        counts: [AtomicU64; REASONS.len()],
+        listeners: RwLock<Vec<Listener>>,
+    }
+
+    impl DeadLetters {
+        pub(crate) fn record(&self, reason: DeadLetterReason, subject: &str) {
+            let index = REASONS.iter().position(|r| *r == reason).unwrap_or(0);
+            let total = self.counts[index].fetch_add(1, Ordering::Relaxed) + 1;
+            tracing::debug!(?reason, subject, total, "remote dead letter");
+            let listeners = self
+                .listeners
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            if !listeners.is_empty() {
+                let letter = DeadLetter {
+                    reason,
+                    subject: subject.to_string(),
+                };
+                for listener in listeners {
+                    listener(&letter);
+                }
+            }
+        }
+
+        pub(crate) fn count(&self, reason: DeadLetterReason) -> u64 {
+            let index = REASONS.iter().position(|r| *r == reason).unwrap_or(0);
+            self.counts[index].load(Ordering::Relaxed)
+        }
+
+        pub(crate) fn total(&self) -> u64 {
+            self.counts.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+        }
+
+        pub(crate) fn subscribe(&self, listener: Listener) {
+            self.listeners
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(listener);
+        }
+    }
+}

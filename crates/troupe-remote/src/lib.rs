@@ -1,0 +1,83 @@
+//! troupe-remote: troupe actors across processes and hosts, over NATS.
+//!
+//! A [`Node`] joins an [`ActorSystem`](troupe::ActorSystem) to a NATS
+//! cluster. [`Node::publish`] makes a local actor reachable under a
+//! cluster-wide name; [`Node::lookup`] on any node returns an ordinary
+//! [`troupe::ActorRef`] to it, on which `tell`, `try_tell` and `ask` work as
+//! for a local actor. Message types implement [`RemoteMessage`] (serde plus a
+//! stable tag); a `ReplyTo` field travels with
+//! `#[serde(with = "troupe_remote::reply_to")]`.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use serde::{Deserialize, Serialize};
+//! use troupe::{Actor, ActorSystem, Context, Props, ReplyTo};
+//! use troupe_remote::{Node, RemoteConfig, RemoteMessage};
+//!
+//! #[derive(Serialize, Deserialize)]
+//! enum Greet {
+//!     Hello(String, #[serde(with = "troupe_remote::reply_to")] ReplyTo<String>),
+//! }
+//! impl RemoteMessage for Greet {
+//!     const TAG: &'static str = "greet.v1";
+//! }
+//!
+//! struct Greeter;
+//! impl Actor for Greeter {
+//!     type Msg = Greet;
+//!     fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: Greet) {
+//!         let Greet::Hello(name, reply) = msg;
+//!         reply.reply(format!("hello, {name}"));
+//!     }
+//! }
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let system = ActorSystem::builder().build()?;
+//! let node = Node::start(&system, RemoteConfig::new("nats://127.0.0.1:4222", "a")).await?;
+//! let greeter = system.spawn(Props::new(|| Greeter))?;
+//! node.publish("greeter", &greeter).await?;
+//!
+//! // On any node of the cluster:
+//! let greeter = node.lookup::<Greet>("greeter").await?;
+//! let answer = greeter
+//!     .ask(|r| Greet::Hello("you".into(), r), Duration::from_secs(1))
+//!     .await?;
+//! assert_eq!(answer, "hello, you");
+//! node.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! [`Node::members`] and [`Node::member_events`] tell which nodes are up,
+//! from heartbeats.
+//!
+//! What this first slice does and does not do (no remote death watch, no
+//! refs inside messages other than `ReplyTo`) is written down in
+//! docs/semantics.md, "Across nodes".
+
+// Everything but the wire format needs the `node` feature (on by default);
+// the decoder's fuzz target builds without it.
+#[cfg(feature = "node")]
+mod config;
+mod dead_letters;
+#[cfg(feature = "node")]
+mod error;
+#[cfg(feature = "node")]
+mod membership;
+#[cfg(feature = "node")]
+mod node;
+#[cfg(feature = "node")]
+pub mod reply_to;
+#[cfg(feature = "node")]
+pub mod testing;
+pub mod wire;
+
+#[cfg(feature = "node")]
+pub use config::{Auth, RemoteConfig, Tls};
+pub use dead_letters::{DeadLetter, DeadLetterReason};
+#[cfg(feature = "node")]
+pub use error::RemoteError;
+#[cfg(feature = "node")]
+pub use membership::{DownReason, MemberEvent};
+#[cfg(feature = "node")]
+pub use node::Node;
+pub use wire::RemoteMessage;

@@ -1,0 +1,472 @@
+//! The node: one NATS connection per actor system, its API (start,
+//! publish, lookup, members, shutdown) and the state its tasks share. The
+//! tasks are in `node/tasks.rs`, the sending side of looked-up refs in
+//! `node/target.rs`, the connection options in `node/connect.rs`.
+//!
+//! # Subjects
+//!
+//! ```text
+//! troupe.<cluster>.actor.<name>    tell frames for the actor published as <name>
+//! troupe.<cluster>.lookup.<name>   lookups of <name> (request-reply, payload: tag)
+//! troupe.<cluster>.reply.<node>    reply and no-reply frames for <node>'s asks
+//! ```
+//!
+//! A frame is addressed by name, not by node: NATS routes it to whichever
+//! node subscribed the name, so a ref keeps working wherever its actor is
+//! published. Only published actors have a subject; a frame whose header
+//! names another actor than its subject's is refused (`UnknownName`).
+//!
+//! # Flow
+//!
+//! Sends (`tell`, `ask` on a remote ref) encode on the caller's thread and
+//! `try_send` into one bounded channel (`outbound_buffer`); the writer task
+//! hands each frame to the async-nats client in channel order. A full
+//! channel is a dead letter, never a blocked sender. Received frames are
+//! decoded in the subscription's task and told to the local actor.
+
+mod connect;
+mod target;
+mod tasks;
+
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_nats::connection::State;
+use async_nats::{Client, Subject};
+use bytes::Bytes;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use troupe::{ActorRef, ActorSystem};
+
+use crate::config::{valid_token, RemoteConfig};
+use crate::dead_letters::{DeadLetter, DeadLetterReason, DeadLetters};
+use crate::error::RemoteError;
+use crate::membership::{MemberEvent, Membership};
+use crate::reply_to::{Pending, ReplySink};
+use crate::wire::RemoteMessage;
+use connect::connect_options;
+use target::RemoteTarget;
+use tasks::{answer_lookups, beat, listen_members, listen_replies, serve, sweep, write};
+
+/// What the writer task takes.
+enum Outgoing {
+    Frame(Subject, Bytes),
+    /// Answered once every frame queued before it is with the client and
+    /// the client has flushed.
+    Flush(oneshot::Sender<()>),
+}
+
+/// State shared by the node handle, its tasks and every remote ref.
+struct Shared {
+    config: RemoteConfig,
+    system: ActorSystem,
+    client: Client,
+    dead_letters: Arc<DeadLetters>,
+    pending: Arc<Pending>,
+    /// `troupe.<cluster>.reply.<node>`.
+    reply_subject: Arc<str>,
+    /// `troupe.<cluster>.reply.`.
+    reply_prefix: Arc<str>,
+    membership: Membership,
+}
+
+/// The sending side, cloned into every remote ref and reply task.
+#[derive(Clone)]
+pub(crate) struct Outbound {
+    tx: mpsc::Sender<Outgoing>,
+    shared: Arc<Shared>,
+}
+
+impl Outbound {
+    /// Queues a frame for the writer task.
+    fn send(&self, subject: Subject, frame: Vec<u8>) -> Result<(), DeadLetterReason> {
+        if frame.len() > self.shared.config.max_frame_size {
+            return Err(DeadLetterReason::Oversized);
+        }
+        match self.tx.try_send(Outgoing::Frame(subject, frame.into())) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                if self.shared.client.connection_state() == State::Connected {
+                    Err(DeadLetterReason::OutboundFull)
+                } else {
+                    Err(DeadLetterReason::Unreachable)
+                }
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(DeadLetterReason::NodeStopped),
+        }
+    }
+
+    pub(crate) fn send_or_dead_letter(&self, subject: Subject, frame: Vec<u8>) {
+        if let Err(reason) = self.send(subject.clone(), frame) {
+            self.dead_letter(reason, &subject);
+        }
+    }
+
+    pub(crate) fn dead_letter(&self, reason: DeadLetterReason, subject: &str) {
+        self.shared.dead_letters.record(reason, subject);
+    }
+}
+
+impl ReplySink for Outbound {
+    fn send_or_dead_letter(&self, subject: String, frame: Vec<u8>) {
+        Outbound::send_or_dead_letter(self, subject.into(), frame);
+    }
+
+    fn dead_letter(&self, reason: DeadLetterReason, subject: &str) {
+        Outbound::dead_letter(self, reason, subject);
+    }
+}
+
+/// One published actor's tasks (serving frames, answering lookups) and
+/// the signals that make them unsubscribe and end.
+struct PublishedEntry {
+    stop: [oneshot::Sender<()>; 2],
+    tasks: [JoinHandle<()>; 2],
+}
+
+impl PublishedEntry {
+    /// Unsubscribes both subscriptions and waits for the tasks to end.
+    async fn end(self) {
+        for stop in self.stop {
+            let _ = stop.send(());
+        }
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+/// An actor system joined to a NATS cluster. See the crate docs.
+pub struct Node {
+    outbound: Outbound,
+    published: Mutex<HashMap<String, PublishedEntry>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// The writer task and its stop signal.
+    writer: Mutex<Option<(oneshot::Sender<()>, JoinHandle<()>)>>,
+    stopped: AtomicBool,
+}
+
+impl Node {
+    /// Connects `system` to NATS as node `config.node_name`. Call from a
+    /// tokio runtime (multi-threaded): the node's tasks run on it.
+    pub async fn start(system: &ActorSystem, config: RemoteConfig) -> Result<Node, RemoteError> {
+        for token in [&config.node_name, &config.cluster_name] {
+            if !valid_token(token) {
+                return Err(RemoteError::InvalidName(token.clone()));
+            }
+        }
+        let dead_letters = Arc::new(DeadLetters::default());
+        let client = connect_options(&config, dead_letters.clone())
+            .await?
+            .connect(config.urls.clone())
+            .await
+            .map_err(|e| RemoteError::Connect(e.to_string()))?;
+        let reply_prefix: Arc<str> = format!("troupe.{}.reply.", config.cluster_name).into();
+        let reply_subject: Arc<str> = format!("{reply_prefix}{}", config.node_name).into();
+        let replies = client
+            .subscribe(reply_subject.to_string())
+            .await
+            .map_err(|e| RemoteError::Nats(e.to_string()))?;
+        let members = client
+            .subscribe(format!("troupe.{}.members.>", config.cluster_name))
+            .await
+            .map_err(|e| RemoteError::Nats(e.to_string()))?;
+        let shared = Arc::new(Shared {
+            membership: Membership::new(&config.node_name),
+            system: system.clone(),
+            client,
+            dead_letters,
+            pending: Arc::default(),
+            reply_subject,
+            reply_prefix,
+            config,
+        });
+        let (tx, rx) = mpsc::channel(shared.config.outbound_buffer.max(1));
+        let (stop_writer, writer_stopped) = oneshot::channel();
+        let writer = tokio::spawn(write(shared.clone(), rx, writer_stopped));
+        let listener = tokio::spawn(listen_replies(shared.clone(), replies));
+        let sweeper = tokio::spawn(sweep(shared.clone()));
+        let listen_members = tokio::spawn(listen_members(shared.clone(), members));
+        let beat = tokio::spawn(beat(shared.clone()));
+        Ok(Node {
+            outbound: Outbound { tx, shared },
+            published: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(vec![listener, sweeper, listen_members, beat]),
+            writer: Mutex::new(Some((stop_writer, writer))),
+            stopped: AtomicBool::new(false),
+        })
+    }
+
+    /// This node's name.
+    pub fn name(&self) -> &str {
+        &self.shared().config.node_name
+    }
+
+    fn shared(&self) -> &Arc<Shared> {
+        &self.outbound.shared
+    }
+
+    /// Makes `actor` reachable from every node of the cluster as `name`.
+    ///
+    /// Refused if the name is invalid or already answers a lookup somewhere
+    /// in the cluster (checked just before subscribing: two nodes that
+    /// publish one name at the same instant can both succeed; then both
+    /// receive its messages).
+    pub async fn publish<M: RemoteMessage>(
+        &self,
+        name: &str,
+        actor: &ActorRef<M>,
+    ) -> Result<(), RemoteError> {
+        if !valid_token(name) {
+            return Err(RemoteError::InvalidName(name.to_string()));
+        }
+        if self.stopped.load(Ordering::Acquire) {
+            return Err(RemoteError::Stopped);
+        }
+        match self.probe(name, M::TAG).await {
+            Err(RemoteError::NotFound(_)) => {}
+            Ok(()) | Err(RemoteError::TagMismatch { .. }) => {
+                return Err(RemoteError::NameTaken(name.to_string()))
+            }
+            Err(other) => return Err(other),
+        }
+        let shared = self.shared();
+        let cluster = &shared.config.cluster_name;
+        let frames = shared
+            .client
+            .subscribe(format!("troupe.{cluster}.actor.{name}"))
+            .await
+            .map_err(|e| RemoteError::Nats(e.to_string()))?;
+        let lookups = shared
+            .client
+            .subscribe(format!("troupe.{cluster}.lookup.{name}"))
+            .await
+            .map_err(|e| RemoteError::Nats(e.to_string()))?;
+        let (stop_serve, serve_stopped) = oneshot::channel();
+        let (stop_answer, answer_stopped) = oneshot::channel();
+        let serve = tokio::spawn(serve(
+            self.outbound.clone(),
+            name.to_string(),
+            actor.clone(),
+            frames,
+            serve_stopped,
+        ));
+        let answer = tokio::spawn(answer_lookups(
+            shared.clone(),
+            M::TAG,
+            lookups,
+            answer_stopped,
+        ));
+        let previous = self
+            .published
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                name.to_string(),
+                PublishedEntry {
+                    stop: [stop_serve, stop_answer],
+                    tasks: [serve, answer],
+                },
+            );
+        if let Some(previous) = previous {
+            previous.end().await;
+        }
+        // A round trip through the server on our own connection: the server
+        // handles a connection's commands in order, so once our own lookup
+        // is answered (by our own task) both subscriptions are registered,
+        // and a lookup from any node finds the name. Any answer will do (a
+        // node that published the name at the same instant may answer
+        // first); only no answer at all is an error.
+        match self.probe(name, M::TAG).await {
+            Ok(()) | Err(RemoteError::TagMismatch { .. }) => Ok(()),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Stops serving `name`: its subscriptions end, and when this returns
+    /// the server knows it (a lookup from any node no longer finds it here).
+    /// False if it was not published here. Refs to it elsewhere then send
+    /// into the void: NATS drops a message nobody subscribes to
+    /// (at-most-once).
+    pub async fn unpublish(&self, name: &str) -> bool {
+        let entry = self
+            .published
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name);
+        let Some(entry) = entry else {
+            return false;
+        };
+        entry.end().await;
+        // A round trip on our own connection, behind the unsubscribes (see
+        // `publish`); whatever it answers, the server has handled them.
+        let _ = self.probe(name, "").await;
+        true
+    }
+
+    /// Finds the actor published as `name` anywhere in the cluster (this
+    /// node included) and returns an ordinary ref to it. Fails with
+    /// `NotFound` if no node answers, `TagMismatch` if the actor's message
+    /// type has another tag than `M`'s, `Timeout` after `lookup_timeout`.
+    pub async fn lookup<M: RemoteMessage>(&self, name: &str) -> Result<ActorRef<M>, RemoteError> {
+        if !valid_token(name) {
+            return Err(RemoteError::InvalidName(name.to_string()));
+        }
+        self.probe(name, M::TAG).await?;
+        let cluster = &self.shared().config.cluster_name;
+        let target = RemoteTarget::<M> {
+            name: name.to_string(),
+            subject: Subject::from(format!("troupe.{cluster}.actor.{name}")),
+            outbound: self.outbound.clone(),
+            _msg: PhantomData,
+        };
+        Ok(ActorRef::from_external(&self.shared().system, target))
+    }
+
+    /// Asks the cluster who serves `name`, with our tag.
+    async fn probe(&self, name: &str, tag: &str) -> Result<(), RemoteError> {
+        let shared = self.shared();
+        let subject = format!("troupe.{}.lookup.{name}", shared.config.cluster_name);
+        let request = shared
+            .client
+            .request(subject, Bytes::copy_from_slice(tag.as_bytes()));
+        let answer = match tokio::time::timeout(shared.config.lookup_timeout, request).await {
+            Err(_) => return Err(RemoteError::Timeout(name.to_string())),
+            Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
+                return Err(RemoteError::NotFound(name.to_string()))
+            }
+            Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::TimedOut => {
+                return Err(RemoteError::Timeout(name.to_string()))
+            }
+            Ok(Err(e)) => return Err(RemoteError::Nats(e.to_string())),
+            Ok(Ok(answer)) => answer,
+        };
+        match answer.payload.split_first() {
+            Some((0, _)) => Ok(()),
+            Some((1, theirs)) => Err(RemoteError::TagMismatch {
+                name: name.to_string(),
+                ours: tag.to_string(),
+                theirs: String::from_utf8_lossy(theirs).into_owned(),
+            }),
+            _ => Err(RemoteError::Nats(format!(
+                "malformed lookup answer for {name}"
+            ))),
+        }
+    }
+
+    /// How many refused frames and unsent messages had `reason`.
+    pub fn dead_letter_count(&self, reason: DeadLetterReason) -> u64 {
+        self.shared().dead_letters.count(reason)
+    }
+
+    /// All dead letters of this node, every reason.
+    pub fn dead_letters_total(&self) -> u64 {
+        self.shared().dead_letters.total()
+    }
+
+    /// Calls `listener` for every dead letter of this node, on the thread
+    /// that found it (a subscription task or a sender).
+    pub fn on_dead_letter(&self, listener: impl Fn(&DeadLetter) + Send + Sync + 'static) {
+        self.shared().dead_letters.subscribe(Arc::new(listener));
+    }
+
+    /// This node and every node it hears heartbeats of, sorted by name.
+    pub fn members(&self) -> Vec<String> {
+        self.shared().membership.members()
+    }
+
+    /// Up and down events of the other nodes, from now on. To wait for a
+    /// node, subscribe first, then look at [`members`](Node::members), then
+    /// wait for events. A receiver that falls more than 1,024 events behind
+    /// gets `Lagged` and misses them.
+    pub fn member_events(&self) -> tokio::sync::broadcast::Receiver<MemberEvent> {
+        self.shared().membership.subscribe()
+    }
+
+    /// Asks sent from here whose reply handle is still registered.
+    pub fn pending_replies(&self) -> usize {
+        self.shared().pending.len()
+    }
+
+    /// Leaves the cluster: stops serving every published name, waits up to
+    /// `shutdown_timeout` for queued frames to reach the server, then closes
+    /// the connection. Asks still waiting for another node get `NoReply`;
+    /// later sends through this node's refs are `NodeStopped` dead letters.
+    /// A second call does nothing.
+    pub async fn shutdown(&self) {
+        if self.stopped.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let names: Vec<String> = self
+            .published
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        for name in names {
+            self.unpublish(&name).await;
+        }
+        let shared = self.shared().clone();
+        // Everything queued before the marker reaches the client and is
+        // flushed, unless the deadline passes first (NATS unreachable).
+        let flush = async {
+            let (done, flushed) = oneshot::channel();
+            if self.outbound.tx.send(Outgoing::Flush(done)).await.is_ok() {
+                let _ = flushed.await;
+            }
+        };
+        let _ = tokio::time::timeout(shared.config.shutdown_timeout, flush).await;
+        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((stop, writer)) = writer {
+            // The writer dead-letters what is left and closes the channel:
+            // after this every send is refused as NodeStopped.
+            let _ = stop.send(());
+            let _ = writer.await;
+        }
+        let tasks: Vec<JoinHandle<()>> = self
+            .tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+            .collect();
+        for task in tasks {
+            task.abort();
+            // Ended before the leave below: no heartbeat follows it.
+            let _ = task.await;
+        }
+        let leave = format!(
+            "troupe.{}.members.leave.{}",
+            shared.config.cluster_name, shared.config.node_name
+        );
+        let _ = tokio::time::timeout(shared.config.shutdown_timeout, async {
+            let _ = shared.client.publish(leave, Bytes::new()).await;
+            let _ = shared.client.flush().await;
+        })
+        .await;
+        shared.pending.clear();
+        let _ = tokio::time::timeout(shared.config.shutdown_timeout, shared.client.drain()).await;
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        // A node dropped without `shutdown` still stops its tasks.
+        for entry in self
+            .published
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+        {
+            entry.tasks.iter().for_each(JoinHandle::abort);
+        }
+        for task in self.tasks.get_mut().unwrap_or_else(|e| e.into_inner()) {
+            task.abort();
+        }
+        if let Some((_, writer)) = self.writer.get_mut().unwrap_or_else(|e| e.into_inner()) {
+            writer.abort();
+        }
+    }
+}

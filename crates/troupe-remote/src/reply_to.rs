@@ -1,0 +1,232 @@
+//! `ReplyTo` fields across nodes: use `#[serde(with = "troupe_remote::reply_to")]`
+//! on a field of type `troupe::ReplyTo<R>` in a [`RemoteMessage`](crate::RemoteMessage).
+//!
+//! On the wire a reply handle is `(reply subject, reply id)`:
+//!
+//! * **Sending** (on the asker's thread, inside a remote `tell`/`ask`): the
+//!   handle is [`share`](troupe::ReplyTo::share)d into this node's table of
+//!   pending replies under a fresh id, and the node's reply subject and that
+//!   id are written. The original handle is dropped with the message; the
+//!   shared one answers the ask when the reply frame arrives, or fails it
+//!   with `NoReply` when a no-reply frame arrives, when the send fails, or
+//!   when it has waited `reply_ttl`.
+//! * **Receiving** (inside the node's subscription task): a fresh local
+//!   reply handle is made with [`troupe::ReplyTo::pair`] and put in the
+//!   message; a task awaits its answer and publishes a reply frame (or a
+//!   no-reply frame if the actor dropped the handle) to the asker's reply
+//!   subject, which must belong to this cluster.
+//!
+//! Both directions need the node's context, which the node installs in a
+//! thread-local for the duration of one encode or decode; outside it, the
+//! functions fail with a serde error (a `ReplyTo` cannot be serialized to
+//! a file or sent by any other means).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::de::{DeserializeOwned, Error as _};
+use serde::ser::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use troupe::{ActorId, ActorSystem, AskError, ReplyTo};
+
+use crate::dead_letters::DeadLetterReason;
+use crate::wire;
+
+type Complete = Box<dyn FnOnce(Option<&[u8]>) -> Result<(), DeadLetterReason> + Send>;
+
+/// Reply handles of this node's asks that travel elsewhere, by reply id.
+#[derive(Default)]
+pub(crate) struct Pending {
+    next: AtomicU64,
+    map: Mutex<HashMap<u64, (Instant, Complete)>>,
+}
+
+impl Pending {
+    fn register(&self, complete: Complete) -> u64 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.lock().insert(id, (Instant::now(), complete));
+        id
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, (Instant, Complete)>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Completes ask `id` with an answer (`Some(payload)`) or with no
+    /// answer (`None`); an id not pending is `UnknownReply`.
+    pub(crate) fn complete(&self, id: u64, answer: Option<&[u8]>) -> Result<(), DeadLetterReason> {
+        let entry = self.lock().remove(&id);
+        match entry {
+            // Run outside the lock: replying wakes the asker.
+            Some((_, complete)) => complete(answer),
+            None => Err(DeadLetterReason::UnknownReply),
+        }
+    }
+
+    /// Drops the given entries (a send that failed): their asks get `NoReply`.
+    pub(crate) fn cancel(&self, ids: &[u64]) {
+        let removed: Vec<_> = {
+            let mut map = self.lock();
+            ids.iter().filter_map(|id| map.remove(id)).collect()
+        };
+        drop(removed);
+    }
+
+    /// Drops entries older than `ttl`; returns how many.
+    pub(crate) fn expire(&self, ttl: Duration) -> usize {
+        let now = Instant::now();
+        let removed: Vec<_> = {
+            let mut map = self.lock();
+            let old: Vec<u64> = map
+                .iter()
+                .filter(|(_, (at, _))| now.duration_since(*at) >= ttl)
+                .map(|(id, _)| *id)
+                .collect();
+            old.iter().filter_map(|id| map.remove(id)).collect()
+        };
+        removed.len()
+    }
+
+    /// Drops every entry (node shutdown).
+    pub(crate) fn clear(&self) {
+        let all: Vec<_> = self.lock().drain().collect();
+        drop(all);
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+}
+
+struct EncodeCtx {
+    pending: Arc<Pending>,
+    reply_subject: Arc<str>,
+    registered: Vec<u64>,
+}
+
+/// Where a decoded reply handle sends its answer: the node's outbound side.
+/// A trait, so that this module does not import the node that imports it.
+pub(crate) trait ReplySink: Send + Sync + 'static {
+    /// Queues `frame` for `subject`, or records why it could not be.
+    fn send_or_dead_letter(&self, subject: String, frame: Vec<u8>);
+    /// Records a dead letter for `subject`.
+    fn dead_letter(&self, reason: DeadLetterReason, subject: &str);
+}
+
+pub(crate) struct DecodeCtx {
+    pub(crate) system: ActorSystem,
+    pub(crate) target: ActorId,
+    pub(crate) reply_prefix: Arc<str>,
+    pub(crate) ttl: Duration,
+    pub(crate) outbound: Arc<dyn ReplySink>,
+}
+
+thread_local! {
+    static ENCODING: RefCell<Option<EncodeCtx>> = const { RefCell::new(None) };
+    static DECODING: RefCell<Option<DecodeCtx>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` (an encode) with reply handles registered in `pending`;
+/// returns its result and the ids it registered.
+pub(crate) fn encoding<T>(
+    pending: &Arc<Pending>,
+    reply_subject: &Arc<str>,
+    f: impl FnOnce() -> T,
+) -> (T, Vec<u64>) {
+    let previous = ENCODING.with(|c| {
+        c.replace(Some(EncodeCtx {
+            pending: pending.clone(),
+            reply_subject: reply_subject.clone(),
+            registered: Vec::new(),
+        }))
+    });
+    let value = f();
+    let ctx = ENCODING.with(|c| c.replace(previous));
+    (value, ctx.map(|c| c.registered).unwrap_or_default())
+}
+
+/// Runs `f` (a decode) with `ctx` available to reply-handle fields.
+pub(crate) fn decoding<T>(ctx: DecodeCtx, f: impl FnOnce() -> T) -> T {
+    let previous = DECODING.with(|c| c.replace(Some(ctx)));
+    let value = f();
+    DECODING.with(|c| c.replace(previous));
+    value
+}
+
+/// Serializes a reply handle (see the module docs).
+pub fn serialize<R, S>(reply: &ReplyTo<R>, serializer: S) -> Result<S::Ok, S::Error>
+where
+    R: DeserializeOwned + Send + 'static,
+    S: Serializer,
+{
+    let registered = ENCODING.with(|c| {
+        let mut c = c.borrow_mut();
+        let ctx = c.as_mut()?;
+        let handle = reply.share();
+        let id = ctx.pending.register(Box::new(move |answer: Option<&[u8]>| {
+            match answer {
+                Some(bytes) => {
+                    // An answer that does not decode drops the handle: the
+                    // asker gets NoReply, and the frame is a dead letter.
+                    let value = wire::decode_payload::<R>(bytes)?;
+                    handle.reply(value);
+                }
+                None => drop(handle),
+            }
+            Ok(())
+        }));
+        ctx.registered.push(id);
+        Some((ctx.reply_subject.clone(), id))
+    });
+    match registered {
+        Some((subject, id)) => (&*subject, id).serialize(serializer),
+        None => Err(S::Error::custom(
+            "a ReplyTo can only be serialized by a troupe-remote send",
+        )),
+    }
+}
+
+/// Deserializes a reply handle (see the module docs).
+pub fn deserialize<'de, R, D>(deserializer: D) -> Result<ReplyTo<R>, D::Error>
+where
+    R: Serialize + Send + 'static,
+    D: Deserializer<'de>,
+{
+    let (subject, id) = <(String, u64)>::deserialize(deserializer)?;
+    DECODING.with(|c| {
+        let c = c.borrow();
+        let Some(ctx) = c.as_ref() else {
+            return Err(D::Error::custom(
+                "a ReplyTo can only be deserialized by a troupe-remote node",
+            ));
+        };
+        // Only reply to this cluster's node reply subjects: a frame must not
+        // make the node publish wherever it says.
+        let node = subject.strip_prefix(&*ctx.reply_prefix);
+        if !node.is_some_and(crate::config::valid_token) {
+            return Err(D::Error::custom("reply subject outside this cluster"));
+        }
+        let (reply, answer) = ReplyTo::<R>::pair(&ctx.system, ctx.target, ctx.ttl);
+        let outbound = ctx.outbound.clone();
+        tokio::spawn(async move {
+            let frame = match answer.await {
+                Ok(value) => match wire::encode_reply(id, &value) {
+                    Ok(frame) => frame,
+                    Err(_) => {
+                        outbound.dead_letter(DeadLetterReason::EncodeFailed, &subject);
+                        wire::encode_no_reply(id)
+                    }
+                },
+                // The asker has given up by now (its timeout is at most the
+                // reply TTL it keeps the handle for).
+                Err(AskError::Timeout { .. }) => return,
+                Err(_) => wire::encode_no_reply(id),
+            };
+            outbound.send_or_dead_letter(subject, frame);
+        });
+        Ok(reply)
+    })
+}

@@ -1,0 +1,283 @@
+//! The wire format: one frame per NATS message, a hand-written header
+//! (version, kind, target or reply id, tag) around a postcard payload.
+//!
+//! ```text
+//! tell:   [VERSION] [KIND_TELL]   varint(len) name   varint(len) tag   payload
+//! reply:  [VERSION] [KIND_REPLY]  varint(reply id)                     payload
+//! noreply:[VERSION] [KIND_NO_REPLY] varint(reply id)
+//! ```
+//!
+//! The header is parsed by [`decode_frame`] without trusting a single byte:
+//! every length is checked against what is left, names and tags must be
+//! UTF-8, and the frame as a whole must not exceed the configured maximum.
+//! Anything wrong is a [`DeadLetterReason`], never a panic (the fuzz-style
+//! tests in this file and in `tests/hostile.rs` feed it garbage).
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::dead_letters::DeadLetterReason;
+
+/// The format version this build writes and reads.
+pub const VERSION: u8 = 1;
+
+const KIND_TELL: u8 = 0;
+const KIND_REPLY: u8 = 1;
+const KIND_NO_REPLY: u8 = 2;
+
+/// A message type that can cross nodes.
+///
+/// `TAG` names the type on the wire: choose it once and keep it when the
+/// Rust type is renamed or moved (a node refuses a frame whose tag differs
+/// from the published actor's as an unknown tag). Change it when the
+/// serialized shape changes incompatibly, e.g. `"shop.order.v2"`.
+///
+/// A field of type `troupe::ReplyTo<R>` (the reply handle of an `ask`)
+/// travels with `#[serde(with = "troupe_remote::reply_to")]`.
+pub trait RemoteMessage: Serialize + DeserializeOwned + Send + 'static {
+    /// The stable wire name of this type.
+    const TAG: &'static str;
+}
+
+/// A frame, parsed and borrowed from the received bytes.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame<'a> {
+    /// A message for the published actor `name`, of type `tag`.
+    Tell {
+        /// The published name of the target.
+        name: &'a str,
+        /// The message type's tag.
+        tag: &'a str,
+        /// The postcard-encoded message.
+        payload: &'a [u8],
+    },
+    /// The answer to the ask registered under `id` on the receiving node.
+    Reply {
+        /// The reply id the asking node chose.
+        id: u64,
+        /// The postcard-encoded answer.
+        payload: &'a [u8],
+    },
+    /// The ask `id` will get no answer (the far actor dropped the request).
+    NoReply {
+        /// The reply id the asking node chose.
+        id: u64,
+    },
+}
+
+/// Parses a frame; `max` is the largest frame accepted, in bytes.
+pub fn decode_frame(bytes: &[u8], max: usize) -> Result<Frame<'_>, DeadLetterReason> {
+    if bytes.len() > max {
+        return Err(DeadLetterReason::Oversized);
+    }
+    let mut r = Reader(bytes);
+    let version = r.byte()?;
+    if version != VERSION {
+        return Err(DeadLetterReason::BadVersion);
+    }
+    match r.byte()? {
+        KIND_TELL => {
+            let name = r.str()?;
+            let tag = r.str()?;
+            Ok(Frame::Tell {
+                name,
+                tag,
+                payload: r.0,
+            })
+        }
+        KIND_REPLY => {
+            let id = r.varint()?;
+            Ok(Frame::Reply { id, payload: r.0 })
+        }
+        KIND_NO_REPLY => {
+            let id = r.varint()?;
+            if !r.0.is_empty() {
+                return Err(DeadLetterReason::Malformed);
+            }
+            Ok(Frame::NoReply { id })
+        }
+        _ => Err(DeadLetterReason::Malformed),
+    }
+}
+
+/// Encodes a tell frame for `name` carrying `msg`.
+pub fn encode_tell<M: RemoteMessage>(name: &str, msg: &M) -> Result<Vec<u8>, postcard::Error> {
+    let mut out = Vec::with_capacity(32 + name.len() + M::TAG.len());
+    out.push(VERSION);
+    out.push(KIND_TELL);
+    put_str(&mut out, name);
+    put_str(&mut out, M::TAG);
+    postcard::to_io(msg, &mut out)?;
+    Ok(out)
+}
+
+/// Encodes the answer to ask `id`.
+pub fn encode_reply<R: Serialize>(id: u64, value: &R) -> Result<Vec<u8>, postcard::Error> {
+    let mut out = vec![VERSION, KIND_REPLY];
+    put_varint(&mut out, id);
+    postcard::to_io(value, &mut out)?;
+    Ok(out)
+}
+
+/// Encodes "no answer will come" for ask `id`.
+pub fn encode_no_reply(id: u64) -> Vec<u8> {
+    let mut out = vec![VERSION, KIND_NO_REPLY];
+    put_varint(&mut out, id);
+    out
+}
+
+/// Decodes a whole payload: trailing bytes are an error too (a frame is
+/// exactly one value), and running out of bytes is `Truncated`.
+pub fn decode_payload<T: DeserializeOwned>(payload: &[u8]) -> Result<T, DeadLetterReason> {
+    match postcard::take_from_bytes::<T>(payload) {
+        Ok((value, [])) => Ok(value),
+        Ok(_) => Err(DeadLetterReason::Undecodable),
+        Err(postcard::Error::DeserializeUnexpectedEnd) => Err(DeadLetterReason::Truncated),
+        Err(_) => Err(DeadLetterReason::Undecodable),
+    }
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_varint(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A cursor over untrusted bytes.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn byte(&mut self) -> Result<u8, DeadLetterReason> {
+        let (&b, rest) = self.0.split_first().ok_or(DeadLetterReason::Truncated)?;
+        self.0 = rest;
+        Ok(b)
+    }
+
+    fn varint(&mut self) -> Result<u64, DeadLetterReason> {
+        let mut v: u64 = 0;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            // The tenth byte may only carry the top bit of a u64.
+            if shift == 63 && b > 1 {
+                return Err(DeadLetterReason::Malformed);
+            }
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(DeadLetterReason::Malformed)
+    }
+
+    fn str(&mut self) -> Result<&'a str, DeadLetterReason> {
+        let len = self.varint()?;
+        let len = usize::try_from(len).map_err(|_| DeadLetterReason::Truncated)?;
+        if len > self.0.len() {
+            return Err(DeadLetterReason::Truncated);
+        }
+        let (s, rest) = self.0.split_at(len);
+        self.0 = rest;
+        std::str::from_utf8(s).map_err(|_| DeadLetterReason::Malformed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Sample {
+        n: u32,
+        text: String,
+    }
+
+    impl RemoteMessage for Sample {
+        const TAG: &'static str = "sample.v1";
+    }
+
+    fn sample() -> Sample {
+        Sample {
+            n: 7,
+            text: "hello".into(),
+        }
+    }
+
+    #[test]
+    fn tell_round_trips() {
+        let bytes = encode_tell("echo", &sample()).unwrap();
+        let Frame::Tell { name, tag, payload } = decode_frame(&bytes, 1024).unwrap() else {
+            panic!("not a tell frame");
+        };
+        assert_eq!((name, tag), ("echo", "sample.v1"));
+        assert_eq!(decode_payload::<Sample>(payload).unwrap(), sample());
+    }
+
+    #[test]
+    fn replies_round_trip() {
+        let bytes = encode_reply(u64::MAX, &"answer").unwrap();
+        match decode_frame(&bytes, 1024).unwrap() {
+            Frame::Reply { id, payload } => {
+                assert_eq!(id, u64::MAX);
+                assert_eq!(decode_payload::<String>(payload).unwrap(), "answer");
+            }
+            other => panic!("{other:?}"),
+        }
+        let bytes = encode_no_reply(300);
+        assert_eq!(decode_frame(&bytes, 1024), Ok(Frame::NoReply { id: 300 }));
+    }
+
+    #[test]
+    fn every_truncation_is_refused_not_panicking() {
+        let bytes = encode_tell("echo", &sample()).unwrap();
+        for cut in 0..bytes.len() {
+            let result = decode_frame(&bytes[..cut], 1024).and_then(|f| match f {
+                Frame::Tell { payload, .. } => decode_payload::<Sample>(payload).map(|_| ()),
+                _ => Ok(()),
+            });
+            assert_eq!(result, Err(DeadLetterReason::Truncated), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn hostile_headers_are_reasons() {
+        assert_eq!(decode_frame(&[], 16), Err(DeadLetterReason::Truncated));
+        assert_eq!(decode_frame(&[9, 0], 16), Err(DeadLetterReason::BadVersion));
+        assert_eq!(
+            decode_frame(&[VERSION, 77], 16),
+            Err(DeadLetterReason::Malformed)
+        );
+        assert_eq!(decode_frame(&[0; 17], 16), Err(DeadLetterReason::Oversized));
+        // A length far beyond the frame.
+        let mut huge = vec![VERSION, KIND_TELL];
+        put_varint(&mut huge, u64::MAX);
+        assert_eq!(decode_frame(&huge, 64), Err(DeadLetterReason::Truncated));
+        // An endless varint.
+        let endless = [
+            VERSION, KIND_REPLY, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+        ];
+        assert_eq!(decode_frame(&endless, 64), Err(DeadLetterReason::Malformed));
+        // A name that is not UTF-8.
+        assert_eq!(
+            decode_frame(&[VERSION, KIND_TELL, 1, 0xff, 0], 64),
+            Err(DeadLetterReason::Malformed)
+        );
+    }
+
+    #[test]
+    fn trailing_bytes_are_undecodable() {
+        let mut payload = postcard::to_stdvec(&sample()).unwrap();
+        payload.push(0);
+        assert_eq!(
+            decode_payload::<Sample>(&payload),
+            Err(DeadLetterReason::Undecodable)
+        );
+    }
+}

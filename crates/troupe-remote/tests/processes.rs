@@ -1,0 +1,167 @@
+//! Real OS processes: two example node processes (`troupe-remote-echo`)
+//! each publish an echo actor; this test process, the third node, looks
+//! them up, tells and asks, sees both as members, then closes their stdin
+//! and sees them leave and exit cleanly. Another child is killed with
+//! SIGKILL: its node is declared down (silent) within the heartbeat
+//! timeout plus one second.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use troupe_remote::testing::echo::EchoMsg;
+use troupe_remote::{DownReason, MemberEvent, Node, RemoteConfig};
+
+use support::{await_member_event, node, server, stop, system};
+
+/// Starts an echo node process publishing `published`, and waits for its
+/// "ready" line (the name is published).
+fn spawn_echo(url: &str, node_name: &str, published: &str) -> Child {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_troupe-remote-echo"))
+        .args([url, node_name, published])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the echo node process");
+    let stdout = child.stdout.take().unwrap();
+    let (ready_tx, ready_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let line = BufReader::new(stdout).lines().next();
+        let _ = ready_tx.send(line.and_then(Result::ok));
+    });
+    let ready = ready_rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the echo node did not report ready");
+    assert_eq!(ready.as_deref(), Some("ready"));
+    child
+}
+
+/// Closes the child's stdin (it leaves) and checks that it exits cleanly.
+fn finish(mut child: Child) {
+    drop(child.stdin.take());
+    let (exit_tx, exit_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = exit_tx.send(child.wait());
+    });
+    let status = exit_rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the echo node did not exit")
+        .unwrap();
+    assert!(status.success(), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tell_and_ask_actors_in_two_other_processes() {
+    let server = server();
+    let url = server.url();
+    let children = [
+        spawn_echo(&url, "proc-a", "echo-a"),
+        spawn_echo(&url, "proc-b", "echo-b"),
+    ];
+
+    let sys = system();
+    let here = node(&sys, &server, "test-process").await;
+    let mut events = here.member_events();
+    for name in ["echo-a", "echo-b"] {
+        let remote = here.lookup::<EchoMsg>(name).await.unwrap();
+        for i in 0..50 {
+            remote.tell(EchoMsg::Say(format!("{name}-{i}")));
+        }
+        let history = remote
+            .ask(EchoMsg::History, Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(
+            history,
+            (0..50).map(|i| format!("{name}-{i}")).collect::<Vec<_>>()
+        );
+        let answer = remote
+            .ask(
+                |r| EchoMsg::Echo(format!("to {name}"), r),
+                Duration::from_secs(5),
+            )
+            .await
+            .unwrap();
+        assert_eq!(answer, format!("to {name}"));
+    }
+    assert_eq!(here.dead_letters_total(), 0);
+    // Three nodes: this one hears both processes' heartbeats.
+    for other in ["proc-a", "proc-b"] {
+        if !here.members().contains(&other.to_string()) {
+            await_member_event(&mut events, MemberEvent::Up(other.into())).await;
+        }
+    }
+    let members = here.members();
+    for node in ["proc-a", "proc-b", "test-process"] {
+        assert!(members.contains(&node.to_string()), "{members:?}");
+    }
+
+    // Each leaves when its stdin closes, and says so.
+    for child in children {
+        finish(child);
+    }
+    for other in ["proc-a", "proc-b"] {
+        if here.members().contains(&other.to_string()) {
+            await_member_event(
+                &mut events,
+                MemberEvent::Down {
+                    node: other.into(),
+                    reason: DownReason::Left,
+                },
+            )
+            .await;
+        }
+    }
+
+    here.shutdown().await;
+    stop(sys);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigkilled_node_process_is_declared_down() {
+    let server = server();
+    let sys = system();
+    let mut config = RemoteConfig::new(server.url(), "watcher");
+    config.heartbeat_timeout = Duration::from_millis(1500);
+    let here = Node::start(&sys, config.clone()).await.unwrap();
+    let mut events = here.member_events();
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_troupe-remote-echo"))
+        .args([server.url().as_str(), "doomed", "echo-doomed"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start the echo node process");
+    if !here.members().contains(&"doomed".to_string()) {
+        await_member_event(&mut events, MemberEvent::Up("doomed".into())).await;
+    }
+
+    child.kill().unwrap(); // SIGKILL: no leave message, the beats stop
+    let killed = Instant::now();
+    child.wait().unwrap();
+    await_member_event(
+        &mut events,
+        MemberEvent::Down {
+            node: "doomed".into(),
+            reason: DownReason::Silent,
+        },
+    )
+    .await;
+    let detected = killed.elapsed();
+    println!(
+        "SIGKILL to Down: {detected:?} (heartbeat timeout {:?})",
+        config.heartbeat_timeout
+    );
+    // The contract: within the heartbeat timeout plus one second.
+    assert!(
+        detected <= config.heartbeat_timeout + Duration::from_secs(1),
+        "detected after {detected:?}"
+    );
+    assert_eq!(here.members(), vec!["watcher".to_string()]);
+
+    here.shutdown().await;
+    stop(sys);
+}

@@ -1,0 +1,68 @@
+//! Shared set-up of the remote tests: a server per test, systems and nodes.
+//! Each test file uses a part of it.
+#![allow(dead_code)]
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use troupe::ActorSystem;
+use troupe_remote::testing::NatsServer;
+use troupe_remote::{DeadLetterReason, Node, RemoteConfig};
+
+/// A fresh nats-server for one test (installed on first use).
+pub fn server() -> NatsServer {
+    NatsServer::start().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A small actor system.
+pub fn system() -> ActorSystem {
+    ActorSystem::builder().threads(1).build().unwrap()
+}
+
+/// A node on `server`.
+pub async fn node(system: &ActorSystem, server: &NatsServer, name: &str) -> Node {
+    Node::start(system, RemoteConfig::new(server.url(), name))
+        .await
+        .unwrap_or_else(|e| panic!("node {name}: {e}"))
+}
+
+/// A probe that receives every dead-letter reason of `node`.
+pub fn dead_letter_probe(node: &Node) -> mpsc::Receiver<DeadLetterReason> {
+    let (tx, rx) = mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    node.on_dead_letter(move |letter| {
+        let _ = tx.lock().unwrap().send(letter.reason);
+    });
+    rx
+}
+
+/// The next reason from a probe, or a panic after a generous deadline.
+pub fn next_reason(probe: &mpsc::Receiver<DeadLetterReason>) -> DeadLetterReason {
+    probe
+        .recv_timeout(Duration::from_secs(10))
+        .expect("no dead letter within 10 s")
+}
+
+/// Shuts a system down and waits for it.
+pub fn stop(system: ActorSystem) {
+    system.shutdown();
+    system.await_termination().unwrap();
+}
+
+/// Waits (up to 20 s) for `want` among a node's member events.
+pub async fn await_member_event(
+    events: &mut tokio::sync::broadcast::Receiver<troupe_remote::MemberEvent>,
+    want: troupe_remote::MemberEvent,
+) {
+    let found = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            match events.recv().await {
+                Ok(event) if event == want => return,
+                Ok(_) => {}
+                Err(e) => panic!("member events: {e}"),
+            }
+        }
+    })
+    .await;
+    assert!(found.is_ok(), "no {want:?} within 20 s");
+}

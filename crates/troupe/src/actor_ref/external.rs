@@ -1,0 +1,162 @@
+//! External refs: an [`ActorRef`] backed by a sender that lives outside this
+//! crate (for instance a remote node's transport), so that code holding the
+//! ref uses the same `tell`, `try_tell` and `ask` whether the actor is here
+//! or elsewhere.
+//!
+//! The extension point is the trait [`ExternalTarget`]: a non-blocking
+//! `send`. [`ActorRef::from_external`] wraps it in an [`ExternalCell`], a
+//! cell that has no mailbox and is never scheduled: every offer is handed to
+//! the target at once and reported as owned, so the dispatcher never sees it.
+//! Local refs are untouched: `tell` already goes through one dynamic call
+//! on `TypedCell`, and an external ref is simply another implementation of
+//! it, so the local path gains no branch.
+//!
+//! What an external ref does not do (yet): it cannot be stopped with
+//! `ActorSystem::stop`, and `Context::watch` on it never delivers
+//! `Terminated` (its lifecycle traffic is dropped); see docs/semantics.md,
+//! "Across nodes".
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::actor_ref::{ActorId, ActorRef};
+use crate::cell::{Cell, SystemMsg, TypedCell};
+use crate::dispatch::{Executor, Runnable, Task};
+use crate::mailbox::bound::Bound;
+use crate::mailbox::{Offer, Request};
+use crate::system::{ActorSystem, DeadLetterReason, SystemInner};
+
+/// The sending side of an actor that lives outside this actor system.
+///
+/// Implement it to put your own transport behind an ordinary [`ActorRef`]
+/// (see [`ActorRef::from_external`]).
+pub trait ExternalTarget<M: Send + 'static>: Send + Sync + 'static {
+    /// Sends `msg`. Called on the sender's thread by `tell`, `try_tell` and
+    /// `ask`: it must not block. A message it cannot deliver is its own to
+    /// drop and to account for (a dead letter with a reason).
+    fn send(&self, msg: M);
+
+    /// Whether the actor behind this target is known to be gone for good;
+    /// `try_tell` then hands the message back as `Closed`. The default says
+    /// no.
+    fn is_closed(&self) -> bool {
+        false
+    }
+
+    /// The name the ref reports (and shows in `Debug`), if any.
+    fn name(&self) -> Option<&str> {
+        None
+    }
+}
+
+impl<M: Send + 'static> ActorRef<M> {
+    /// An `ActorRef` whose messages go to `target` instead of a local
+    /// mailbox. It gets a fresh [`ActorId`] of `system`, and its asks use
+    /// `system`'s scheduler for their timeouts.
+    ///
+    /// `tell` and `ask` hand the message to [`ExternalTarget::send`];
+    /// `try_tell` does too unless [`ExternalTarget::is_closed`]. The ref is
+    /// never "full" and `queued()` is 0: flow control is the target's.
+    pub fn from_external(system: &ActorSystem, target: impl ExternalTarget<M>) -> ActorRef<M> {
+        let system = system.inner().clone();
+        let cell = ExternalCell {
+            id: system.next_id(),
+            system,
+            target,
+            _msg: PhantomData,
+        };
+        ActorRef {
+            cell: Arc::new(cell),
+        }
+    }
+}
+
+/// The cell behind an external ref: no mailbox, no run state.
+struct ExternalCell<M, T> {
+    id: ActorId,
+    system: Arc<SystemInner>,
+    target: T,
+    /// `fn(M)`: the cell sends `M`s, it does not own one (so it is
+    /// `Send + Sync` whatever `M` is).
+    _msg: PhantomData<fn(M)>,
+}
+
+/// The executor an external cell reports. Never used: an external cell
+/// answers every offer with `Request::Owned`, so nothing asks to schedule it.
+struct NeverScheduled;
+
+impl Executor for NeverScheduled {
+    fn execute(&self, _task: Task) {
+        debug_assert!(false, "an external cell was scheduled");
+    }
+    fn reschedule(&self, _task: Task) {
+        debug_assert!(false, "an external cell was rescheduled");
+    }
+    fn throughput(&self) -> usize {
+        1
+    }
+}
+
+impl<M: Send + 'static, T: ExternalTarget<M>> Runnable for ExternalCell<M, T> {
+    unsafe fn run(&self, _me: Task) -> bool {
+        // Never scheduled (see `NeverScheduled`); finishing at once is the
+        // harmless answer if it ever were.
+        true
+    }
+}
+
+impl<M: Send + 'static, T: ExternalTarget<M>> Cell for ExternalCell<M, T> {
+    fn id(&self) -> ActorId {
+        self.id
+    }
+
+    fn name(&self) -> Option<&str> {
+        self.target.name()
+    }
+
+    fn system(&self) -> &Arc<SystemInner> {
+        &self.system
+    }
+
+    fn executor(&self) -> &dyn Executor {
+        &NeverScheduled
+    }
+
+    fn push_system(&self, msg: SystemMsg) -> Request {
+        // Stop, watch and unwatch are not carried to the far side yet: the
+        // message (and the watcher it may hold) is dropped here.
+        drop(msg);
+        Request::Owned
+    }
+
+    fn drain_closed(&self) {}
+
+    fn is_closed(&self) -> bool {
+        self.target.is_closed()
+    }
+}
+
+impl<M: Send + 'static, T: ExternalTarget<M>> TypedCell<M> for ExternalCell<M, T> {
+    fn offer_user(&self, msg: M) -> Offer<M> {
+        self.target.send(msg);
+        Offer::Pushed(Request::Owned)
+    }
+
+    fn bound(&self) -> Option<&Bound> {
+        None
+    }
+
+    fn dead_letter(&self, msg: M, reason: DeadLetterReason) {
+        drop(msg);
+        self.system.dead_letter(
+            self.id,
+            self.target.name(),
+            std::any::type_name::<M>(),
+            reason,
+        );
+    }
+
+    fn len_hint(&self) -> usize {
+        0
+    }
+}

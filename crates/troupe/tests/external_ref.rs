@@ -1,0 +1,129 @@
+//! External refs (`ActorRef::from_external`) and the reply-handle hooks a
+//! transport uses (`ReplyTo::share`, `ReplyTo::pair`): tell, try_tell and
+//! ask reach the target, a shared handle keeps an ask alive after the
+//! original is dropped, and the last dropped handle fails it at once.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use troupe::{ActorRef, ActorSystem, AskError, ExternalTarget, ReplyTo, TrySendError};
+
+enum Msg {
+    Note(u32),
+    Ask(ReplyTo<u32>),
+}
+
+/// A transport stand-in: forwards notes to a channel, and keeps a shared
+/// copy of each reply handle (as a remote transport does while the request
+/// travels) before the message, with its original handle, is dropped.
+struct Loopback {
+    notes: Mutex<mpsc::Sender<u32>>,
+    handles: Mutex<mpsc::Sender<ReplyTo<u32>>>,
+    closed: AtomicBool,
+}
+
+impl ExternalTarget<Msg> for Loopback {
+    fn send(&self, msg: Msg) {
+        match msg {
+            Msg::Note(n) => self.notes.lock().unwrap().send(n).unwrap(),
+            Msg::Ask(reply) => {
+                let shared = reply.share();
+                drop(reply);
+                self.handles.lock().unwrap().send(shared).unwrap();
+            }
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    fn name(&self) -> Option<&str> {
+        Some("loopback")
+    }
+}
+
+#[test]
+fn an_external_ref_is_an_ordinary_ref() {
+    let system = ActorSystem::builder().threads(1).build().unwrap();
+    let (notes_tx, notes) = mpsc::channel();
+    let (handles_tx, handles) = mpsc::channel();
+    let target = Arc::new(Loopback {
+        notes: Mutex::new(notes_tx),
+        handles: Mutex::new(handles_tx),
+        closed: AtomicBool::new(false),
+    });
+    // The ref owns its target; the test keeps a handle to flip `closed`.
+    struct Shared(Arc<Loopback>);
+    impl ExternalTarget<Msg> for Shared {
+        fn send(&self, msg: Msg) {
+            self.0.send(msg)
+        }
+        fn is_closed(&self) -> bool {
+            self.0.is_closed()
+        }
+        fn name(&self) -> Option<&str> {
+            self.0.name()
+        }
+    }
+    let remote: ActorRef<Msg> = ActorRef::from_external(&system, Shared(target.clone()));
+    assert_eq!(remote.name(), Some("loopback"));
+    assert_eq!(remote.queued(), 0);
+
+    remote.tell(Msg::Note(1));
+    remote
+        .try_tell(Msg::Note(2))
+        .map_err(|_| "refused")
+        .unwrap();
+    assert_eq!(notes.recv().unwrap(), 1);
+    assert_eq!(notes.recv().unwrap(), 2);
+
+    // The original handle is dropped inside `send`; the shared one answers.
+    let pending = remote.ask(Msg::Ask, Duration::from_secs(5));
+    let shared = handles.recv().unwrap();
+    assert!(shared.reply(42));
+    assert_eq!(pending.wait(), Ok(42));
+
+    // Every handle dropped unanswered: NoReply at once, not a timeout.
+    let pending = remote.ask(Msg::Ask, Duration::from_secs(60));
+    drop(handles.recv().unwrap());
+    assert!(matches!(pending.wait(), Err(AskError::NoReply { .. })));
+
+    // A closed target refuses try_tell and hands the message back.
+    target.closed.store(true, Ordering::Release);
+    assert!(remote.is_terminated());
+    assert!(matches!(
+        remote.try_tell(Msg::Note(3)),
+        Err(TrySendError::Closed(Msg::Note(3)))
+    ));
+
+    system.shutdown();
+    system.await_termination().unwrap();
+    assert_eq!(system.pending_asks(), 0);
+}
+
+#[test]
+fn a_detached_pair_answers_like_an_ask() {
+    let system = ActorSystem::builder().threads(1).build().unwrap();
+    let anyone = system.spawn(troupe::Props::new(|| Sink)).unwrap().id();
+    let (reply, answer) = ReplyTo::<u32>::pair(&system, anyone, Duration::from_secs(5));
+    std::thread::spawn(move || reply.reply(7));
+    assert_eq!(answer.wait(), Ok(7));
+    let (reply, answer) = ReplyTo::<u32>::pair(&system, anyone, Duration::from_millis(20));
+    let result = answer.wait();
+    assert!(
+        matches!(result, Err(AskError::Timeout { .. })),
+        "{result:?}"
+    );
+    drop(reply);
+    system.shutdown();
+    system.await_termination().unwrap();
+}
+
+struct Sink;
+impl troupe::Actor for Sink {
+    type Msg = ();
+    fn receive(&mut self, _ctx: &mut troupe::Context<'_, Self>, _msg: ()) {}
+}
