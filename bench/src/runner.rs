@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value};
 
 use crate::progress::Phase;
-use crate::warmup::WarmUp;
+use crate::warmup::{Phases, WarmUp};
 
 /// What one run of a workload produced: how many messages it moved and how
 /// long the timed part took.
@@ -293,42 +293,38 @@ pub fn measure(
     if repeats == 0 {
         return Err(WorkloadError::new("at least one measured run is needed"));
     }
-    let mut warmups_ns = Vec::new();
+    let mut phases = Phases::new(repeats);
     let mut warmup: Option<Sample> = None;
-    while !WarmUp::done(&warmups_ns) {
-        on_phase(Phase::WarmUp);
-        let sample = run().map_err(|e| e.context("warm-up run"))?;
+    let mut samples = Vec::with_capacity(repeats as usize);
+    while let Some(phase) = phases.next_phase() {
+        on_phase(phase);
+        let context = match phase {
+            Phase::WarmUp => "warm-up run".to_string(),
+            Phase::Measured { run, of } => format!("run {run}/{of}"),
+        };
+        let sample = run().map_err(|e| e.context(&context))?;
         if sample.msgs == 0 {
-            return Err(WorkloadError::new(
-                "validation failed: the warm-up run moved no messages",
-            ));
+            return Err(WorkloadError::new(format!(
+                "{context}: validation failed: the run moved no messages"
+            )));
         }
+        // Every run moves as many messages as the first warm-up.
         if let Some(first) = warmup.filter(|w| w.msgs != sample.msgs) {
             return Err(WorkloadError::new(format!(
-                "warm-up run: validation failed: moved {} messages, but the first warm-up moved {}",
+                "{context}: validation failed: moved {} messages, but the warm-up moved {}",
                 sample.msgs, first.msgs
             )));
         }
-        warmups_ns.push(sample.ns_per_msg());
-        warmup = Some(sample);
+        match phase {
+            Phase::WarmUp => {
+                phases.warmed(sample.ns_per_msg());
+                warmup = Some(sample);
+            }
+            Phase::Measured { .. } => samples.push(sample),
+        }
     }
     let warmup = warmup.expect("the rule asks for at least one warm-up run");
-    let mut samples = Vec::with_capacity(repeats as usize);
-    for index in 1..=repeats {
-        on_phase(Phase::Measured {
-            run: index,
-            of: repeats,
-        });
-        let context = format!("run {index}/{repeats}");
-        let sample = run().map_err(|e| e.context(&context))?;
-        if sample.msgs != warmup.msgs {
-            return Err(WorkloadError::new(format!(
-                "{context}: validation failed: moved {} messages, but the warm-up moved {}",
-                sample.msgs, warmup.msgs
-            )));
-        }
-        samples.push(sample);
-    }
+    let warmups_ns = phases.into_warmups_ns();
     Ok(Measurement {
         warmup,
         warmups_ns,

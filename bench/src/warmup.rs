@@ -3,6 +3,8 @@
 //! for troupe, the baselines and the Pekko peer, so that no side is
 //! measured colder than another.
 
+use crate::progress::Phase;
+
 /// The warm-up rule of every row, troupe's and the peers': warm up until two run-to-run changes in a row
 /// are below [`WarmUp::STEADY_PCT`] percent (three consecutive runs agree;
 /// one pair of similar runs happens by chance while the JIT is still at
@@ -60,6 +62,54 @@ impl WarmUp {
         };
         let s = if repeats == 1 { "" } else { "s" };
         format!("{warm}; then {repeats} measured run{s}")
+    }
+}
+
+/// The runs of one row in order: warm-up runs until the [`WarmUp`] rule is
+/// met on the warm-ups recorded so far, then `repeats` measured runs. The
+/// one sequence every measuring loop follows (the runner's, and trading's
+/// and primes', which keep more than a sample per run).
+pub struct Phases {
+    repeats: u32,
+    measured: u32,
+    warmups_ns: Vec<f64>,
+}
+
+impl Phases {
+    /// The runs of a row with `repeats` measured runs.
+    pub fn new(repeats: u32) -> Self {
+        Phases {
+            repeats,
+            measured: 0,
+            warmups_ns: Vec::new(),
+        }
+    }
+
+    /// The phase of the next run, or `None` when the row is done. After a
+    /// warm-up run, [`Phases::warmed`] must record it before this is asked
+    /// again.
+    pub fn next_phase(&mut self) -> Option<Phase> {
+        if !WarmUp::done(&self.warmups_ns) {
+            Some(Phase::WarmUp)
+        } else if self.measured < self.repeats {
+            self.measured += 1;
+            Some(Phase::Measured {
+                run: self.measured,
+                of: self.repeats,
+            })
+        } else {
+            None
+        }
+    }
+
+    /// Records a finished warm-up run's nanoseconds per message.
+    pub fn warmed(&mut self, ns_per_msg: f64) {
+        self.warmups_ns.push(ns_per_msg);
+    }
+
+    /// The warm-up runs' figures, for the row's protocol line.
+    pub fn into_warmups_ns(self) -> Vec<f64> {
+        self.warmups_ns
     }
 }
 

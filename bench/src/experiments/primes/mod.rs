@@ -22,7 +22,7 @@ use serde_json::{json, Map};
 
 use crate::progress::Progress;
 use crate::report::Row;
-use crate::warmup::WarmUp;
+use crate::warmup::Phases;
 use crate::progress::Phase;
 use crate::runner::{summarize, Measurement, RunOptions, Sample, Scale, WorkloadError};
 use loadgen::{run_round, Round, RoundResult};
@@ -227,20 +227,8 @@ fn measure(
         rate: settings.rate,
     };
     let mut results = Vec::new();
-    let mut warmups_ns: Vec<f64> = Vec::new();
-    let mut measured = 0;
-    loop {
-        let phase = if !WarmUp::done(&warmups_ns) {
-            Phase::WarmUp
-        } else if measured < options.repeats {
-            measured += 1;
-            Phase::Measured {
-                run: measured,
-                of: options.repeats,
-            }
-        } else {
-            break;
-        };
+    let mut phases = Phases::new(options.repeats);
+    while let Some(phase) = phases.next_phase() {
         progress.phase(phase);
         let result = client.block_on(run_round(&round));
         progress.note(&format!(
@@ -249,11 +237,11 @@ fn measure(
             result.errors + result.connect_errors
         ));
         if phase == Phase::WarmUp {
-            warmups_ns.push(result.elapsed.as_nanos() as f64 / result.ok.max(1) as f64);
+            phases.warmed(result.elapsed.as_nanos() as f64 / result.ok.max(1) as f64);
         }
         results.push(result);
     }
-    (results, warmups_ns)
+    (results, phases.into_warmups_ns())
 }
 
 /// The client runtime and the body every answer must have. Raises the

@@ -35,7 +35,7 @@ use trading::{Pattern, RunConfig, Scenario, TxLog, Variant};
 
 use crate::progress::Progress;
 use crate::report::Row;
-use crate::warmup::WarmUp;
+use crate::warmup::Phases;
 use crate::progress::Phase;
 use crate::runner::{summarize, Measurement, RunOptions, Sample, Scale, WorkloadError};
 
@@ -152,22 +152,12 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
             .map_err(|e| WorkloadError::new(e.to_string()))?
             .with_pattern(point.pattern);
         // Warm-up runs until the rule is met, then the measured runs; the
-        // first `warmups` of `results` are the warm-up.
+        // first of `results` are the warm-up.
         let mut results: Vec<trading::RunResult> = Vec::new();
-        let mut warmups_ns: Vec<f64> = Vec::new();
-        let mut measured = 0;
-        for run in 0.. {
-            let phase = if !WarmUp::done(&warmups_ns) {
-                Phase::WarmUp
-            } else if measured < options.repeats {
-                measured += 1;
-                Phase::Measured {
-                    run: measured,
-                    of: options.repeats,
-                }
-            } else {
-                break;
-            };
+        let mut phases = Phases::new(options.repeats);
+        let mut run = 0;
+        while let Some(phase) = phases.next_phase() {
+            run += 1;
             progress.phase(phase);
             let dir = settings
                 .log_root
@@ -206,11 +196,11 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
                 ));
             }
             if phase == Phase::WarmUp {
-                warmups_ns.push(1e9 / result.tps());
+                phases.warmed(1e9 / result.tps());
             }
             results.push(result);
         }
-        rows.push(row(point, &results, warmups_ns, settings.threads));
+        rows.push(row(point, &results, phases.into_warmups_ns(), settings.threads));
     }
     Ok(rows)
 }
