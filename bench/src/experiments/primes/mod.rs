@@ -206,7 +206,7 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
     Ok(rows)
 }
 
-/// Warm-up rounds until the [`WarmUp`] rule is met, then the measured
+/// Warm-up rounds until the [`WarmUp`](crate::warmup::WarmUp) rule is met, then the measured
 /// rounds, against the server at `addr`: every round in order, and the ns
 /// per correct answer of the warm-up rounds (the first ones).
 fn measure(

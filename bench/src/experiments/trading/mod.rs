@@ -128,7 +128,7 @@ fn label(p: &Point) -> String {
     }
 }
 
-/// Runs every selected point: warm-up runs until the [`WarmUp`] rule is
+/// Runs every selected point: warm-up runs until the [`WarmUp`](crate::warmup::WarmUp) rule is
 /// met, then `repeats` measured runs each.
 pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
     let selected: Vec<&Point> = settings
