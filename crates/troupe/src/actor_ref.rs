@@ -13,7 +13,7 @@ use crate::system::DeadLetterReason;
 
 mod external;
 mod waiting;
-pub use external::ExternalTarget;
+pub use external::{ExternalTarget, Watcher};
 pub use waiting::{SendError, SendFuture};
 
 /// An actor's identity, unique within its actor system for the system's life.

@@ -95,6 +95,10 @@ pub(crate) trait Cell: Runnable {
     /// Drains a closed mailbox the caller acquired (see `Request::Drain`).
     fn drain_closed(&self);
     fn is_closed(&self) -> bool;
+    /// The target of an external cell (see `actor_ref/external.rs`).
+    fn external(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// A cell that accepts user messages of type `M`: what an `ActorRef<M>` holds.

@@ -49,7 +49,9 @@ mod sync;
 pub mod system;
 
 pub use actor::{Actor, Context, Signal};
-pub use actor_ref::{ActorId, ActorRef, ExternalTarget, SendError, SendFuture, TrySendError};
+pub use actor_ref::{
+    ActorId, ActorRef, ExternalTarget, SendError, SendFuture, TrySendError, Watcher,
+};
 pub use ask::{Ask, AskError, ReplyTo};
 pub use cell::timers::Timers;
 pub use mailbox::bound::{MailboxConfig, Overflow};

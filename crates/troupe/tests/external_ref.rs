@@ -2,13 +2,18 @@
 //! transport uses (`ReplyTo::share`, `ReplyTo::pair`): tell, try_tell and
 //! ask reach the target, a shared handle keeps an ask alive after the
 //! original is dropped, and the last dropped handle fails it at once.
+//! Death watch on an external ref reaches the target, and the watcher's
+//! `Terminated` comes once however often the target fires it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use troupe::{ActorRef, ActorSystem, AskError, ExternalTarget, ReplyTo, TrySendError};
+use troupe::{
+    Actor, ActorId, ActorRef, ActorSystem, AskError, Context, ExternalTarget, Props, ReplyTo,
+    Signal, TrySendError, Watcher,
+};
 
 enum Msg {
     Note(u32),
@@ -126,4 +131,104 @@ struct Sink;
 impl troupe::Actor for Sink {
     type Msg = ();
     fn receive(&mut self, _ctx: &mut troupe::Context<'_, Self>, _msg: ()) {}
+}
+
+/// A target that hands every watch and unwatch to the test.
+struct Watchable {
+    watches: Mutex<mpsc::Sender<Watcher>>,
+    unwatches: Mutex<mpsc::Sender<ActorId>>,
+}
+
+impl ExternalTarget<()> for Watchable {
+    fn send(&self, _msg: ()) {}
+
+    fn watch(&self, watcher: Watcher) {
+        self.watches.lock().unwrap().send(watcher).unwrap();
+    }
+
+    fn unwatch(&self, watcher: ActorId) {
+        self.unwatches.lock().unwrap().send(watcher).unwrap();
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+enum WatchCmd {
+    Watch(ActorRef<()>),
+    Unwatch(ActorRef<()>),
+    /// Reported as `None`: everything sent to the watcher before it has
+    /// been handled (the system lane goes first).
+    Fence,
+}
+
+/// Watches and unwatches on command; reports each `Terminated` and fence.
+struct WatchingActor(mpsc::Sender<Option<ActorId>>);
+
+impl Actor for WatchingActor {
+    type Msg = WatchCmd;
+    fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: WatchCmd) {
+        match msg {
+            WatchCmd::Watch(other) => ctx.watch(&other),
+            WatchCmd::Unwatch(other) => ctx.unwatch(&other),
+            WatchCmd::Fence => self.0.send(None).unwrap(),
+        }
+    }
+    fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: Signal) {
+        if let Signal::Terminated(id) = signal {
+            self.0.send(Some(id)).unwrap();
+        }
+    }
+}
+
+#[test]
+fn watching_an_external_ref_goes_through_its_target_and_ends_once() {
+    let system = ActorSystem::builder().threads(1).build().unwrap();
+    let (watches_tx, watches) = mpsc::channel();
+    let (unwatches_tx, unwatches) = mpsc::channel();
+    let far: ActorRef<()> = ActorRef::from_external(
+        &system,
+        Watchable {
+            watches: Mutex::new(watches_tx),
+            unwatches: Mutex::new(unwatches_tx),
+        },
+    );
+    assert!(far.external_target::<Watchable>().is_some());
+    assert!(far.external_target::<Loopback>().is_none());
+    let (seen_tx, seen) = mpsc::channel();
+    let watcher = system
+        .spawn(Props::new(move || WatchingActor(seen_tx.clone())))
+        .unwrap();
+    assert!(watcher.external_target::<Watchable>().is_none());
+
+    // Fired twice (a transport may learn of the end twice): one Terminated.
+    watcher.tell(WatchCmd::Watch(far.clone()));
+    let handle = watches.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(handle.watched(), far.id());
+    assert_eq!(handle.id(), watcher.id());
+    handle.terminated();
+    handle.terminated();
+    watcher.tell(WatchCmd::Fence);
+    assert_eq!(seen.recv_timeout(Duration::from_secs(10)).unwrap(), Some(far.id()));
+    assert_eq!(seen.recv_timeout(Duration::from_secs(10)).unwrap(), None);
+
+    // Watched again, then unwatched: the target hears it, and a late fire
+    // of the old handle is not delivered.
+    watcher.tell(WatchCmd::Watch(far.clone()));
+    let handle = watches.recv_timeout(Duration::from_secs(10)).unwrap();
+    watcher.tell(WatchCmd::Unwatch(far.clone()));
+    assert_eq!(unwatches.recv_timeout(Duration::from_secs(10)).unwrap(), watcher.id());
+    handle.terminated();
+    watcher.tell(WatchCmd::Fence);
+    assert_eq!(seen.recv_timeout(Duration::from_secs(10)).unwrap(), None);
+
+    // A watcher that stops unwatches what it watched.
+    watcher.tell(WatchCmd::Watch(far.clone()));
+    let _handle = watches.recv_timeout(Duration::from_secs(10)).unwrap();
+    system.stop(&watcher);
+    assert_eq!(unwatches.recv_timeout(Duration::from_secs(10)).unwrap(), watcher.id());
+
+    system.shutdown();
+    system.await_termination().unwrap();
 }

@@ -11,11 +11,20 @@
 //! on `TypedCell`, and an external ref is simply another implementation of
 //! it, so the local path gains no branch.
 //!
-//! What an external ref does not do (yet): it cannot be stopped with
-//! `ActorSystem::stop`, and `Context::watch` on it never delivers
-//! `Terminated` (its lifecycle traffic is dropped); see docs/semantics.md,
-//! "Across nodes".
+//! Death watch goes through the target too: `Context::watch` on an
+//! external ref hands the target a [`Watcher`], which the target fires when
+//! it learns that the actor behind it is gone (a remote transport: the far
+//! actor stopped, or its node went down). The watcher's own cell keeps the
+//! exactly-once promise: it signals `Terminated` only for an actor it still
+//! watches, so a target may fire a watcher more than once, or after an
+//! `unwatch`, without the actor seeing it twice.
+//!
+//! What an external ref does not do: it cannot be stopped with
+//! `ActorSystem::stop` (a stop is not carried to the far side); see
+//! docs/semantics.md, "Across nodes".
 
+use std::any::Any;
+use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -47,6 +56,65 @@ pub trait ExternalTarget<M: Send + 'static>: Send + Sync + 'static {
     fn name(&self) -> Option<&str> {
         None
     }
+
+    /// An actor watches the ref (`Context::watch`): fire `watcher` when the
+    /// actor behind this target is known to be gone. Called on the
+    /// watching actor's thread: it must not block. The default drops the
+    /// watcher, so `Terminated` never comes.
+    fn watch(&self, watcher: Watcher) {
+        drop(watcher);
+    }
+
+    /// The actor `watcher` no longer watches the ref (`Context::unwatch`,
+    /// or the watcher stopped). The default does nothing.
+    fn unwatch(&self, watcher: ActorId) {
+        let _ = watcher;
+    }
+
+    /// The target itself, for [`ActorRef::external_target`]: a transport
+    /// that needs to recognise its own refs (to write one into a message,
+    /// say) returns `Some(self)`. The default is `None`.
+    fn as_any(&self) -> Option<&dyn Any> {
+        None
+    }
+}
+
+/// An actor watching an external ref: what [`ExternalTarget::watch`] gets.
+///
+/// [`terminated`](Watcher::terminated) delivers
+/// [`Signal::Terminated`](crate::Signal::Terminated) with the external
+/// ref's id to the watching actor, at most once however often it is
+/// called, and not at all after the actor unwatched the ref.
+#[derive(Clone)]
+pub struct Watcher {
+    cell: Arc<dyn Cell>,
+    watched: ActorId,
+}
+
+impl Watcher {
+    /// The watching actor.
+    pub fn id(&self) -> ActorId {
+        self.cell.id()
+    }
+
+    /// The watched (external) ref's id: what `Terminated` will carry.
+    pub fn watched(&self) -> ActorId {
+        self.watched
+    }
+
+    /// Tells the watcher that the watched actor is gone.
+    pub fn terminated(&self) {
+        crate::cell::send_system(&self.cell, SystemMsg::Terminated(self.watched));
+    }
+}
+
+impl fmt::Debug for Watcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Watcher")
+            .field("watcher", &self.cell.id())
+            .field("watched", &self.watched)
+            .finish()
+    }
 }
 
 impl<M: Send + 'static> ActorRef<M> {
@@ -57,6 +125,8 @@ impl<M: Send + 'static> ActorRef<M> {
     /// `tell` and `ask` hand the message to [`ExternalTarget::send`];
     /// `try_tell` does too unless [`ExternalTarget::is_closed`]. The ref is
     /// never "full" and `queued()` is 0: flow control is the target's.
+    /// `Context::watch` and `unwatch` on the ref reach
+    /// [`ExternalTarget::watch`] and [`ExternalTarget::unwatch`].
     pub fn from_external(system: &ActorSystem, target: impl ExternalTarget<M>) -> ActorRef<M> {
         let system = system.inner().clone();
         let cell = ExternalCell {
@@ -68,6 +138,15 @@ impl<M: Send + 'static> ActorRef<M> {
         ActorRef {
             cell: Arc::new(cell),
         }
+    }
+}
+
+impl<M: Send + 'static> ActorRef<M> {
+    /// The target behind this ref, if it is an external ref whose target
+    /// is a `T` that answers [`ExternalTarget::as_any`]; `None` for local
+    /// refs and other targets.
+    pub fn external_target<T: 'static>(&self) -> Option<&T> {
+        self.cell.external()?.downcast_ref::<T>()
     }
 }
 
@@ -123,10 +202,21 @@ impl<M: Send + 'static, T: ExternalTarget<M>> Cell for ExternalCell<M, T> {
     }
 
     fn push_system(&self, msg: SystemMsg) -> Request {
-        // Stop, watch and unwatch are not carried to the far side yet: the
-        // message (and the watcher it may hold) is dropped here.
-        drop(msg);
+        match msg {
+            SystemMsg::Watch(cell) => self.target.watch(Watcher {
+                cell,
+                watched: self.id,
+            }),
+            SystemMsg::Unwatch(watcher) => self.target.unwatch(watcher),
+            // A stop is not carried to the far side; nothing else is sent
+            // to a cell that never runs.
+            other => drop(other),
+        }
         Request::Owned
+    }
+
+    fn external(&self) -> Option<&dyn Any> {
+        self.target.as_any()
     }
 
     fn drain_closed(&self) {}
