@@ -57,6 +57,22 @@
 // Everything but the wire format needs the `node` feature (on by default);
 // the decoder's fuzz target builds without it.
 #[cfg(feature = "node")]
+pub mod actor_ref {
+    //! `ActorRef` fields across nodes: use
+    //! `#[serde(with = "troupe_remote::actor_ref")]` on a field of type
+    //! `troupe::ActorRef<M>` (with `M: RemoteMessage`) in a
+    //! [`RemoteMessage`](crate::RemoteMessage).
+    //!
+    //! A local ref is exported under a random 128-bit token when it is
+    //! first sent; a remote ref is passed on as the address it has. On the
+    //! node that exported it the ref reads back as the original local ref;
+    //! elsewhere as a remote ref on which `tell`, `ask` and `ctx.watch`
+    //! work. The ref's message tag travels with it and must match the
+    //! field's type. Outside a node's send or receive these functions fail
+    //! with a serde error.
+    pub use crate::node::refs::{deserialize, serialize};
+}
+#[cfg(feature = "node")]
 mod config;
 mod dead_letters;
 #[cfg(feature = "node")]

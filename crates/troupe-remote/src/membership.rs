@@ -77,18 +77,25 @@ impl Membership {
         }
     }
 
-    /// `node` announced that it leaves.
-    pub(crate) fn left(&self, node: &str) {
-        if self.lock().remove(node).is_some() {
+    /// `node` announced that it leaves; true if it was up.
+    pub(crate) fn left(&self, node: &str) -> bool {
+        let was_up = self.lock().remove(node).is_some();
+        if was_up {
             let _ = self.events.send(MemberEvent::Down {
                 node: node.to_string(),
                 reason: DownReason::Left,
             });
         }
+        was_up
     }
 
-    /// Declares down every node silent for `timeout`.
-    pub(crate) fn expire(&self, timeout: Duration) {
+    /// Whether `node` is this node or one heard and not declared down.
+    pub(crate) fn is_up(&self, node: &str) -> bool {
+        node == self.me || self.lock().contains_key(node)
+    }
+
+    /// Declares down every node silent for `timeout`; returns them.
+    pub(crate) fn expire(&self, timeout: Duration) -> Vec<String> {
         let now = Instant::now();
         let silent: Vec<String> = {
             let mut seen = self.lock();
@@ -102,12 +109,13 @@ impl Membership {
             }
             silent
         };
-        for node in silent {
+        for node in &silent {
             let _ = self.events.send(MemberEvent::Down {
-                node,
+                node: node.clone(),
                 reason: DownReason::Silent,
             });
         }
+        silent
     }
 
     /// This node and every node up, sorted.
@@ -135,11 +143,12 @@ mod tests {
         m.heard("b");
         m.heard("b");
         assert_eq!(m.members(), vec!["b".to_string(), "me".to_string()]);
-        m.left("b");
-        m.left("b");
+        assert!(m.left("b"));
+        assert!(!m.left("b"));
+        assert!(!m.is_up("b") && m.is_up("me"));
         m.heard("c");
-        m.expire(Duration::ZERO);
-        m.expire(Duration::ZERO);
+        assert_eq!(m.expire(Duration::ZERO), vec!["c".to_string()]);
+        assert!(m.expire(Duration::ZERO).is_empty());
         let got: Vec<MemberEvent> = std::iter::from_fn(|| events.try_recv().ok()).collect();
         assert_eq!(
             got,

@@ -6,15 +6,21 @@
 //! # Subjects
 //!
 //! ```text
-//! troupe.<cluster>.actor.<name>    tell frames for the actor published as <name>
-//! troupe.<cluster>.lookup.<name>   lookups of <name> (request-reply, payload: tag)
-//! troupe.<cluster>.reply.<node>    reply and no-reply frames for <node>'s asks
+//! troupe.<cluster>.actor.<name>       tell frames for the actor published as <name>
+//! troupe.<cluster>.lookup.<name>      lookups of <name> (request-reply, payload: tag)
+//! troupe.<cluster>.reply.<node>       reply and no-reply frames for <node>'s asks
+//! troupe.<cluster>.ref.<node>.<token> tell frames for an actor <node> exported
+//! troupe.<cluster>.system.<node>      death-watch control messages for <node>
 //! ```
 //!
-//! A frame is addressed by name, not by node: NATS routes it to whichever
-//! node subscribed the name, so a ref keeps working wherever its actor is
-//! published. Only published actors have a subject; a frame whose header
-//! names another actor than its subject's is refused (`UnknownName`).
+//! A frame for a published actor is addressed by name, not by node: NATS
+//! routes it to whichever node subscribed the name, so a ref keeps working
+//! wherever its actor is published. An actor sent inside a message is
+//! exported under a random token (`node/refs.rs`). Only published and
+//! exported actors have a subject; a frame whose header names another
+//! actor than its subject's is refused (`UnknownName`). Death watch is in
+//! `node/watch.rs`, the table of reachable local actors in
+//! `node/locals.rs`.
 //!
 //! # Flow
 //!
@@ -25,11 +31,13 @@
 //! decoded in the subscription's task and told to the local actor.
 
 mod connect;
+mod locals;
+pub(crate) mod refs;
 mod target;
 mod tasks;
+mod watch;
 
 use std::collections::HashMap;
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -38,7 +46,7 @@ use async_nats::{Client, Subject};
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use troupe::{ActorRef, ActorSystem};
+use troupe::{ActorId, ActorRef, ActorSystem};
 
 use crate::config::{valid_token, RemoteConfig};
 use crate::dead_letters::{DeadLetter, DeadLetterReason, DeadLetters};
@@ -47,12 +55,24 @@ use crate::membership::{MemberEvent, Membership};
 use crate::reply_to::{Pending, ReplySink};
 use crate::wire::RemoteMessage;
 use connect::connect_options;
-use target::RemoteTarget;
-use tasks::{answer_lookups, beat, listen_members, listen_replies, serve, sweep, write};
+use locals::Locals;
+use refs::{Address, Kind};
+use tasks::{
+    answer_lookups, beat, listen_members, listen_no_responders, listen_replies, serve,
+    serve_exports, sweep, write,
+};
+use watch::Watching;
 
 /// What the writer task takes.
 enum Outgoing {
-    Frame(Subject, Bytes),
+    /// A frame for `subject`. With a `reply` subject (a frame carrying an
+    /// ask's reply handle), the server answers "no responders" there when
+    /// nobody serves `subject`, and the ask fails at once.
+    Frame {
+        subject: Subject,
+        reply: Option<Subject>,
+        payload: Bytes,
+    },
     /// Answered once every frame queued before it is with the client and
     /// the client has flushed.
     Flush(oneshot::Sender<()>),
@@ -69,7 +89,20 @@ struct Shared {
     reply_subject: Arc<str>,
     /// `troupe.<cluster>.reply.`.
     reply_prefix: Arc<str>,
+    /// `troupe.<cluster>.noreply.<node>.`: where the server says that a
+    /// frame carrying ask `<id>` found no responders.
+    no_responders_prefix: Arc<str>,
     membership: Membership,
+    /// The runtime the node's tasks run on (for work started from actor
+    /// threads: watch requests, unpublishing a stopped actor).
+    runtime: tokio::runtime::Handle,
+    /// Local actors other nodes can reach, with their watching nodes.
+    locals: Locals,
+    /// Actors elsewhere watched from here.
+    watching: Watching,
+    /// Published names: their subscription tasks.
+    published: Mutex<HashMap<String, PublishedEntry>>,
+    stopped: AtomicBool,
 }
 
 /// The sending side, cloned into every remote ref and reply task.
@@ -81,11 +114,21 @@ pub(crate) struct Outbound {
 
 impl Outbound {
     /// Queues a frame for the writer task.
-    fn send(&self, subject: Subject, frame: Vec<u8>) -> Result<(), DeadLetterReason> {
+    fn send(
+        &self,
+        subject: Subject,
+        reply: Option<Subject>,
+        frame: Vec<u8>,
+    ) -> Result<(), DeadLetterReason> {
         if frame.len() > self.shared.config.max_frame_size {
             return Err(DeadLetterReason::Oversized);
         }
-        match self.tx.try_send(Outgoing::Frame(subject, frame.into())) {
+        let out = Outgoing::Frame {
+            subject,
+            reply,
+            payload: frame.into(),
+        };
+        match self.tx.try_send(out) {
             Ok(()) => Ok(()),
             Err(mpsc::error::TrySendError::Full(_)) => {
                 if self.shared.client.connection_state() == State::Connected {
@@ -99,13 +142,36 @@ impl Outbound {
     }
 
     pub(crate) fn send_or_dead_letter(&self, subject: Subject, frame: Vec<u8>) {
-        if let Err(reason) = self.send(subject.clone(), frame) {
+        if let Err(reason) = self.send(subject.clone(), None, frame) {
             self.dead_letter(reason, &subject);
         }
     }
 
     pub(crate) fn dead_letter(&self, reason: DeadLetterReason, subject: &str) {
         self.shared.dead_letters.record(reason, subject);
+    }
+
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.shared.stopped.load(Ordering::Acquire)
+    }
+
+    /// Ends the subscriptions of `name` if it is still the stopped actor
+    /// `id`'s (called from its sentinel, on an actor thread).
+    pub(crate) fn unpublish_later(&self, name: &str, id: ActorId) {
+        let shared = self.shared.clone();
+        let name = name.to_string();
+        self.shared.runtime.spawn(async move {
+            let entry = {
+                let mut published = shared.published.lock().unwrap_or_else(|e| e.into_inner());
+                match published.get(&name) {
+                    Some(entry) if entry.actor == id => published.remove(&name),
+                    _ => None,
+                }
+            };
+            if let Some(entry) = entry {
+                entry.end().await;
+            }
+        });
     }
 }
 
@@ -117,11 +183,16 @@ impl ReplySink for Outbound {
     fn dead_letter(&self, reason: DeadLetterReason, subject: &str) {
         Outbound::dead_letter(self, reason, subject);
     }
+
+    fn encoding(&self, encode: &mut dyn FnMut()) {
+        refs::scope(self, encode);
+    }
 }
 
 /// One published actor's tasks (serving frames, answering lookups) and
 /// the signals that make them unsubscribe and end.
 struct PublishedEntry {
+    actor: ActorId,
     stop: [oneshot::Sender<()>; 2],
     tasks: [JoinHandle<()>; 2],
 }
@@ -141,11 +212,9 @@ impl PublishedEntry {
 /// An actor system joined to a NATS cluster. See the crate docs.
 pub struct Node {
     outbound: Outbound,
-    published: Mutex<HashMap<String, PublishedEntry>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     /// The writer task and its stop signal.
     writer: Mutex<Option<(oneshot::Sender<()>, JoinHandle<()>)>>,
-    stopped: AtomicBool,
 }
 
 impl Node {
@@ -165,12 +234,35 @@ impl Node {
             .map_err(|e| RemoteError::Connect(e.to_string()))?;
         let reply_prefix: Arc<str> = format!("troupe.{}.reply.", config.cluster_name).into();
         let reply_subject: Arc<str> = format!("{reply_prefix}{}", config.node_name).into();
+        let no_responders_prefix: Arc<str> = format!(
+            "troupe.{}.noreply.{}.",
+            config.cluster_name, config.node_name
+        )
+        .into();
+        let no_responders = client
+            .subscribe(format!("{no_responders_prefix}*"))
+            .await
+            .map_err(|e| RemoteError::Nats(e.to_string()))?;
         let replies = client
             .subscribe(reply_subject.to_string())
             .await
             .map_err(|e| RemoteError::Nats(e.to_string()))?;
         let members = client
             .subscribe(format!("troupe.{}.members.>", config.cluster_name))
+            .await
+            .map_err(|e| RemoteError::Nats(e.to_string()))?;
+        let exports = client
+            .subscribe(format!(
+                "troupe.{}.ref.{}.*",
+                config.cluster_name, config.node_name
+            ))
+            .await
+            .map_err(|e| RemoteError::Nats(e.to_string()))?;
+        let control = client
+            .subscribe(watch::control_subject(
+                &config.cluster_name,
+                &config.node_name,
+            ))
             .await
             .map_err(|e| RemoteError::Nats(e.to_string()))?;
         let shared = Arc::new(Shared {
@@ -181,21 +273,37 @@ impl Node {
             pending: Arc::default(),
             reply_subject,
             reply_prefix,
+            no_responders_prefix,
             config,
+            runtime: tokio::runtime::Handle::current(),
+            locals: Locals::default(),
+            watching: Watching::default(),
+            published: Mutex::new(HashMap::new()),
+            stopped: AtomicBool::new(false),
         });
         let (tx, rx) = mpsc::channel(shared.config.outbound_buffer.max(1));
         let (stop_writer, writer_stopped) = oneshot::channel();
         let writer = tokio::spawn(write(shared.clone(), rx, writer_stopped));
         let listener = tokio::spawn(listen_replies(shared.clone(), replies));
+        let unserved = tokio::spawn(listen_no_responders(shared.clone(), no_responders));
         let sweeper = tokio::spawn(sweep(shared.clone()));
         let listen_members = tokio::spawn(listen_members(shared.clone(), members));
         let beat = tokio::spawn(beat(shared.clone()));
+        let outbound = Outbound { tx, shared };
+        let exports = tokio::spawn(serve_exports(outbound.clone(), exports));
+        let control = tokio::spawn(watch::serve_control(outbound.clone(), control));
         Ok(Node {
-            outbound: Outbound { tx, shared },
-            published: Mutex::new(HashMap::new()),
-            tasks: Mutex::new(vec![listener, sweeper, listen_members, beat]),
+            outbound,
+            tasks: Mutex::new(vec![
+                listener,
+                unserved,
+                sweeper,
+                listen_members,
+                beat,
+                exports,
+                control,
+            ]),
             writer: Mutex::new(Some((stop_writer, writer))),
-            stopped: AtomicBool::new(false),
         })
     }
 
@@ -222,12 +330,12 @@ impl Node {
         if !valid_token(name) {
             return Err(RemoteError::InvalidName(name.to_string()));
         }
-        if self.stopped.load(Ordering::Acquire) {
+        if self.outbound.is_stopped() {
             return Err(RemoteError::Stopped);
         }
         match self.probe(name, M::TAG).await {
             Err(RemoteError::NotFound(_)) => {}
-            Ok(()) | Err(RemoteError::TagMismatch { .. }) => {
+            Ok(_) | Err(RemoteError::TagMismatch { .. }) => {
                 return Err(RemoteError::NameTaken(name.to_string()))
             }
             Err(other) => return Err(other),
@@ -244,12 +352,17 @@ impl Node {
             .subscribe(format!("troupe.{cluster}.lookup.{name}"))
             .await
             .map_err(|e| RemoteError::Nats(e.to_string()))?;
+        shared.locals.publish(&self.outbound, name, actor);
+        let local = shared
+            .locals
+            .get(&(Kind::Published, name.into()))
+            .ok_or(RemoteError::Stopped)?;
         let (stop_serve, serve_stopped) = oneshot::channel();
         let (stop_answer, answer_stopped) = oneshot::channel();
         let serve = tokio::spawn(serve(
             self.outbound.clone(),
             name.to_string(),
-            actor.clone(),
+            local,
             frames,
             serve_stopped,
         ));
@@ -259,13 +372,14 @@ impl Node {
             lookups,
             answer_stopped,
         ));
-        let previous = self
+        let previous = shared
             .published
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(
                 name.to_string(),
                 PublishedEntry {
+                    actor: actor.id(),
                     stop: [stop_serve, stop_answer],
                     tasks: [serve, answer],
                 },
@@ -280,7 +394,7 @@ impl Node {
         // node that published the name at the same instant may answer
         // first); only no answer at all is an error.
         match self.probe(name, M::TAG).await {
-            Ok(()) | Err(RemoteError::TagMismatch { .. }) => Ok(()),
+            Ok(_) | Err(RemoteError::TagMismatch { .. }) => Ok(()),
             Err(other) => Err(other),
         }
     }
@@ -289,9 +403,11 @@ impl Node {
     /// the server knows it (a lookup from any node no longer finds it here).
     /// False if it was not published here. Refs to it elsewhere then send
     /// into the void: NATS drops a message nobody subscribes to
-    /// (at-most-once).
+    /// (at-most-once); actors elsewhere watching it get `Terminated`.
     pub async fn unpublish(&self, name: &str) -> bool {
+        self.shared().locals.unpublish(&self.outbound, name);
         let entry = self
+            .shared()
             .published
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -314,19 +430,18 @@ impl Node {
         if !valid_token(name) {
             return Err(RemoteError::InvalidName(name.to_string()));
         }
-        self.probe(name, M::TAG).await?;
-        let cluster = &self.shared().config.cluster_name;
-        let target = RemoteTarget::<M> {
-            name: name.to_string(),
-            subject: Subject::from(format!("troupe.{cluster}.actor.{name}")),
-            outbound: self.outbound.clone(),
-            _msg: PhantomData,
+        let host = self.probe(name, M::TAG).await?;
+        let address = Address {
+            host: host.into(),
+            kind: Kind::Published,
+            id: name.into(),
         };
-        Ok(ActorRef::from_external(&self.shared().system, target))
+        Ok(refs::remote_ref(&self.outbound, address))
     }
 
-    /// Asks the cluster who serves `name`, with our tag.
-    async fn probe(&self, name: &str, tag: &str) -> Result<(), RemoteError> {
+    /// Asks the cluster who serves `name`, with our tag; the answer is the
+    /// node that serves it.
+    async fn probe(&self, name: &str, tag: &str) -> Result<String, RemoteError> {
         let shared = self.shared();
         let subject = format!("troupe.{}.lookup.{name}", shared.config.cluster_name);
         let request = shared
@@ -344,7 +459,12 @@ impl Node {
             Ok(Ok(answer)) => answer,
         };
         match answer.payload.split_first() {
-            Some((0, _)) => Ok(()),
+            Some((0, host)) => match std::str::from_utf8(host) {
+                Ok(host) if valid_token(host) => Ok(host.to_string()),
+                _ => Err(RemoteError::Nats(format!(
+                    "malformed lookup answer for {name}"
+                ))),
+            },
             Some((1, theirs)) => Err(RemoteError::TagMismatch {
                 name: name.to_string(),
                 ours: tag.to_string(),
@@ -385,6 +505,17 @@ impl Node {
         self.shared().membership.subscribe()
     }
 
+    /// Local actors other nodes can reach: published names plus actors
+    /// exported by being sent inside a message, until they stop.
+    pub fn reachable_actors(&self) -> usize {
+        self.shared().locals.len()
+    }
+
+    /// Actors elsewhere that actors here watch.
+    pub fn watched_remote_actors(&self) -> usize {
+        self.shared().watching.len()
+    }
+
     /// Asks sent from here whose reply handle is still registered.
     pub fn pending_replies(&self) -> usize {
         self.shared().pending.len()
@@ -396,10 +527,13 @@ impl Node {
     /// later sends through this node's refs are `NodeStopped` dead letters.
     /// A second call does nothing.
     pub async fn shutdown(&self) {
-        if self.stopped.swap(true, Ordering::AcqRel) {
+        if self.shared().stopped.swap(true, Ordering::AcqRel) {
             return;
         }
+        // We will not hear of any watched actor again.
+        watch::fire_all(self.shared());
         let names: Vec<String> = self
+            .shared()
             .published
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -455,8 +589,9 @@ impl Drop for Node {
     fn drop(&mut self) {
         // A node dropped without `shutdown` still stops its tasks.
         for entry in self
+            .shared()
             .published
-            .get_mut()
+            .lock()
             .unwrap_or_else(|e| e.into_inner())
             .values()
         {

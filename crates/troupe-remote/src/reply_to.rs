@@ -114,6 +114,9 @@ pub(crate) trait ReplySink: Send + Sync + 'static {
     fn send_or_dead_letter(&self, subject: String, frame: Vec<u8>);
     /// Records a dead letter for `subject`.
     fn dead_letter(&self, reason: DeadLetterReason, subject: &str);
+    /// Runs `encode` with the node available to `ActorRef` fields (an
+    /// answer may carry refs).
+    fn encoding(&self, encode: &mut dyn FnMut());
 }
 
 pub(crate) struct DecodeCtx {
@@ -213,7 +216,7 @@ where
         let outbound = ctx.outbound.clone();
         tokio::spawn(async move {
             let frame = match answer.await {
-                Ok(value) => match wire::encode_reply(id, &value) {
+                Ok(value) => match encode_reply(&*outbound, id, &value) {
                     Ok(frame) => frame,
                     Err(_) => {
                         outbound.dead_letter(DeadLetterReason::EncodeFailed, &subject);
@@ -229,4 +232,15 @@ where
         });
         Ok(reply)
     })
+}
+
+/// Encodes an answer with the node's context (refs inside it are exported).
+fn encode_reply<R: Serialize>(
+    sink: &dyn ReplySink,
+    id: u64,
+    value: &R,
+) -> Result<Vec<u8>, postcard::Error> {
+    let mut frame = None;
+    sink.encoding(&mut || frame = Some(wire::encode_reply(id, value)));
+    frame.unwrap_or(Err(postcard::Error::SerializeBufferFull))
 }

@@ -99,6 +99,10 @@ pub(crate) trait Cell: Runnable {
     fn external(&self) -> Option<&dyn std::any::Any> {
         None
     }
+    /// Whether this is an external cell.
+    fn is_external(&self) -> bool {
+        false
+    }
 }
 
 /// A cell that accepts user messages of type `M`: what an `ActorRef<M>` holds.

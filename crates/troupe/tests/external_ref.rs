@@ -201,6 +201,7 @@ fn watching_an_external_ref_goes_through_its_target_and_ends_once() {
         .spawn(Props::new(move || WatchingActor(seen_tx.clone())))
         .unwrap();
     assert!(watcher.external_target::<Watchable>().is_none());
+    assert!(far.is_external() && !watcher.is_external());
 
     // Fired twice (a transport may learn of the end twice): one Terminated.
     watcher.tell(WatchCmd::Watch(far.clone()));

@@ -1,20 +1,24 @@
-//! `RemoteTarget`: the `ExternalTarget` behind a looked-up ref. It encodes
-//! on the sender's thread (registering any reply handles) and queues the
-//! frame for the writer; a failure is a dead letter with its reason.
+//! `RemoteTarget`: the `ExternalTarget` behind a remote ref. It encodes
+//! on the sender's thread (registering any reply handles, exporting any
+//! local refs inside the message) and queues the frame for the writer; a
+//! failure is a dead letter with its reason. Watches go to
+//! `node/watch.rs`.
 
+use std::any::Any;
 use std::marker::PhantomData;
 
 use async_nats::Subject;
-use troupe::ExternalTarget;
+use troupe::{ActorId, ExternalTarget, Watcher};
 
-use super::Outbound;
+use super::refs::{self, Address, Kind};
+use super::{watch, Outbound};
 use crate::dead_letters::DeadLetterReason;
 use crate::reply_to;
 use crate::wire::{self, RemoteMessage};
 
-/// What a looked-up ref sends through.
-pub(super) struct RemoteTarget<M> {
-    pub(super) name: String,
+/// What a remote ref sends through.
+pub(crate) struct RemoteTarget<M> {
+    pub(super) address: Address,
     pub(super) subject: Subject,
     pub(super) outbound: Outbound,
     pub(super) _msg: PhantomData<fn(M)>,
@@ -25,13 +29,17 @@ impl<M: RemoteMessage> ExternalTarget<M> for RemoteTarget<M> {
         let shared = &self.outbound.shared;
         let (frame, registered) =
             reply_to::encoding(&shared.pending, &shared.reply_subject, || {
-                wire::encode_tell(&self.name, &msg)
+                refs::scope(&self.outbound, || wire::encode_tell(&self.address.id, &msg))
             });
         // The original reply handles go with the message; the shared ones
         // stay registered until answered.
         drop(msg);
+        // The first ask in the frame learns at once if nobody serves it.
+        let reply = registered
+            .first()
+            .map(|id| Subject::from(format!("{}{id}", shared.no_responders_prefix)));
         let sent = match frame {
-            Ok(frame) => self.outbound.send(self.subject.clone(), frame),
+            Ok(frame) => self.outbound.send(self.subject.clone(), reply, frame),
             Err(_) => Err(DeadLetterReason::EncodeFailed),
         };
         if let Err(reason) = sent {
@@ -45,6 +53,19 @@ impl<M: RemoteMessage> ExternalTarget<M> for RemoteTarget<M> {
     }
 
     fn name(&self) -> Option<&str> {
-        Some(&self.name)
+        // An export token is a capability: it is not shown.
+        (self.address.kind == Kind::Published).then_some(&*self.address.id)
+    }
+
+    fn watch(&self, watcher: Watcher) {
+        watch::watch(&self.outbound, &self.address, watcher);
+    }
+
+    fn unwatch(&self, watcher: ActorId) {
+        watch::unwatch(&self.outbound, &self.address, watcher);
+    }
+
+    fn as_any(&self) -> Option<&dyn Any> {
+        Some(self)
     }
 }

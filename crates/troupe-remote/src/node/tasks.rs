@@ -1,6 +1,8 @@
 //! The node's tasks: the writer (outbound frames, in order), one server and
-//! one lookup responder per published name, the reply listener, the
-//! membership listener, the heartbeat, and the reply-table sweeper.
+//! one lookup responder per published name, the server of exported refs,
+//! the reply listener, the membership listener, the heartbeat, and the
+//! reply-table sweeper. (The control subject's server is in
+//! `node/watch.rs`.)
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,13 +10,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
-use troupe::ActorRef;
 
-use super::{Outbound, Outgoing, Shared};
+use super::locals::LocalActor;
+use super::refs::Kind;
+use super::{watch, Outbound, Outgoing, Shared};
 use crate::config::valid_token;
 use crate::dead_letters::DeadLetterReason;
-use crate::reply_to::{self, DecodeCtx, ReplySink};
-use crate::wire::{self, Frame, RemoteMessage};
+use crate::reply_to::ReplySink;
+use crate::wire::{self, Frame};
 
 /// The writer task: frames go to the client in channel order, until
 /// `stop`; then every frame still queued (and one the client had not yet
@@ -40,7 +43,22 @@ pub(super) async fn write(
             },
         };
         match out {
-            Outgoing::Frame(subject, payload) => {
+            Outgoing::Frame {
+                subject,
+                reply,
+                payload,
+            } => {
+                let publish = async {
+                    match reply {
+                        Some(reply) => {
+                            shared
+                                .client
+                                .publish_with_reply(subject.clone(), reply, payload)
+                                .await
+                        }
+                        None => shared.client.publish(subject.clone(), payload).await,
+                    }
+                };
                 // A publish waits while the client reconnects.
                 tokio::select! {
                     biased;
@@ -48,7 +66,7 @@ pub(super) async fn write(
                         stopped(&subject);
                         break;
                     }
-                    published = shared.client.publish(subject.clone(), payload) => {
+                    published = publish => {
                         // The client refuses only when closed or when the
                         // frame exceeds the server's max_payload.
                         if published.is_err() {
@@ -69,17 +87,17 @@ pub(super) async fn write(
     }
     rx.close();
     while let Ok(out) = rx.try_recv() {
-        if let Outgoing::Frame(subject, _) = out {
+        if let Outgoing::Frame { subject, .. } = out {
             stopped(&subject);
         }
     }
 }
 
 /// Serves one published actor: decode, check, tell; until `stop`.
-pub(super) async fn serve<M: RemoteMessage>(
+pub(super) async fn serve(
     outbound: Outbound,
     name: String,
-    actor: ActorRef<M>,
+    actor: Arc<dyn LocalActor>,
     mut frames: async_nats::Subscriber,
     mut stop: oneshot::Receiver<()>,
 ) {
@@ -91,7 +109,11 @@ pub(super) async fn serve<M: RemoteMessage>(
             _ = &mut stop => break,
             msg = frames.next() => {
                 let Some(msg) = msg else { return };
-                if let Err(reason) = deliver(&outbound, &sink, &name, &actor, &msg.payload) {
+                let delivered = tell_frame(&outbound, &msg.payload, |target| {
+                    (target == name).then(|| actor.clone())
+                })
+                .and_then(|(actor, payload)| actor.deliver(&outbound, &sink, payload));
+                if let Err(reason) = delivered {
                     outbound.dead_letter(reason, &msg.subject);
                 }
             }
@@ -100,42 +122,48 @@ pub(super) async fn serve<M: RemoteMessage>(
     let _ = frames.unsubscribe().await;
 }
 
-fn deliver<M: RemoteMessage>(
+/// Serves this node's exported actors (`troupe.<cluster>.ref.<node>.*`):
+/// the frame's target is the token, which must also end its subject.
+pub(super) async fn serve_exports(outbound: Outbound, mut frames: async_nats::Subscriber) {
+    let sink: Arc<dyn ReplySink> = Arc::new(outbound.clone());
+    let locals = &outbound.shared.locals;
+    while let Some(msg) = frames.next().await {
+        let delivered = tell_frame(&outbound, &msg.payload, |token| {
+            if !msg.subject.ends_with(token) || !msg.subject[..msg.subject.len() - token.len()].ends_with('.') {
+                return None;
+            }
+            locals.get(&(Kind::Exported, token.into()))
+        })
+        .and_then(|(actor, payload)| actor.deliver(&outbound, &sink, payload));
+        if let Err(reason) = delivered {
+            outbound.dead_letter(reason, &msg.subject);
+        }
+    }
+}
+
+/// Parses a tell frame and finds its target with `find`; checks the tag.
+fn tell_frame<'a>(
     outbound: &Outbound,
-    sink: &Arc<dyn ReplySink>,
-    name: &str,
-    actor: &ActorRef<M>,
-    bytes: &[u8],
-) -> Result<(), DeadLetterReason> {
-    let shared = &outbound.shared;
+    bytes: &'a [u8],
+    find: impl FnOnce(&str) -> Option<Arc<dyn LocalActor>>,
+) -> Result<(Arc<dyn LocalActor>, &'a [u8]), DeadLetterReason> {
     let Frame::Tell {
         name: target,
         tag,
         payload,
-    } = wire::decode_frame(bytes, shared.config.max_frame_size)?
+    } = wire::decode_frame(bytes, outbound.shared.config.max_frame_size)?
     else {
         return Err(DeadLetterReason::Malformed);
     };
-    if target != name {
-        return Err(DeadLetterReason::UnknownName);
-    }
-    if tag != M::TAG {
+    let actor = find(target).ok_or(DeadLetterReason::UnknownName)?;
+    if tag != actor.tag() {
         return Err(DeadLetterReason::UnknownTag);
     }
-    let ctx = DecodeCtx {
-        system: shared.system.clone(),
-        target: actor.id(),
-        reply_prefix: shared.reply_prefix.clone(),
-        ttl: shared.config.reply_ttl,
-        outbound: sink.clone(),
-    };
-    let msg = reply_to::decoding(ctx, || wire::decode_payload::<M>(payload))?;
-    actor.tell(msg);
-    Ok(())
+    Ok((actor, payload))
 }
 
-/// Answers lookups of one published name: `[0]` if the asker's tag is the
-/// actor's, `[1] ++ our tag` otherwise.
+/// Answers lookups of one published name: `[0] ++ this node's name` if
+/// the asker's tag is the actor's, `[1] ++ our tag` otherwise.
 pub(super) async fn answer_lookups(
     shared: Arc<Shared>,
     tag: &'static str,
@@ -153,7 +181,9 @@ pub(super) async fn answer_lookups(
         };
         let Some(reply) = request.reply else { continue };
         let answer = if request.payload == tag.as_bytes() {
-            Bytes::from_static(&[0])
+            let mut found = vec![0];
+            found.extend_from_slice(shared.config.node_name.as_bytes());
+            found.into()
         } else {
             let mut theirs = vec![1];
             theirs.extend_from_slice(tag.as_bytes());
@@ -179,6 +209,29 @@ pub(super) async fn listen_replies(shared: Arc<Shared>, mut replies: async_nats:
     }
 }
 
+/// Fails at once the asks whose frame found no responders (the server's
+/// 503 status on `troupe.<cluster>.noreply.<node>.<id>`).
+pub(super) async fn listen_no_responders(
+    shared: Arc<Shared>,
+    mut statuses: async_nats::Subscriber,
+) {
+    while let Some(msg) = statuses.next().await {
+        let id = msg
+            .subject
+            .strip_prefix(&*shared.no_responders_prefix)
+            .and_then(|id| id.parse::<u64>().ok());
+        match (msg.status, id) {
+            (Some(async_nats::StatusCode::NO_RESPONDERS), Some(id)) => {
+                // Already answered or expired: nothing to fail.
+                let _ = shared.pending.complete(id, None);
+            }
+            _ => shared
+                .dead_letters
+                .record(DeadLetterReason::Malformed, &msg.subject),
+        }
+    }
+}
+
 /// Hears heartbeats and leaves: `troupe.<cluster>.members.{beat,leave}.<node>`.
 pub(super) async fn listen_members(shared: Arc<Shared>, mut members: async_nats::Subscriber) {
     while let Some(msg) = members.next().await {
@@ -191,8 +244,8 @@ pub(super) async fn listen_members(shared: Arc<Shared>, mut members: async_nats:
         }
         if rest.ends_with(".members.beat") {
             shared.membership.heard(node);
-        } else if rest.ends_with(".members.leave") {
-            shared.membership.left(node);
+        } else if rest.ends_with(".members.leave") && shared.membership.left(node) {
+            watch::node_down(&shared, node);
         }
     }
 }
@@ -214,7 +267,9 @@ pub(super) async fn beat(shared: Arc<Shared>) {
             let _ = shared.client.publish(subject.clone(), Bytes::new()).await;
         }
         n += 1;
-        shared.membership.expire(shared.config.heartbeat_timeout);
+        for node in shared.membership.expire(shared.config.heartbeat_timeout) {
+            watch::node_down(&shared, &node);
+        }
     }
 }
 

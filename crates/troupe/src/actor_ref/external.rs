@@ -148,6 +148,11 @@ impl<M: Send + 'static> ActorRef<M> {
     pub fn external_target<T: 'static>(&self) -> Option<&T> {
         self.cell.external()?.downcast_ref::<T>()
     }
+
+    /// Whether this ref was made by [`ActorRef::from_external`].
+    pub fn is_external(&self) -> bool {
+        self.cell.is_external()
+    }
 }
 
 /// The cell behind an external ref: no mailbox, no run state.
@@ -217,6 +222,10 @@ impl<M: Send + 'static, T: ExternalTarget<M>> Cell for ExternalCell<M, T> {
 
     fn external(&self) -> Option<&dyn Any> {
         self.target.as_any()
+    }
+
+    fn is_external(&self) -> bool {
+        true
     }
 
     fn drain_closed(&self) {}
