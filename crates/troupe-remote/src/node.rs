@@ -284,12 +284,12 @@ impl Node {
         let (tx, rx) = mpsc::channel(shared.config.outbound_buffer.max(1));
         let (stop_writer, writer_stopped) = oneshot::channel();
         let writer = tokio::spawn(write(shared.clone(), rx, writer_stopped));
-        let listener = tokio::spawn(listen_replies(shared.clone(), replies));
         let unserved = tokio::spawn(listen_no_responders(shared.clone(), no_responders));
         let sweeper = tokio::spawn(sweep(shared.clone()));
         let listen_members = tokio::spawn(listen_members(shared.clone(), members));
         let beat = tokio::spawn(beat(shared.clone()));
         let outbound = Outbound { tx, shared };
+        let listener = tokio::spawn(listen_replies(outbound.clone(), replies));
         let exports = tokio::spawn(serve_exports(outbound.clone(), exports));
         let control = tokio::spawn(watch::serve_control(outbound.clone(), control));
         Ok(Node {

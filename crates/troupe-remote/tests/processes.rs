@@ -1,9 +1,11 @@
 //! Real OS processes: two example node processes (`troupe-remote-echo`)
 //! each publish an echo actor; this test process, the third node, looks
 //! them up, tells and asks, sees both as members, then closes their stdin
-//! and sees them leave and exit cleanly. Another child is killed with
-//! SIGKILL: its node is declared down (silent) within the heartbeat
-//! timeout plus one second.
+//! and sees them leave and exit cleanly. Death watch crosses the process
+//! boundary both ways (an actor here watching one there, and the reverse),
+//! with refs inside messages. Another child is killed with SIGKILL: its
+//! node is declared down (silent), and an actor watching its echo gets
+//! `Terminated`, within the heartbeat timeout plus one second.
 
 mod support;
 
@@ -12,7 +14,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use troupe_remote::testing::echo::EchoMsg;
+use troupe::{Actor, ActorId, ActorRef, Context, Props, Signal};
+use troupe_remote::testing::echo::{Echo, EchoMsg};
 use troupe_remote::{DownReason, MemberEvent, Node, RemoteConfig};
 
 use support::{await_member_event, node, server, stop, system};
@@ -120,6 +123,74 @@ async fn tell_and_ask_actors_in_two_other_processes() {
     stop(sys);
 }
 
+/// Watches the ref it is given; reports each `Terminated` and each `Say`.
+struct Watching(mpsc::Sender<Result<ActorId, String>>);
+
+impl Actor for Watching {
+    type Msg = EchoMsg;
+    fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: EchoMsg) {
+        match msg {
+            EchoMsg::Watch(watched, _) => ctx.watch(&watched),
+            EchoMsg::Say(text) => {
+                let _ = self.0.send(Err(text));
+            }
+            _ => {}
+        }
+    }
+    fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: Signal) {
+        if let Signal::Terminated(id) = signal {
+            let _ = self.0.send(Ok(id));
+        }
+    }
+}
+
+fn watching(
+    system: &troupe::ActorSystem,
+) -> (ActorRef<EchoMsg>, mpsc::Receiver<Result<ActorId, String>>) {
+    let (tx, rx) = mpsc::channel();
+    let actor = system
+        .spawn(Props::new(move || Watching(tx.clone())))
+        .unwrap();
+    (actor, rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn death_watch_crosses_the_process_boundary_both_ways() {
+    let server = server();
+    let child = spawn_echo(&server.url(), "proc-w", "echo-w");
+    let sys = system();
+    let here = node(&sys, &server, "test-process").await;
+    let there = here.lookup::<EchoMsg>("echo-w").await.unwrap();
+
+    // The child's echo watches an actor of this process (sent as a ref, so
+    // exported) and reports to another (also exported).
+    let watched_here = sys.spawn(Props::new(Echo::default)).unwrap();
+    let (report, reports) = watching(&sys);
+    there.tell(EchoMsg::Watch(watched_here.clone(), report.clone()));
+    // Once the child has answered this ask, its echo handled the Watch.
+    there
+        .ask(|r| EchoMsg::Echo("sync".into(), r), Duration::from_secs(5))
+        .await
+        .unwrap();
+    sys.stop(&watched_here);
+    assert_eq!(
+        reports.recv_timeout(Duration::from_secs(10)).unwrap(),
+        Err("terminated".to_string())
+    );
+
+    // An actor here watches the child's echo, which then stops.
+    report.tell(EchoMsg::Watch(there.clone(), report.clone()));
+    there.tell(EchoMsg::Stop);
+    assert_eq!(
+        reports.recv_timeout(Duration::from_secs(10)).unwrap(),
+        Ok(there.id())
+    );
+
+    finish(child);
+    here.shutdown().await;
+    stop(sys);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigkilled_node_process_is_declared_down() {
     let server = server();
@@ -129,15 +200,13 @@ async fn a_sigkilled_node_process_is_declared_down() {
     let here = Node::start(&sys, config.clone()).await.unwrap();
     let mut events = here.member_events();
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_troupe-remote-echo"))
-        .args([server.url().as_str(), "doomed", "echo-doomed"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start the echo node process");
+    let mut child = spawn_echo(&server.url(), "doomed", "echo-doomed");
     if !here.members().contains(&"doomed".to_string()) {
         await_member_event(&mut events, MemberEvent::Up("doomed".into())).await;
     }
+    let doomed = here.lookup::<EchoMsg>("echo-doomed").await.unwrap();
+    let (watcher, terminated) = watching(&sys);
+    watcher.tell(EchoMsg::Watch(doomed.clone(), watcher.clone()));
 
     child.kill().unwrap(); // SIGKILL: no leave message, the beats stop
     let killed = Instant::now();
@@ -151,14 +220,19 @@ async fn a_sigkilled_node_process_is_declared_down() {
     )
     .await;
     let detected = killed.elapsed();
+    assert_eq!(
+        terminated.recv_timeout(Duration::from_secs(10)).unwrap(),
+        Ok(doomed.id())
+    );
+    let watched = killed.elapsed();
     println!(
-        "SIGKILL to Down: {detected:?} (heartbeat timeout {:?})",
+        "SIGKILL to Down: {detected:?}, to Terminated at a watcher: {watched:?} (heartbeat timeout {:?})",
         config.heartbeat_timeout
     );
     // The contract: within the heartbeat timeout plus one second.
     assert!(
-        detected <= config.heartbeat_timeout + Duration::from_secs(1),
-        "detected after {detected:?}"
+        watched <= config.heartbeat_timeout + Duration::from_secs(1),
+        "Terminated after {watched:?}"
     );
     assert_eq!(here.members(), vec!["watcher".to_string()]);
 

@@ -211,7 +211,10 @@ fn watching_an_external_ref_goes_through_its_target_and_ends_once() {
     handle.terminated();
     handle.terminated();
     watcher.tell(WatchCmd::Fence);
-    assert_eq!(seen.recv_timeout(Duration::from_secs(10)).unwrap(), Some(far.id()));
+    assert_eq!(
+        seen.recv_timeout(Duration::from_secs(10)).unwrap(),
+        Some(far.id())
+    );
     assert_eq!(seen.recv_timeout(Duration::from_secs(10)).unwrap(), None);
 
     // Watched again, then unwatched: the target hears it, and a late fire
@@ -219,7 +222,10 @@ fn watching_an_external_ref_goes_through_its_target_and_ends_once() {
     watcher.tell(WatchCmd::Watch(far.clone()));
     let handle = watches.recv_timeout(Duration::from_secs(10)).unwrap();
     watcher.tell(WatchCmd::Unwatch(far.clone()));
-    assert_eq!(unwatches.recv_timeout(Duration::from_secs(10)).unwrap(), watcher.id());
+    assert_eq!(
+        unwatches.recv_timeout(Duration::from_secs(10)).unwrap(),
+        watcher.id()
+    );
     handle.terminated();
     watcher.tell(WatchCmd::Fence);
     assert_eq!(seen.recv_timeout(Duration::from_secs(10)).unwrap(), None);
@@ -228,7 +234,10 @@ fn watching_an_external_ref_goes_through_its_target_and_ends_once() {
     watcher.tell(WatchCmd::Watch(far.clone()));
     let _handle = watches.recv_timeout(Duration::from_secs(10)).unwrap();
     system.stop(&watcher);
-    assert_eq!(unwatches.recv_timeout(Duration::from_secs(10)).unwrap(), watcher.id());
+    assert_eq!(
+        unwatches.recv_timeout(Duration::from_secs(10)).unwrap(),
+        watcher.id()
+    );
 
     system.shutdown();
     system.await_termination().unwrap();

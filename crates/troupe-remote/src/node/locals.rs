@@ -150,7 +150,12 @@ impl Locals {
 
     /// Enters `actor` as published under `name` (replacing an earlier
     /// actor of that name, whose watchers are told it is gone).
-    pub(crate) fn publish<M: RemoteMessage>(&self, outbound: &Outbound, name: &str, actor: &ActorRef<M>) {
+    pub(crate) fn publish<M: RemoteMessage>(
+        &self,
+        outbound: &Outbound,
+        name: &str,
+        actor: &ActorRef<M>,
+    ) {
         let key: Key = (Kind::Published, name.into());
         let local: Arc<dyn LocalActor> = Arc::new(Local(actor.clone()));
         let previous = self.lock().entries.insert(

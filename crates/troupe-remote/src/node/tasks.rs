@@ -12,7 +12,7 @@ use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 
 use super::locals::LocalActor;
-use super::refs::Kind;
+use super::refs::{self, Kind};
 use super::{watch, Outbound, Outgoing, Shared};
 use crate::config::valid_token;
 use crate::dead_letters::DeadLetterReason;
@@ -129,7 +129,9 @@ pub(super) async fn serve_exports(outbound: Outbound, mut frames: async_nats::Su
     let locals = &outbound.shared.locals;
     while let Some(msg) = frames.next().await {
         let delivered = tell_frame(&outbound, &msg.payload, |token| {
-            if !msg.subject.ends_with(token) || !msg.subject[..msg.subject.len() - token.len()].ends_with('.') {
+            if !msg.subject.ends_with(token)
+                || !msg.subject[..msg.subject.len() - token.len()].ends_with('.')
+            {
                 return None;
             }
             locals.get(&(Kind::Exported, token.into()))
@@ -195,10 +197,14 @@ pub(super) async fn answer_lookups(
 }
 
 /// Routes reply frames to the pending asks.
-pub(super) async fn listen_replies(shared: Arc<Shared>, mut replies: async_nats::Subscriber) {
+pub(super) async fn listen_replies(outbound: Outbound, mut replies: async_nats::Subscriber) {
+    let shared = &outbound.shared;
     while let Some(msg) = replies.next().await {
         let result = match wire::decode_frame(&msg.payload, shared.config.max_frame_size) {
-            Ok(Frame::Reply { id, payload }) => shared.pending.complete(id, Some(payload)),
+            // An answer may carry refs: decoded with the node at hand.
+            Ok(Frame::Reply { id, payload }) => {
+                refs::scope(&outbound, || shared.pending.complete(id, Some(payload)))
+            }
             Ok(Frame::NoReply { id }) => shared.pending.complete(id, None),
             Ok(Frame::Tell { .. }) => Err(DeadLetterReason::UnknownName),
             Err(reason) => Err(reason),

@@ -41,11 +41,23 @@ enum Control {
     /// Node `from` watches the actor `(kind, id)` of the receiving node.
     /// Sent as a request: the answer is `[0]` if the actor is there, `[1]`
     /// if not.
-    Watch { kind: Kind, id: String, from: String },
+    Watch {
+        kind: Kind,
+        id: String,
+        from: String,
+    },
     /// Node `from` no longer watches `(kind, id)`.
-    Unwatch { kind: Kind, id: String, from: String },
+    Unwatch {
+        kind: Kind,
+        id: String,
+        from: String,
+    },
     /// The actor `(kind, id)` of node `host` is gone.
-    Terminated { host: String, kind: Kind, id: String },
+    Terminated {
+        host: String,
+        kind: Kind,
+        id: String,
+    },
 }
 
 /// The subject of `node`'s control messages.
