@@ -5,7 +5,15 @@
 //! tell:   [VERSION] [KIND_TELL]   varint(len) name   varint(len) tag   payload
 //! reply:  [VERSION] [KIND_REPLY]  varint(reply id)                     payload
 //! noreply:[VERSION] [KIND_NO_REPLY] varint(reply id)
+//! batch:  [VERSION] [KIND_BATCH]  (varint(len) frame)*   frames of the kinds above
 //! ```
+//!
+//! A **batch** carries several frames for one subject in one NATS message:
+//! the node's writer packs the frames that are already queued for the same
+//! subject when it takes one (see `node/tasks.rs`), so a burst costs one
+//! NATS message per batch while a lone frame goes out alone and at once.
+//! [`frames`] yields the frames of a NATS message either way; a batch
+//! inside a batch is refused.
 //!
 //! The header is parsed by [`decode_frame`] without trusting a single byte:
 //! every length is checked against what is left, names and tags must be
@@ -24,6 +32,7 @@ pub const VERSION: u8 = 1;
 const KIND_TELL: u8 = 0;
 const KIND_REPLY: u8 = 1;
 const KIND_NO_REPLY: u8 = 2;
+const KIND_BATCH: u8 = 3;
 
 /// A message type that can cross nodes.
 ///
@@ -100,6 +109,89 @@ pub fn decode_frame(bytes: &[u8], max: usize) -> Result<Frame<'_>, DeadLetterRea
     }
 }
 
+/// The frames one NATS message holds: the message itself, or each frame
+/// of a batch, in order. An entry that is not a well-formed frame is an
+/// `Err` with its reason, and the rest of the batch is still read when its
+/// length could be.
+pub fn frames(bytes: &[u8], max: usize) -> Frames<'_> {
+    if bytes.len() > max {
+        return Frames::One(Some(Err(DeadLetterReason::Oversized)));
+    }
+    match bytes {
+        [VERSION, KIND_BATCH, rest @ ..] => Frames::Batch(Reader(rest)),
+        _ => Frames::One(Some(decode_frame(bytes, max))),
+    }
+}
+
+/// The iterator of [`frames`].
+pub enum Frames<'a> {
+    /// A message that is one frame (or an error).
+    One(Option<Result<Frame<'a>, DeadLetterReason>>),
+    /// The rest of a batch.
+    Batch(Reader<'a>),
+}
+
+impl<'a> Iterator for Frames<'a> {
+    type Item = Result<Frame<'a>, DeadLetterReason>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Frames::One(frame) => frame.take(),
+            Frames::Batch(r) if r.0.is_empty() => None,
+            Frames::Batch(r) => match r.bytes() {
+                Ok([VERSION, KIND_BATCH, ..]) => Some(Err(DeadLetterReason::Malformed)),
+                Ok(frame) => Some(decode_frame(frame, usize::MAX)),
+                Err(reason) => {
+                    // A length that overruns the batch: nothing after it
+                    // can be found.
+                    r.0 = &[];
+                    Some(Err(reason))
+                }
+            },
+        }
+    }
+}
+
+/// Packs frames into one batch message (see the module docs).
+#[derive(Debug)]
+pub struct BatchWriter {
+    out: Vec<u8>,
+    frames: usize,
+}
+
+impl Default for BatchWriter {
+    fn default() -> Self {
+        BatchWriter {
+            out: vec![VERSION, KIND_BATCH],
+            frames: 0,
+        }
+    }
+}
+
+impl BatchWriter {
+    /// Appends one encoded frame.
+    pub fn push(&mut self, frame: &[u8]) {
+        put_varint(&mut self.out, frame.len() as u64);
+        self.out.extend_from_slice(frame);
+        self.frames += 1;
+    }
+
+    /// The batch's size in bytes if `frame` were appended.
+    pub fn len_with(&self, frame: &[u8]) -> usize {
+        self.out.len() + 10 + frame.len()
+    }
+
+    /// How many frames it holds.
+    pub fn frames(&self) -> usize {
+        self.frames
+    }
+
+    /// The batch message.
+    pub fn finish(self) -> Vec<u8> {
+        self.out
+    }
+}
+
 /// Encodes a tell frame for `name` carrying `msg`.
 pub fn encode_tell<M: RemoteMessage>(name: &str, msg: &M) -> Result<Vec<u8>, postcard::Error> {
     let mut out = Vec::with_capacity(32 + name.len() + M::TAG.len());
@@ -151,9 +243,22 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// A cursor over untrusted bytes.
-struct Reader<'a>(&'a [u8]);
+#[derive(Debug)]
+pub struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
+    /// A length-prefixed byte string.
+    fn bytes(&mut self) -> Result<&'a [u8], DeadLetterReason> {
+        let len = self.varint()?;
+        let len = usize::try_from(len).map_err(|_| DeadLetterReason::Truncated)?;
+        if len > self.0.len() {
+            return Err(DeadLetterReason::Truncated);
+        }
+        let (bytes, rest) = self.0.split_at(len);
+        self.0 = rest;
+        Ok(bytes)
+    }
+
     fn byte(&mut self) -> Result<u8, DeadLetterReason> {
         let (&b, rest) = self.0.split_first().ok_or(DeadLetterReason::Truncated)?;
         self.0 = rest;
@@ -177,14 +282,7 @@ impl<'a> Reader<'a> {
     }
 
     fn str(&mut self) -> Result<&'a str, DeadLetterReason> {
-        let len = self.varint()?;
-        let len = usize::try_from(len).map_err(|_| DeadLetterReason::Truncated)?;
-        if len > self.0.len() {
-            return Err(DeadLetterReason::Truncated);
-        }
-        let (s, rest) = self.0.split_at(len);
-        self.0 = rest;
-        std::str::from_utf8(s).map_err(|_| DeadLetterReason::Malformed)
+        std::str::from_utf8(self.bytes()?).map_err(|_| DeadLetterReason::Malformed)
     }
 }
 
@@ -207,6 +305,39 @@ mod tests {
         Sample {
             n: 7,
             text: "hello".into(),
+        }
+    }
+
+    #[test]
+    fn a_batch_yields_its_frames_in_order_and_refuses_bad_entries() {
+        let one = encode_tell("echo", &sample()).unwrap();
+        let two = encode_no_reply(9);
+        let mut nested = BatchWriter::default();
+        nested.push(&one);
+        let nested = nested.finish();
+        let mut batch = BatchWriter::default();
+        batch.push(&one);
+        batch.push(&[VERSION, 42]);
+        batch.push(&nested);
+        batch.push(&two);
+        assert_eq!(batch.frames(), 4);
+        let bytes = batch.finish();
+        let got: Vec<_> = frames(&bytes, 1 << 20).collect();
+        assert_eq!(got.len(), 4);
+        assert!(matches!(got[0], Ok(Frame::Tell { name: "echo", .. })));
+        assert_eq!(got[1], Err(DeadLetterReason::Malformed));
+        assert_eq!(got[2], Err(DeadLetterReason::Malformed));
+        assert_eq!(got[3], Ok(Frame::NoReply { id: 9 }));
+        // A single frame is one item; a batch over the limit is refused whole.
+        assert_eq!(frames(&two, 1024).count(), 1);
+        assert_eq!(
+            frames(&bytes, 8).collect::<Vec<_>>(),
+            vec![Err(DeadLetterReason::Oversized)]
+        );
+        // Cut anywhere: every entry before the cut decodes, then one error.
+        for cut in 2..bytes.len() {
+            let got: Vec<_> = frames(&bytes[..cut], 1 << 20).collect();
+            assert!(got.iter().filter(|f| f.is_err()).count() <= 3, "{got:?}");
         }
     }
 

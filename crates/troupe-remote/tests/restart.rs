@@ -1,7 +1,10 @@
 //! nats-server killed and restarted under two nodes: both clients reconnect
 //! on their own, their subscriptions come back, messaging resumes, and
 //! order holds again for what is sent afterwards. What was sent while the
-//! server was down is delivered at most once.
+//! server was down waits in the node's outbound buffer (the writer hands
+//! nothing to the client while it is disconnected) and is delivered once
+//! after the reconnect; the contract promises at most once, since a frame
+//! handed to the client just before it noticed the loss can be lost.
 
 mod support;
 

@@ -19,35 +19,64 @@ use crate::dead_letters::DeadLetterReason;
 use crate::reply_to::ReplySink;
 use crate::wire::{self, Frame};
 
+/// The largest batch the writer packs (less if `max_frame_size` is less).
+const MAX_BATCH_BYTES: usize = 64 * 1024;
+
 /// The writer task: frames go to the client in channel order, until
 /// `stop`; then every frame still queued (and one the client had not yet
 /// taken) is a `NodeStopped` dead letter, so none is lost silently.
+///
+/// Batching: when the writer takes a frame, the frames queued right behind
+/// it for the same subject (and carrying no ask that needs the server's
+/// no-responders answer) go with it in one batch message, up to
+/// [`MAX_BATCH_BYTES`]. It never waits for more: an idle node sends a
+/// frame the moment it is queued, a busy one sends what piled up while the
+/// previous publish was being handed to the client.
 pub(super) async fn write(
     shared: Arc<Shared>,
     mut rx: mpsc::Receiver<Outgoing>,
     mut stop: oneshot::Receiver<()>,
 ) {
-    let stopped = |subject: &str| {
-        shared
-            .dead_letters
-            .record(DeadLetterReason::NodeStopped, subject)
+    let stopped = |subject: &str, frames: usize| {
+        for _ in 0..frames {
+            shared
+                .dead_letters
+                .record(DeadLetterReason::NodeStopped, subject);
+        }
     };
+    let limit = MAX_BATCH_BYTES.min(shared.config.max_frame_size);
+    // A frame taken from the channel that did not fit the last batch.
+    let mut held: Option<Outgoing> = None;
     loop {
-        // `stop` is polled until it fires, then never again (we leave).
-        let out = tokio::select! {
-            biased;
-            _ = &mut stop => break,
-            out = rx.recv() => match out {
-                Some(out) => out,
-                None => return,
+        let out = match held.take() {
+            Some(out) => out,
+            // `stop` is polled until it fires, then never again (we leave).
+            None => tokio::select! {
+                biased;
+                _ = &mut stop => break,
+                out = rx.recv() => match out {
+                    Some(out) => out,
+                    None => return,
+                },
             },
         };
+        // Nothing is handed to the client while it is not connected: the
+        // channel fills and sends fail fast as `Unreachable`, counted,
+        // instead of piling up in the client's own buffer.
+        if !until_connected(&shared, &mut stop).await {
+            held = Some(out);
+            break;
+        }
         match out {
             Outgoing::Frame {
                 subject,
                 reply,
                 payload,
             } => {
+                let (payload, frames) = match reply {
+                    Some(_) => (payload, 1),
+                    None => pack(&mut rx, &subject, payload, limit, &mut held),
+                };
                 let publish = async {
                     match reply {
                         Some(reply) => {
@@ -63,14 +92,14 @@ pub(super) async fn write(
                 tokio::select! {
                     biased;
                     _ = &mut stop => {
-                        stopped(&subject);
+                        stopped(&subject, frames);
                         break;
                     }
                     published = publish => {
                         // The client refuses only when closed or when the
                         // frame exceeds the server's max_payload.
                         if published.is_err() {
-                            stopped(&subject);
+                            stopped(&subject, frames);
                         }
                     }
                 }
@@ -86,10 +115,74 @@ pub(super) async fn write(
         }
     }
     rx.close();
-    while let Ok(out) = rx.try_recv() {
+    let rest = held
+        .into_iter()
+        .chain(std::iter::from_fn(|| rx.try_recv().ok()));
+    for out in rest {
         if let Outgoing::Frame { subject, .. } = out {
-            stopped(&subject);
+            stopped(&subject, 1);
         }
+    }
+}
+
+/// Waits until the client is connected (checking every 5 ms); false if
+/// `stop` fired first.
+async fn until_connected(shared: &Shared, stop: &mut oneshot::Receiver<()>) -> bool {
+    while shared.client.connection_state() != async_nats::connection::State::Connected {
+        tokio::select! {
+            biased;
+            _ = &mut *stop => return false,
+            _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+        }
+    }
+    true
+}
+
+/// Packs `first` with the frames queued behind it for `subject` (see
+/// [`write`]); returns the message and how many frames it holds. The first
+/// frame that cannot join is left in `held`.
+fn pack(
+    rx: &mut mpsc::Receiver<Outgoing>,
+    subject: &str,
+    first: Bytes,
+    limit: usize,
+    held: &mut Option<Outgoing>,
+) -> (Bytes, usize) {
+    let mut batch: Option<wire::BatchWriter> = None;
+    while let Ok(next) = rx.try_recv() {
+        let fits = match &next {
+            Outgoing::Frame {
+                subject: next_subject,
+                reply: None,
+                payload,
+            } if next_subject.as_str() == subject => {
+                let batch = batch.get_or_insert_with(|| {
+                    let mut batch = wire::BatchWriter::default();
+                    batch.push(&first);
+                    batch
+                });
+                batch.len_with(payload) <= limit
+            }
+            _ => false,
+        };
+        match (fits, next) {
+            (true, Outgoing::Frame { payload, .. }) => {
+                if let Some(batch) = batch.as_mut() {
+                    batch.push(&payload);
+                }
+            }
+            (_, next) => {
+                *held = Some(next);
+                break;
+            }
+        }
+    }
+    match batch {
+        Some(batch) if batch.frames() > 1 => {
+            let frames = batch.frames();
+            (batch.finish().into(), frames)
+        }
+        _ => (first, 1),
     }
 }
 
@@ -109,12 +202,15 @@ pub(super) async fn serve(
             _ = &mut stop => break,
             msg = frames.next() => {
                 let Some(msg) = msg else { return };
-                let delivered = tell_frame(&outbound, &msg.payload, |target| {
-                    (target == name).then(|| actor.clone())
-                })
-                .and_then(|(actor, payload)| actor.deliver(&outbound, &sink, payload));
-                if let Err(reason) = delivered {
-                    outbound.dead_letter(reason, &msg.subject);
+                let max = outbound.shared.config.max_frame_size;
+                for frame in wire::frames(&msg.payload, max) {
+                    let delivered = tell_frame(frame, |target| {
+                        (target == name).then(|| actor.clone())
+                    })
+                    .and_then(|(actor, payload)| actor.deliver(&outbound, &sink, payload));
+                    if let Err(reason) = delivered {
+                        outbound.dead_letter(reason, &msg.subject);
+                    }
                 }
             }
         }
@@ -127,33 +223,35 @@ pub(super) async fn serve(
 pub(super) async fn serve_exports(outbound: Outbound, mut frames: async_nats::Subscriber) {
     let sink: Arc<dyn ReplySink> = Arc::new(outbound.clone());
     let locals = &outbound.shared.locals;
+    let max = outbound.shared.config.max_frame_size;
     while let Some(msg) = frames.next().await {
-        let delivered = tell_frame(&outbound, &msg.payload, |token| {
-            if !msg.subject.ends_with(token)
-                || !msg.subject[..msg.subject.len() - token.len()].ends_with('.')
-            {
-                return None;
+        // The subject's last token is the token every frame must name.
+        let token = msg.subject.rsplit('.').next().unwrap_or_default();
+        for frame in wire::frames(&msg.payload, max) {
+            let delivered = tell_frame(frame, |target| {
+                if target != token {
+                    return None;
+                }
+                locals.get(&(Kind::Exported, target.into()))
+            })
+            .and_then(|(actor, payload)| actor.deliver(&outbound, &sink, payload));
+            if let Err(reason) = delivered {
+                outbound.dead_letter(reason, &msg.subject);
             }
-            locals.get(&(Kind::Exported, token.into()))
-        })
-        .and_then(|(actor, payload)| actor.deliver(&outbound, &sink, payload));
-        if let Err(reason) = delivered {
-            outbound.dead_letter(reason, &msg.subject);
         }
     }
 }
 
-/// Parses a tell frame and finds its target with `find`; checks the tag.
+/// Takes a tell frame and finds its target with `find`; checks the tag.
 fn tell_frame<'a>(
-    outbound: &Outbound,
-    bytes: &'a [u8],
+    frame: Result<Frame<'a>, DeadLetterReason>,
     find: impl FnOnce(&str) -> Option<Arc<dyn LocalActor>>,
 ) -> Result<(Arc<dyn LocalActor>, &'a [u8]), DeadLetterReason> {
     let Frame::Tell {
         name: target,
         tag,
         payload,
-    } = wire::decode_frame(bytes, outbound.shared.config.max_frame_size)?
+    } = frame?
     else {
         return Err(DeadLetterReason::Malformed);
     };
@@ -200,17 +298,19 @@ pub(super) async fn answer_lookups(
 pub(super) async fn listen_replies(outbound: Outbound, mut replies: async_nats::Subscriber) {
     let shared = &outbound.shared;
     while let Some(msg) = replies.next().await {
-        let result = match wire::decode_frame(&msg.payload, shared.config.max_frame_size) {
-            // An answer may carry refs: decoded with the node at hand.
-            Ok(Frame::Reply { id, payload }) => {
-                refs::scope(&outbound, || shared.pending.complete(id, Some(payload)))
+        for frame in wire::frames(&msg.payload, shared.config.max_frame_size) {
+            let result = match frame {
+                // An answer may carry refs: decoded with the node at hand.
+                Ok(Frame::Reply { id, payload }) => {
+                    refs::scope(&outbound, || shared.pending.complete(id, Some(payload)))
+                }
+                Ok(Frame::NoReply { id }) => shared.pending.complete(id, None),
+                Ok(Frame::Tell { .. }) => Err(DeadLetterReason::UnknownName),
+                Err(reason) => Err(reason),
+            };
+            if let Err(reason) = result {
+                shared.dead_letters.record(reason, &msg.subject);
             }
-            Ok(Frame::NoReply { id }) => shared.pending.complete(id, None),
-            Ok(Frame::Tell { .. }) => Err(DeadLetterReason::UnknownName),
-            Err(reason) => Err(reason),
-        };
-        if let Err(reason) = result {
-            shared.dead_letters.record(reason, &msg.subject);
         }
     }
 }
