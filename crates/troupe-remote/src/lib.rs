@@ -50,8 +50,11 @@
 //! [`Node::members`] and [`Node::member_events`] tell which nodes are up,
 //! from heartbeats.
 //!
-//! What this first slice does and does not do (no remote death watch, no
-//! refs inside messages other than `ReplyTo`) is written down in
+//! An `ActorRef` field travels with
+//! `#[serde(with = "troupe_remote::actor_ref")]`, and `ctx.watch` on a
+//! remote ref delivers `Terminated` when the far actor stops or its node
+//! goes. The delivery contract (at most once, order per sender and
+//! receiver, what happens while NATS is unreachable) is written down in
 //! docs/semantics.md, "Across nodes".
 
 // Everything but the wire format needs the `node` feature (on by default);
