@@ -1,6 +1,6 @@
-//! troupe-remote's frame decoder, which reads whatever anyone publishes on a
-//! node's subjects: arbitrary bytes are refused with a reason or decode,
-//! never panic; a decoded message re-encodes to a frame that decodes to the
+//! troupe-remote's frame decoder (single frames and batches), which reads
+//! whatever anyone publishes on a node's subjects: arbitrary bytes are
+//! refused with a reason or decode, never panic; a decoded message re-encodes to a frame that decodes to the
 //! same message.
 #![no_main]
 
@@ -29,7 +29,14 @@ impl RemoteMessage for Sample {
 const MAX: usize = 1 << 20;
 
 fuzz_target!(|data: &[u8]| {
-    match wire::decode_frame(data, MAX) {
+    // A message is one frame or a batch of them: each one is checked.
+    for frame in wire::frames(data, MAX) {
+        check(frame);
+    }
+});
+
+fn check(frame: Result<Frame<'_>, troupe_remote::DeadLetterReason>) {
+    match frame {
         Ok(Frame::Tell { name, payload, .. }) => {
             if let Ok(msg) = wire::decode_payload::<Sample>(payload) {
                 let again = wire::encode_tell(name, &msg).expect("a decoded message encodes");
@@ -46,4 +53,4 @@ fuzz_target!(|data: &[u8]| {
         }
         Ok(Frame::NoReply { .. }) | Err(_) => {}
     }
-});
+}

@@ -1,7 +1,9 @@
 //! Hostile frames published straight onto a node's subjects: garbage, a
 //! wrong version, an unknown tag, a truncated frame, an oversized frame, a
 //! frame naming another actor, undecodable payloads, replies nobody waits
-//! for. Each is a dead letter with its reason, and the node keeps serving.
+//! for, and a batch mixing good frames with bad entries (its good frames
+//! are delivered). Each bad one is a dead letter with its reason, and the
+//! node keeps serving.
 
 mod support;
 
@@ -116,13 +118,32 @@ async fn hostile_frames_are_dead_letters_and_the_node_keeps_serving() {
         .publish(actor_subject, Bytes::from(say.clone()))
         .await
         .unwrap();
+    // A batch: good, garbage, a nested batch, good, then a length that
+    // overruns it. The good frames are delivered in order, the rest counted.
+    let mut nested = wire::BatchWriter::default();
+    nested.push(&say);
+    let mut batch = wire::BatchWriter::default();
+    batch.push(&wire::encode_tell("echo", &EchoMsg::Say("b1".into())).unwrap());
+    batch.push(&[wire::VERSION, 200, 1]);
+    batch.push(&nested.finish());
+    batch.push(&wire::encode_tell("echo", &EchoMsg::Say("b2".into())).unwrap());
+    let mut batch = batch.finish();
+    batch.extend_from_slice(&[0x7f, 1, 2]);
+    attacker.publish(actor_subject, batch.into()).await.unwrap();
     attacker.flush().await.unwrap();
+    for want in [
+        DeadLetterReason::Malformed,
+        DeadLetterReason::Malformed,
+        DeadLetterReason::Truncated,
+    ] {
+        assert_eq!(next_reason(&probe), want);
+    }
     let remote = node.lookup::<EchoMsg>("echo").await.unwrap();
     let history = remote
         .ask(EchoMsg::History, Duration::from_secs(5))
         .await
         .unwrap();
-    assert_eq!(history, vec!["x".repeat(40)]);
+    assert_eq!(history, vec!["x".repeat(40), "b1".into(), "b2".into()]);
     assert!(probe.try_recv().is_err(), "no more dead letters");
 
     node.shutdown().await;
