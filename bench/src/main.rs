@@ -34,7 +34,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use crate::experiments::{Context, LIST};
 // The experiments' modules also answer at the crate root (`crate::trading`),
 // the paths their files used before they moved under experiments/.
-use crate::experiments::{chameneos, delayed, micro, pingpong, primes};
+use crate::experiments::{chameneos, delayed, micro, pingpong, primes, remote};
 use crate::report::{Machine, Report, Row, RunInfo};
 use crate::runner::{RunOptions, Scale};
 
@@ -63,6 +63,17 @@ enum Command {
         capacity: usize,
         #[arg(long)]
         delay_ms: u64,
+    },
+    /// Internal: the echo process of the remote experiment; serves until
+    /// its stdin closes.
+    #[command(hide = true)]
+    RemoteEcho {
+        /// `troupe` or `nats`.
+        #[arg(long)]
+        transport: String,
+        /// The nats-server's URL.
+        #[arg(long)]
+        url: String,
     },
     /// Internal: measures one spawn run in a fresh process and prints JSON.
     #[command(hide = true)]
@@ -237,6 +248,12 @@ fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
                 };
                 let outcome = delayed::probe::run_here(&variant, &sizes)?;
                 println!("{}", serde_json::to_string(&outcome)?);
+                return Ok(());
+            }
+            Command::RemoteEcho { transport, url } => {
+                let transport = remote::Transport::parse(&transport)
+                    .ok_or_else(|| format!("unknown transport {transport}"))?;
+                remote::serve_echo(transport, &url)?;
                 return Ok(());
             }
             Command::SpawnProbe { actors } => {

@@ -35,6 +35,7 @@ experiments![
     primes::Primes,
     trading::Trading,
     chameneos::Chameneos,
+    remote::Remote,
     soak::Soak,
 ];
 

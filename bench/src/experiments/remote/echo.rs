@@ -1,0 +1,177 @@
+//! The second process of the remote experiment: `troupe-bench remote-echo
+//! --transport troupe|nats --url URL` serves the echo side of every
+//! workload until its standard input closes (so it never outlives the
+//! bench). [`EchoProcess`] starts it and waits for its `ready` line.
+//!
+//! Both transports get the same thread budget, two threads for the work:
+//! troupe a one-worker tokio runtime for the node plus a one-thread actor
+//! system; raw NATS a two-worker tokio runtime.
+
+use std::error::Error;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use troupe::{Actor, ActorSystem, Context, Props};
+use troupe_remote::{Node, RemoteConfig};
+
+use super::protocol::{raw, BenchMsg, StreamCheck, ECHO, SUBJECT};
+use super::Transport;
+use crate::runner::WorkloadError;
+
+/// A running echo process; dropping it closes its stdin and reaps it.
+pub struct EchoProcess {
+    child: Child,
+}
+
+impl EchoProcess {
+    /// Starts the echo process for `transport` on the server at `url` and
+    /// waits (up to a minute) until it serves.
+    pub fn start(transport: Transport, url: &str) -> Result<EchoProcess, WorkloadError> {
+        let exe = std::env::current_exe().map_err(|e| WorkloadError::new(e.to_string()))?;
+        let mut child = Command::new(exe)
+            .args(["remote-echo", "--transport", transport.name(), "--url", url])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| WorkloadError::new(format!("cannot start the echo process: {e}")))?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let line = BufReader::new(stdout).lines().next();
+            let _ = tx.send(line.and_then(Result::ok));
+        });
+        let process = EchoProcess { child };
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(Some(line)) if line == "ready" => Ok(process),
+            other => Err(WorkloadError::new(format!(
+                "the {} echo process did not report ready: {other:?}",
+                transport.name()
+            ))),
+        }
+    }
+}
+
+impl Drop for EchoProcess {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        // It leaves when its stdin closes; one that hangs is killed.
+        for _ in 0..100 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs in the echo process: serves until stdin closes.
+pub fn serve(transport: Transport, url: &str) -> Result<(), Box<dyn Error>> {
+    match transport {
+        Transport::Troupe => serve_troupe(url),
+        Transport::Nats => serve_nats(url),
+    }
+}
+
+/// Prints `ready` and returns a receiver that yields once stdin closes.
+fn ready() -> Result<tokio::sync::oneshot::Receiver<()>, Box<dyn Error>> {
+    let (closed, on_closed) = tokio::sync::oneshot::channel();
+    let mut out = std::io::stdout();
+    writeln!(out, "ready")?;
+    out.flush()?;
+    std::thread::spawn(move || {
+        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+        let _ = closed.send(());
+    });
+    Ok(on_closed)
+}
+
+/// The echo actor: answers pings and marks, checks the stream.
+#[derive(Default)]
+struct Echo {
+    check: StreamCheck,
+}
+
+impl Actor for Echo {
+    type Msg = BenchMsg;
+
+    fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: BenchMsg) {
+        match msg {
+            BenchMsg::Ping(seq, _, reply) => {
+                reply.reply(seq);
+            }
+            BenchMsg::Data(seq, _) => self.check.arrived(seq),
+            BenchMsg::Mark(reply) => {
+                reply.reply(self.check.seen());
+            }
+            BenchMsg::Reset => self.check.reset(),
+        }
+    }
+}
+
+fn serve_troupe(url: &str) -> Result<(), Box<dyn Error>> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let system = ActorSystem::builder().threads(1).build()?;
+    runtime.block_on(async {
+        let node = Node::start(&system, RemoteConfig::new(url, "bench-echo-node")).await?;
+        let echo = system.spawn(Props::new(Echo::default))?;
+        node.publish(ECHO, &echo).await?;
+        let closed = ready()?;
+        let _ = closed.await;
+        node.shutdown().await;
+        Ok::<(), Box<dyn Error>>(())
+    })?;
+    system.shutdown();
+    system.await_termination()?;
+    Ok(())
+}
+
+fn serve_nats(url: &str) -> Result<(), Box<dyn Error>> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let client = async_nats::connect(url).await?;
+        let mut messages = client.subscribe(SUBJECT).await?;
+        // The subscription is registered once the server has answered.
+        client.flush().await?;
+        let mut closed = ready()?;
+        let mut check = StreamCheck::default();
+        loop {
+            let msg = tokio::select! {
+                _ = &mut closed => break,
+                msg = messages.next() => match msg {
+                    Some(msg) => msg,
+                    None => break,
+                },
+            };
+            let Some((kind, seq)) = raw::decode(&msg.payload) else {
+                continue;
+            };
+            match (kind, msg.reply) {
+                (raw::PING, Some(reply)) => {
+                    client.publish(reply, seq.to_le_bytes().to_vec().into()).await?;
+                }
+                (raw::DATA, _) => check.arrived(seq),
+                (raw::MARK, Some(reply)) => {
+                    let seen = check.seen();
+                    let mut answer = seen.count.to_le_bytes().to_vec();
+                    answer.extend_from_slice(&seen.out_of_order.to_le_bytes());
+                    client.publish(reply, answer.into()).await?;
+                }
+                (raw::RESET, _) => check.reset(),
+                _ => {}
+            }
+        }
+        Ok::<(), Box<dyn Error>>(())
+    })
+}

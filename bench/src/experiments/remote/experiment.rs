@@ -1,0 +1,97 @@
+//! The remote experiment as an [`Experiment`]: its flag, its Pekko rows,
+//! its columns and lines.
+
+use clap::Args;
+use serde_json::Value;
+
+use super::{peer, run, Settings, EXPERIMENT};
+use crate::experiments::{Experiment, Headline};
+use crate::report::Row;
+use crate::runner::{RunOptions, Scale, WorkloadError};
+use crate::table::{Column, PER_MESSAGE};
+
+/// The remote experiment.
+pub struct Remote;
+
+/// The remote experiment's own flags.
+#[derive(Debug, Args)]
+pub struct RemoteArgs {
+    /// Payload bytes of every message (default 100).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    size: Option<u64>,
+}
+
+impl Experiment for Remote {
+    type Args = RemoteArgs;
+    type Settings = Settings;
+
+    fn name(&self) -> &'static str {
+        EXPERIMENT
+    }
+    fn about(&self) -> &'static str {
+        "Actors across two processes over NATS: round trips and a one-way stream, against raw NATS and Pekko remoting."
+    }
+    fn settings(&self, args: RemoteArgs, scale: Scale, in_all: bool) -> Result<Settings, String> {
+        let mut settings = Settings::for_scale(scale, in_all);
+        if let Some(size) = args.size {
+            settings.size = size as usize;
+        }
+        Ok(settings)
+    }
+    fn run(&self, settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+        run(settings, options)
+    }
+    fn peer_rows(
+        &self,
+        settings: &Settings,
+        options: &RunOptions,
+    ) -> Result<Vec<Row>, WorkloadError> {
+        peer::rows(settings, options)
+    }
+    fn columns(&self) -> Vec<Column> {
+        let mut columns = PER_MESSAGE.to_vec();
+        columns.extend([
+            Column::param("workload", "workload"),
+            Column::param("in flight", "in_flight"),
+            Column::param("bytes", "size"),
+            Column::param("rtt p50 µs", "rtt_p50_us"),
+            Column::param("rtt p99 µs", "rtt_p99_us"),
+        ]);
+        columns
+    }
+    fn extras(&self, rows: &[&Row]) -> Vec<String> {
+        rows.iter().map(|row| line(row)).collect()
+    }
+    fn notes(&self) -> Vec<String> {
+        vec![
+            "ns/msg is per round trip for the round-trip rows and per message received for the stream; every process gives the work 2 threads.".into(),
+        ]
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        &["workload", "in_flight", "size"]
+    }
+    fn headline(&self) -> Option<Headline> {
+        Some(Headline {
+            figure: "ns per round trip, 64 in flight",
+            value: |r| Some(r.ns_per_msg),
+            lower_is_better: true,
+            select: |r| r.params.get("in_flight").and_then(Value::as_u64) == Some(64),
+        })
+    }
+}
+
+/// A row's line under the table.
+fn line(row: &Row) -> String {
+    let what = match row.params.get("workload").and_then(Value::as_str) {
+        Some("stream") => "messages received/s",
+        _ => "round trips/s",
+    };
+    let mut line = format!(
+        "{}: {:.0} {what} (median of {} runs)",
+        row.variant, row.msgs_per_s, row.repeats
+    );
+    if let (Some(p50), Some(p99)) = (row.num("rtt_p50_us"), row.num("rtt_p99_us")) {
+        line += &format!(", round trip p50 {p50:.1} µs, p99 {p99:.1} µs");
+    }
+    line
+}
