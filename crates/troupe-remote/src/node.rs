@@ -65,12 +65,13 @@ use watch::Watching;
 
 /// What the writer task takes.
 enum Outgoing {
-    /// A frame for `subject`. With a `reply` subject (a frame carrying an
-    /// ask's reply handle), the server answers "no responders" there when
-    /// nobody serves `subject`, and the ask fails at once.
+    /// A frame for `subject`. A frame carrying an ask's reply handle names
+    /// it (`ask`): the message is published with a reply subject listing
+    /// the asks it carries, where the server answers "no responders" when
+    /// nobody serves `subject`, and those asks fail at once.
     Frame {
         subject: Subject,
-        reply: Option<Subject>,
+        ask: Option<u64>,
         payload: Bytes,
     },
     /// Answered once every frame queued before it is with the client and
@@ -90,7 +91,7 @@ struct Shared {
     /// `troupe.<cluster>.reply.`.
     reply_prefix: Arc<str>,
     /// `troupe.<cluster>.noreply.<node>.`: where the server says that a
-    /// frame carrying ask `<id>` found no responders.
+    /// message carrying asks `<id>.<id>…` found no responders.
     no_responders_prefix: Arc<str>,
     membership: Membership,
     /// The runtime the node's tasks run on (for work started from actor
@@ -117,7 +118,7 @@ impl Outbound {
     fn send(
         &self,
         subject: Subject,
-        reply: Option<Subject>,
+        ask: Option<u64>,
         frame: Vec<u8>,
     ) -> Result<(), DeadLetterReason> {
         if frame.len() > self.shared.config.max_frame_size {
@@ -125,7 +126,7 @@ impl Outbound {
         }
         let out = Outgoing::Frame {
             subject,
-            reply,
+            ask,
             payload: frame.into(),
         };
         match self.tx.try_send(out) {
@@ -240,7 +241,7 @@ impl Node {
         )
         .into();
         let no_responders = client
-            .subscribe(format!("{no_responders_prefix}*"))
+            .subscribe(format!("{no_responders_prefix}>"))
             .await
             .map_err(|e| RemoteError::Nats(e.to_string()))?;
         let replies = client

@@ -297,9 +297,10 @@ async fn an_ask_to_a_stopped_published_actor_fails_with_no_reply() {
         .recv_timeout(Duration::from_secs(10))
         .expect("the echo actor did not stop");
 
-    // Still published, but stopped: the request is a dead letter on node a,
-    // its reply handle is dropped there, and b's ask fails with NoReply
-    // well before its timeout.
+    // Stopped: node a unpublishes it. Whether the request reaches node a
+    // before that (a dead letter there, its reply handle dropped) or after
+    // (nobody serves the subject: the server's "no responders"), b's ask
+    // fails with NoReply well before its timeout.
     let answer = remote
         .ask(
             |r| EchoMsg::Echo("anyone?".into(), r),
@@ -310,7 +311,6 @@ async fn an_ask_to_a_stopped_published_actor_fails_with_no_reply() {
         matches!(answer, Err(AskError::NoReply { .. })),
         "{answer:?}"
     );
-    assert!(sys_a.dead_letter_count() >= 1);
 
     a.shutdown().await;
     b.shutdown().await;

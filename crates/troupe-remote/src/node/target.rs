@@ -34,12 +34,12 @@ impl<M: RemoteMessage> ExternalTarget<M> for RemoteTarget<M> {
         // The original reply handles go with the message; the shared ones
         // stay registered until answered.
         drop(msg);
-        // The first ask in the frame learns at once if nobody serves it.
-        let reply = registered
-            .first()
-            .map(|id| Subject::from(format!("{}{id}", shared.no_responders_prefix)));
+        // The (first) ask in the frame learns at once if nobody serves it.
         let sent = match frame {
-            Ok(frame) => self.outbound.send(self.subject.clone(), reply, frame),
+            Ok(frame) => {
+                self.outbound
+                    .send(self.subject.clone(), registered.first().copied(), frame)
+            }
             Err(_) => Err(DeadLetterReason::EncodeFailed),
         };
         if let Err(reason) = sent {

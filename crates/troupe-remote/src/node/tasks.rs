@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_nats::Subject;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
@@ -22,16 +23,21 @@ use crate::wire::{self, Frame};
 /// The largest batch the writer packs (less if `max_frame_size` is less).
 const MAX_BATCH_BYTES: usize = 64 * 1024;
 
+/// The most asks one batch carries (their ids make its reply subject).
+const MAX_BATCH_ASKS: usize = 128;
+
 /// The writer task: frames go to the client in channel order, until
 /// `stop`; then every frame still queued (and one the client had not yet
 /// taken) is a `NodeStopped` dead letter, so none is lost silently.
 ///
 /// Batching: when the writer takes a frame, the frames queued right behind
-/// it for the same subject (and carrying no ask that needs the server's
-/// no-responders answer) go with it in one batch message, up to
-/// [`MAX_BATCH_BYTES`]. It never waits for more: an idle node sends a
-/// frame the moment it is queued, a busy one sends what piled up while the
-/// previous publish was being handed to the client.
+/// it for the same subject go with it in one batch message, up to
+/// [`MAX_BATCH_BYTES`] and [`MAX_BATCH_ASKS`] asks. It never waits for
+/// more: an idle node sends a frame the moment it is queued, a busy one
+/// sends what piled up while the previous publish was being handed to the
+/// client. A message carrying asks is published with the reply subject
+/// `troupe.<cluster>.noreply.<node>.<id>.<id>…`, so that the server's
+/// "no responders" answer names every ask to fail.
 pub(super) async fn write(
     shared: Arc<Shared>,
     mut rx: mpsc::Receiver<Outgoing>,
@@ -70,13 +76,16 @@ pub(super) async fn write(
         match out {
             Outgoing::Frame {
                 subject,
-                reply,
+                ask,
                 payload,
             } => {
-                let (payload, frames) = match reply {
-                    Some(_) => (payload, 1),
-                    None => pack(&mut rx, &subject, payload, limit, &mut held),
-                };
+                let mut asks: Vec<u64> = ask.into_iter().collect();
+                let (payload, frames) =
+                    pack(&mut rx, &subject, payload, limit, &mut asks, &mut held);
+                let reply = (!asks.is_empty()).then(|| {
+                    let ids: Vec<String> = asks.iter().map(u64::to_string).collect();
+                    Subject::from(format!("{}{}", shared.no_responders_prefix, ids.join(".")))
+                });
                 let publish = async {
                     match reply {
                         Some(reply) => {
@@ -139,13 +148,15 @@ async fn until_connected(shared: &Shared, stop: &mut oneshot::Receiver<()>) -> b
 }
 
 /// Packs `first` with the frames queued behind it for `subject` (see
-/// [`write`]); returns the message and how many frames it holds. The first
-/// frame that cannot join is left in `held`.
+/// [`write`]), adding the asks they carry to `asks`; returns the message
+/// and how many frames it holds. The first frame that cannot join is left
+/// in `held`.
 fn pack(
     rx: &mut mpsc::Receiver<Outgoing>,
     subject: &str,
     first: Bytes,
     limit: usize,
+    asks: &mut Vec<u64>,
     held: &mut Option<Outgoing>,
 ) -> (Bytes, usize) {
     let mut batch: Option<wire::BatchWriter> = None;
@@ -153,9 +164,11 @@ fn pack(
         let fits = match &next {
             Outgoing::Frame {
                 subject: next_subject,
-                reply: None,
+                ask,
                 payload,
-            } if next_subject.as_str() == subject => {
+            } if next_subject.as_str() == subject
+                && (ask.is_none() || asks.len() < MAX_BATCH_ASKS) =>
+            {
                 let batch = batch.get_or_insert_with(|| {
                     let mut batch = wire::BatchWriter::default();
                     batch.push(&first);
@@ -166,10 +179,11 @@ fn pack(
             _ => false,
         };
         match (fits, next) {
-            (true, Outgoing::Frame { payload, .. }) => {
+            (true, Outgoing::Frame { payload, ask, .. }) => {
                 if let Some(batch) = batch.as_mut() {
                     batch.push(&payload);
                 }
+                asks.extend(ask);
             }
             (_, next) => {
                 *held = Some(next);
@@ -196,26 +210,40 @@ pub(super) async fn serve(
 ) {
     // One handle for the reply tasks of every frame this actor receives.
     let sink: Arc<dyn ReplySink> = Arc::new(outbound.clone());
+    let deliver = |msg: &async_nats::Message| {
+        let max = outbound.shared.config.max_frame_size;
+        for frame in wire::frames(&msg.payload, max) {
+            let delivered = tell_frame(frame, |target| (target == name).then(|| actor.clone()))
+                .and_then(|(actor, payload)| actor.deliver(&outbound, &sink, payload));
+            if let Err(reason) = delivered {
+                outbound.dead_letter(reason, &msg.subject);
+            }
+        }
+    };
     loop {
         tokio::select! {
             biased;
             _ = &mut stop => break,
-            msg = frames.next() => {
-                let Some(msg) = msg else { return };
-                let max = outbound.shared.config.max_frame_size;
-                for frame in wire::frames(&msg.payload, max) {
-                    let delivered = tell_frame(frame, |target| {
-                        (target == name).then(|| actor.clone())
-                    })
-                    .and_then(|(actor, payload)| actor.deliver(&outbound, &sink, payload));
-                    if let Err(reason) = delivered {
-                        outbound.dead_letter(reason, &msg.subject);
-                    }
-                }
-            }
+            msg = frames.next() => match msg {
+                Some(msg) => deliver(&msg),
+                None => return,
+            },
         }
     }
-    let _ = frames.unsubscribe().await;
+    // Drained, not just unsubscribed: the subscription ends only once the
+    // server has confirmed the unsubscribe, so what it routed here before
+    // is still handled (a stopped actor makes it an ordinary dead letter,
+    // and an ask in it fails with NoReply) and what it routes after finds
+    // no responders. Bounded by `shutdown_timeout`, in case the server is
+    // gone.
+    if frames.drain().await.is_ok() {
+        let drained = async {
+            while let Some(msg) = frames.next().await {
+                deliver(&msg);
+            }
+        };
+        let _ = tokio::time::timeout(outbound.shared.config.shutdown_timeout, drained).await;
+    }
 }
 
 /// Serves this node's exported actors (`troupe.<cluster>.ref.<node>.*`):
@@ -315,21 +343,29 @@ pub(super) async fn listen_replies(outbound: Outbound, mut replies: async_nats::
     }
 }
 
-/// Fails at once the asks whose frame found no responders (the server's
-/// 503 status on `troupe.<cluster>.noreply.<node>.<id>`).
+/// Fails at once the asks whose message found no responders (the server's
+/// 503 status on `troupe.<cluster>.noreply.<node>.<id>.<id>…`).
 pub(super) async fn listen_no_responders(
     shared: Arc<Shared>,
     mut statuses: async_nats::Subscriber,
 ) {
     while let Some(msg) = statuses.next().await {
-        let id = msg
+        let ids: Option<Vec<u64>> = msg
             .subject
             .strip_prefix(&*shared.no_responders_prefix)
-            .and_then(|id| id.parse::<u64>().ok());
-        match (msg.status, id) {
-            (Some(async_nats::StatusCode::NO_RESPONDERS), Some(id)) => {
-                // Already answered or expired: nothing to fail.
-                let _ = shared.pending.complete(id, None);
+            .map(|ids| {
+                ids.split('.')
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()
+                    .ok()
+            })
+            .unwrap_or(None);
+        match (msg.status, ids) {
+            (Some(async_nats::StatusCode::NO_RESPONDERS), Some(ids)) => {
+                for id in ids {
+                    // Already answered or expired: nothing to fail.
+                    let _ = shared.pending.complete(id, None);
+                }
             }
             _ => shared
                 .dead_letters
