@@ -10,7 +10,7 @@ import java.util.Map;
 public final class Main {
     public static void main(String[] args) throws Exception {
         if (args.length == 0) {
-            System.err.println("usage: <pingpong|chameneos|trading|delayed|primes-serve> [--key value]...");
+            System.err.println("usage: <pingpong|chameneos|trading|delayed|remote|primes-serve> [--key value]...");
             System.exit(2);
         }
         Map<String, String> opts = new HashMap<>();
@@ -31,6 +31,8 @@ public final class Main {
                 case "chameneos" -> result = Chameneos.run(a);
                 case "trading" -> result = Trading.run(a);
                 case "delayed" -> result = Delayed.run(a);
+                case "remote" -> result = Remote.run(a);
+                case "remote-echo" -> Remote.serveEcho();
                 case "primes-serve" -> PrimesServer.run(a);
                 default -> {
                     System.err.println("unknown experiment " + args[0]);
