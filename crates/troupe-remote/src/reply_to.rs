@@ -12,9 +12,10 @@
 //!   when it has waited `reply_ttl`.
 //! * **Receiving** (inside the node's subscription task): a fresh local
 //!   reply handle is made with [`troupe::ReplyTo::pair`] and put in the
-//!   message; a task awaits its answer and publishes a reply frame (or a
-//!   no-reply frame if the actor dropped the handle) to the asker's reply
-//!   subject, which must belong to this cluster.
+//!   message; its answer (`Ask::on_answer`, on the answering actor's
+//!   thread) is queued as a reply frame (or a no-reply frame if the actor
+//!   dropped the handle) for the asker's reply subject, which must belong
+//!   to this cluster.
 //!
 //! Both directions need the node's context, which the node installs in a
 //! thread-local for the duration of one encode or decode; outside it, the
@@ -214,8 +215,10 @@ where
         }
         let (reply, answer) = ReplyTo::<R>::pair(&ctx.system, ctx.target, ctx.ttl);
         let outbound = ctx.outbound.clone();
-        tokio::spawn(async move {
-            let frame = match answer.await {
+        // Forwarded from the thread that answers (the actor's), without a
+        // task per request: encode, queue for the writer.
+        answer.on_answer(move |result| {
+            let frame = match result {
                 Ok(value) => match encode_reply(&*outbound, id, &value) {
                     Ok(frame) => frame,
                     Err(_) => {

@@ -93,6 +93,8 @@ impl std::error::Error for AskError {}
 enum Waiter {
     Thread(Thread),
     Task(Waker),
+    /// `Ask::on_answer`: runs on the thread that completes the promise.
+    Callback(Box<dyn FnOnce() + Send>),
 }
 
 impl Waiter {
@@ -100,6 +102,7 @@ impl Waiter {
         match self {
             Waiter::Thread(t) => t.unpark(),
             Waiter::Task(w) => w.wake(),
+            Waiter::Callback(f) => f(),
         }
     }
 }
@@ -244,6 +247,9 @@ pub struct Ask<R> {
     deadline: Instant,
     scheduler: Scheduler,
     timer: Option<Cancellable>,
+    /// Handed to a callback (`on_answer`): dropping this `Ask` must not
+    /// expire the promise.
+    handed_off: bool,
 }
 
 /// A reply handle and the answer it will complete.
@@ -269,6 +275,7 @@ pub(crate) fn pair<R: Send + 'static>(
         deadline: Instant::now() + timeout,
         scheduler: system.scheduler.clone(),
         timer: None,
+        handed_off: false,
     };
     (reply_to, ask)
 }
@@ -278,6 +285,58 @@ impl<R: Send + 'static> Ask<R> {
     /// refused request (and its `ReplyTo`) is dropped, so that is the answer.
     pub(crate) fn refuse(&self) {
         let _ = self.promise.complete(State::Refused);
+    }
+
+    /// Calls `f` with the answer instead of waiting for it: on the thread
+    /// that replies (or drops the last reply handle, or fires the timeout),
+    /// or at once on this thread if the answer is already there. `f` must
+    /// not block. For a transport that forwards answers without a task per
+    /// request.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use troupe::{Actor, ActorSystem, Context, Props, ReplyTo};
+    ///
+    /// struct Idle;
+    /// impl Actor for Idle {
+    ///     type Msg = ();
+    ///     fn receive(&mut self, _ctx: &mut Context<'_, Self>, _msg: ()) {}
+    /// }
+    ///
+    /// let system = ActorSystem::builder().threads(1).build().unwrap();
+    /// let anyone = system.spawn(Props::new(|| Idle)).unwrap().id();
+    /// let (reply, answer) = ReplyTo::<u32>::pair(&system, anyone, Duration::from_secs(5));
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// answer.on_answer(move |result| tx.send(result).unwrap());
+    /// reply.reply(7);
+    /// assert_eq!(rx.recv().unwrap(), Ok(7));
+    /// system.shutdown();
+    /// ```
+    pub fn on_answer(mut self, f: impl FnOnce(Result<R, AskError>) + Send + 'static) {
+        self.handed_off = true;
+        if let Some(timer) = self.timer.take() {
+            timer.cancel();
+        }
+        let expire = self.promise.clone();
+        let timer = self.scheduler.run_at(self.deadline, move || {
+            let _ = expire.complete(State::Expired);
+        });
+        let (promise, target, timeout) = (self.promise.clone(), self.target, self.timeout);
+        let deliver = move || {
+            if let Some(answer) = promise.take(target, timeout) {
+                timer.cancel();
+                f(answer);
+            }
+        };
+        {
+            let mut state = self.promise.state.lock().unwrap_or_else(|e| e.into_inner());
+            if let State::Waiting(waiter) = &mut *state {
+                *waiter = Some(Waiter::Callback(Box::new(deliver)));
+                return;
+            }
+        }
+        // Already answered: deliver here.
+        deliver();
     }
 
     /// Blocks the calling thread until the answer, the timeout, or a dropped
@@ -344,7 +403,7 @@ impl<R> Drop for Ask<R> {
             timer.cancel();
         }
         // An abandoned ask: a late reply learns that nobody is listening.
-        if !self.promise.done.load(Ordering::Acquire) {
+        if !self.handed_off && !self.promise.done.load(Ordering::Acquire) {
             let _ = self.promise.complete(State::Expired);
         }
     }

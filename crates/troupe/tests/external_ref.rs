@@ -242,3 +242,42 @@ fn watching_an_external_ref_goes_through_its_target_and_ends_once() {
     system.shutdown();
     system.await_termination().unwrap();
 }
+
+#[test]
+fn an_answer_handed_to_a_callback_comes_once_whatever_ends_the_ask() {
+    let system = ActorSystem::builder().threads(1).build().unwrap();
+    let anyone = system.spawn(Props::new(|| Sink)).unwrap().id();
+    let (tx, rx) = mpsc::channel();
+    let callback = |tx: mpsc::Sender<Result<u32, AskError>>| move |r| tx.send(r).unwrap();
+
+    // Answered later, on the replying thread.
+    let (reply, answer) = ReplyTo::<u32>::pair(&system, anyone, Duration::from_secs(5));
+    answer.on_answer(callback(tx.clone()));
+    std::thread::spawn(move || reply.reply(1));
+    assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), Ok(1));
+    // Answered before the callback was given: called at once.
+    let (reply, answer) = ReplyTo::<u32>::pair(&system, anyone, Duration::from_secs(5));
+    reply.reply(2);
+    answer.on_answer(callback(tx.clone()));
+    assert_eq!(rx.try_recv().unwrap(), Ok(2));
+    // The handle dropped: NoReply.
+    let (reply, answer) = ReplyTo::<u32>::pair(&system, anyone, Duration::from_secs(5));
+    answer.on_answer(callback(tx.clone()));
+    drop(reply);
+    let dropped = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(
+        matches!(dropped, Err(AskError::NoReply { .. })),
+        "{dropped:?}"
+    );
+    // Nobody answers: the timeout, from the scheduler; a late reply is refused.
+    let (reply, answer) = ReplyTo::<u32>::pair(&system, anyone, Duration::from_millis(20));
+    answer.on_answer(callback(tx.clone()));
+    let late = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(matches!(late, Err(AskError::Timeout { .. })), "{late:?}");
+    assert!(!reply.reply(3));
+    assert!(rx.try_recv().is_err(), "a second answer came");
+
+    system.shutdown();
+    system.await_termination().unwrap();
+    assert_eq!(system.pending_asks(), 0);
+}
