@@ -7,6 +7,8 @@
 //! repository's git-ignored `.tools/bin` on first use), starts it on a free
 //! loopback port with JetStream in a temporary directory, waits until it
 //! reports ready (reading its log, with a deadline), and kills it on drop.
+//! [`NatsServer::start_cluster`] starts several, joined as one NATS cluster
+//! by routes on loopback ports, each killable on its own.
 
 pub mod echo;
 
@@ -107,6 +109,48 @@ impl NatsServer {
             }
         }
         Err(format!("nats-server did not start; its last log:\n{last}"))
+    }
+
+    /// Starts `n` servers joined as one NATS cluster named `troupe-test`:
+    /// each listens for clients on its own free port and for routes on
+    /// another, routes to every other one, and runs JetStream (clustered,
+    /// so streams and key-value buckets can have up to `n` replicas) in its
+    /// own store. Clients learn the other servers' URLs from the one they
+    /// connect to, so they fail over without being told. Returns once every
+    /// server reports ready (the routes connect right after).
+    pub fn start_cluster(n: usize) -> Result<Vec<NatsServer>, String> {
+        let route_ports: Vec<u16> = (0..n)
+            .map(|_| {
+                TcpListener::bind("127.0.0.1:0")
+                    .and_then(|l| l.local_addr())
+                    .map(|a| a.port())
+                    .map_err(|e| format!("no free port: {e}"))
+            })
+            .collect::<Result<_, _>>()?;
+        let route = |port: u16| format!("nats-route://127.0.0.1:{port}");
+        (0..n)
+            .map(|i| {
+                let routes: Vec<String> = route_ports
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != i)
+                    .map(|(_, p)| route(*p))
+                    .collect();
+                let name = format!("nats-{i}");
+                let listen = format!("nats://127.0.0.1:{}", route_ports[i]);
+                let routes = routes.join(",");
+                NatsServer::start_with(&[
+                    "--server_name",
+                    &name,
+                    "--cluster_name",
+                    "troupe-test",
+                    "--cluster",
+                    &listen,
+                    "--routes",
+                    &routes,
+                ])
+            })
+            .collect()
     }
 
     /// Kills the server (SIGKILL) and reaps it: its clients see the
