@@ -15,17 +15,19 @@ pub const ECHO: &str = "bench-echo";
 /// The raw-NATS subject the echo process serves.
 pub const SUBJECT: &str = "bench.echo";
 
-/// What the echo actor takes.
+/// What the echo actor takes. Payloads are `serde_bytes`, so that postcard
+/// copies them whole instead of byte by byte (what a user would do for
+/// any byte payload).
 #[derive(Debug, Serialize, Deserialize)]
 pub enum BenchMsg {
     /// Answer with `seq` (a round trip).
     Ping(
         u64,
-        Vec<u8>,
+        #[serde(with = "serde_bytes")] Vec<u8>,
         #[serde(with = "troupe_remote::reply_to")] ReplyTo<u64>,
     ),
     /// One message of the one-way stream.
-    Data(u64, Vec<u8>),
+    Data(u64, #[serde(with = "serde_bytes")] Vec<u8>),
     /// Answer with what the stream delivered so far (flow control and the
     /// final check).
     Mark(#[serde(with = "troupe_remote::reply_to")] ReplyTo<Received>),
