@@ -13,7 +13,9 @@ for run in "pingpong --msgs 20000 --pairs 10 --in-flight 3" \
            "chameneos --meetings 3000 --threads 1 --throughput 100" \
            "trading --variant one-way --clients 2 --orders 3000" \
            "trading --variant request-reply --clients 2 --orders 3000" \
-           "delayed --jobs 2000 --delay-ms 20"; do
+           "delayed --jobs 2000 --delay-ms 20" \
+           "remote --mode pingpong --in-flight 8 --msgs 2000" \
+           "remote --mode stream --msgs 20000"; do
     # shellcheck disable=SC2086
     out=$(./run.sh $run "${quick[@]}" 2>/dev/null) || fail "$run: exit $?: $out"
     grep -q '^RESULT ' <<<"$out" || fail "$run: no RESULT line"
