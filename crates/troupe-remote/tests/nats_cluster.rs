@@ -1,23 +1,23 @@
 //! Three nats-servers joined as one NATS cluster on loopback (routes,
 //! clustered JetStream), three nodes each attached to a different server
-//! (given that server's URL only: the others are learned from it). Lookup,
-//! tell, ask and membership work across servers; then the server of the
-//! node that publishes the echo actor is killed: that node fails over to
-//! another server by itself, and lookup, messaging and membership work
-//! again. What was lost meanwhile is at-most-once and counted where the
-//! node could see it (printed).
+//! (given that server's URL only: the others are learned from it): two in
+//! this process, one in a node process of its own that publishes the echo
+//! actor. Lookup, tell, ask and membership work across servers; then that
+//! process's server is killed: it fails over to another server by itself,
+//! and lookup, messaging and membership work again. What was lost
+//! meanwhile is at-most-once and counted where the nodes here could see it
+//! (printed).
 
 mod support;
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use troupe::Props;
-use troupe_remote::testing::echo::{Echo, EchoMsg};
+use troupe_remote::testing::echo::EchoMsg;
 use troupe_remote::testing::NatsServer;
 use troupe_remote::{Node, RemoteConfig};
 
-use support::{stop, system};
+use support::{finish, spawn_echo, stop, system};
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
@@ -37,10 +37,11 @@ async fn eventually<T, F: Future<Output = Option<T>>>(
     }
 }
 
+/// Waits until each node here sees all three nodes.
 async fn all_see_each_other(nodes: &[Node]) {
     for node in nodes {
         eventually("membership", || async {
-            (node.members().len() == nodes.len()).then_some(())
+            (node.members().len() == 3).then_some(())
         })
         .await;
     }
@@ -49,18 +50,17 @@ async fn all_see_each_other(nodes: &[Node]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nodes_on_different_servers_survive_the_loss_of_one_server() {
     let mut servers = NatsServer::start_cluster(3).unwrap_or_else(|e| panic!("{e}"));
-    let systems = [system(), system(), system()];
+    let systems = [system(), system()];
     let mut nodes = Vec::new();
     for (i, sys) in systems.iter().enumerate() {
         let config = RemoteConfig::new(servers[i].url(), format!("node-{i}"));
         nodes.push(Node::start(sys, config).await.unwrap());
     }
+    // Node 2, in its own process on server 2, publishes the echo actor;
+    // nodes 0 and 1 (on the other servers) find it and talk.
+    let child = spawn_echo(&servers[2].url(), "node-2", "echo");
     all_see_each_other(&nodes).await;
-
-    // Node 2 publishes; nodes 0 and 1 (on other servers) find it and talk.
-    let echo = systems[2].spawn(Props::new(Echo::default)).unwrap();
-    nodes[2].publish("echo", &echo).await.unwrap();
-    for (i, node) in nodes[..2].iter().enumerate() {
+    for (i, node) in nodes.iter().enumerate() {
         let remote = eventually("lookup across servers", || async {
             node.lookup::<EchoMsg>("echo").await.ok()
         })
@@ -77,7 +77,7 @@ async fn nodes_on_different_servers_survive_the_loss_of_one_server() {
     }
     let remote = nodes[0].lookup::<EchoMsg>("echo").await.unwrap();
 
-    // Node 2's server dies.
+    // Node 2's server dies under it.
     servers[2].stop();
     let killed = Instant::now();
     // Node 2 reconnects to another server and subscribes again: asks from
@@ -122,6 +122,7 @@ async fn nodes_on_different_servers_survive_the_loss_of_one_server() {
             .collect::<Vec<_>>()
     );
 
+    finish(child);
     for node in &nodes {
         node.shutdown().await;
     }

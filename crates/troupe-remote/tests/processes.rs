@@ -9,8 +9,6 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -18,43 +16,7 @@ use troupe::{Actor, ActorId, ActorRef, Context, Props, Signal};
 use troupe_remote::testing::echo::{Echo, EchoMsg};
 use troupe_remote::{DownReason, MemberEvent, Node, RemoteConfig};
 
-use support::{await_member_event, node, server, stop, system};
-
-/// Starts an echo node process publishing `published`, and waits for its
-/// "ready" line (the name is published).
-fn spawn_echo(url: &str, node_name: &str, published: &str) -> Child {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_troupe-remote-echo"))
-        .args([url, node_name, published])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start the echo node process");
-    let stdout = child.stdout.take().unwrap();
-    let (ready_tx, ready_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let line = BufReader::new(stdout).lines().next();
-        let _ = ready_tx.send(line.and_then(Result::ok));
-    });
-    let ready = ready_rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("the echo node did not report ready");
-    assert_eq!(ready.as_deref(), Some("ready"));
-    child
-}
-
-/// Closes the child's stdin (it leaves) and checks that it exits cleanly.
-fn finish(mut child: Child) {
-    drop(child.stdin.take());
-    let (exit_tx, exit_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = exit_tx.send(child.wait());
-    });
-    let status = exit_rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("the echo node did not exit")
-        .unwrap();
-    assert!(status.success(), "{status}");
-}
+use support::{await_member_event, finish, node, server, spawn_echo, stop, system};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tell_and_ask_actors_in_two_other_processes() {

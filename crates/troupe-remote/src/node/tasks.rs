@@ -148,7 +148,7 @@ async fn until_connected(shared: &Shared, stop: &mut oneshot::Receiver<()>) -> b
 }
 
 /// Packs `first` with the frames queued behind it for `subject` (see
-/// [`write`]), adding the asks they carry to `asks`; returns the message
+/// [`write()`]), adding the asks they carry to `asks`; returns the message
 /// and how many frames it holds. The first frame that cannot join is left
 /// in `held`.
 fn pack(

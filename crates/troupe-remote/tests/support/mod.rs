@@ -2,6 +2,8 @@
 //! Each test file uses a part of it.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -65,4 +67,40 @@ pub async fn await_member_event(
     })
     .await;
     assert!(found.is_ok(), "no {want:?} within 20 s");
+}
+
+/// Starts an echo node process publishing `published`, and waits for its
+/// "ready" line (the name is published).
+pub fn spawn_echo(url: &str, node_name: &str, published: &str) -> Child {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_troupe-remote-echo"))
+        .args([url, node_name, published])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the echo node process");
+    let stdout = child.stdout.take().unwrap();
+    let (ready_tx, ready_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let line = BufReader::new(stdout).lines().next();
+        let _ = ready_tx.send(line.and_then(Result::ok));
+    });
+    let ready = ready_rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the echo node did not report ready");
+    assert_eq!(ready.as_deref(), Some("ready"));
+    child
+}
+
+/// Closes the child's stdin (it leaves) and checks that it exits cleanly.
+pub fn finish(mut child: Child) {
+    drop(child.stdin.take());
+    let (exit_tx, exit_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = exit_tx.send(child.wait());
+    });
+    let status = exit_rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the echo node did not exit")
+        .unwrap();
+    assert!(status.success(), "{status}");
 }
