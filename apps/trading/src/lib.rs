@@ -16,7 +16,8 @@
 //! Modules, from the bottom up (each imports only modules above it in
 //! this list): `error`; `topology`; `engine_core`; `messages`; `txlog`;
 //! `ledger`; `config`; `verify`; `engine`; `client`; `variants`; `run`;
-//! `replay` (imports only `error`).
+//! `replay` (imports only `error`); `cluster` (the system across
+//! processes, built on the modules before `variants`).
 //!
 //! ```
 //! use std::time::Duration;
@@ -37,6 +38,7 @@
 //! ```
 
 pub mod client;
+pub mod cluster;
 pub mod config;
 pub mod engine;
 pub mod engine_core;

@@ -6,6 +6,9 @@
 //! trading generate --commands N --out FILE    write a reproducible random command file
 //! trading run --variant one-way --clients 10  run the seed scenario once
 //! trading run --scenario resting              ... or the one that leaves orders resting
+//! trading cluster --clients 10 --orders 30000 a whole cluster of processes on this machine
+//! trading cluster --kill-after-ms 1500 --restart-killed   ... SIGKILL the primaries mid-load
+//! trading node --role engines --nats URL --name N   one process of a cluster
 //! ```
 
 use std::error::Error;
@@ -14,6 +17,10 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
+use trading::cluster::client::RetryPolicy;
+use trading::cluster::{
+    print_outcome, run_cluster, run_node, ClusterOptions, NodeOptions, NodeRole,
+};
 use trading::{run, Pattern, RunConfig, Scenario, TxLog, Variant};
 
 #[derive(Parser)]
@@ -80,6 +87,96 @@ enum Cmd {
         #[arg(long, default_value_t = 2)]
         threads: usize,
     },
+    /// Run the distributed system on this machine: a nats-server, two
+    /// engine nodes (primaries on one, standbys on the other), a receivers
+    /// node and a clients node, each its own process; check what survived.
+    Cluster {
+        /// Concurrent clients.
+        #[arg(long, default_value_t = 10)]
+        clients: usize,
+        /// Orders in total (split evenly over the clients).
+        #[arg(long, default_value_t = 30_000)]
+        orders: usize,
+        /// seed or resting.
+        #[arg(long, default_value = "seed")]
+        scenario: Pattern,
+        /// off, buffered or group-commit.
+        #[arg(long, default_value = "buffered")]
+        txlog: TxLog,
+        /// Where the engines' logs go (a temporary directory, removed
+        /// afterwards, if not given).
+        #[arg(long)]
+        log_dir: Option<PathBuf>,
+        /// SIGKILL the primaries' process this many ms after the clients start.
+        #[arg(long)]
+        kill_after_ms: Option<u64>,
+        /// After the kill, start a fresh engine node that joins as standby.
+        #[arg(long)]
+        restart_killed: bool,
+        #[command(flatten)]
+        common: NodeTuning,
+        /// Write the outcome as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// One process of a cluster (what `trading cluster` starts).
+    Node {
+        /// engines, receivers or clients.
+        #[arg(long)]
+        role: NodeRole,
+        /// NATS server URL.
+        #[arg(long)]
+        nats: String,
+        /// This node's name, unique in the cluster.
+        #[arg(long)]
+        name: String,
+        /// The engines' log mode.
+        #[arg(long, default_value = "buffered")]
+        txlog: TxLog,
+        /// Where engines keep their logs (`DIR/<node>/engine-<i>`).
+        #[arg(long)]
+        log_dir: Option<PathBuf>,
+        /// Clients (clients role).
+        #[arg(long, default_value_t = 10)]
+        clients: usize,
+        /// Orders in total (clients role).
+        #[arg(long, default_value_t = 30_000)]
+        orders: usize,
+        /// seed or resting (clients role).
+        #[arg(long, default_value = "seed")]
+        scenario: Pattern,
+        #[command(flatten)]
+        common: NodeTuning,
+    },
+}
+
+/// Settings every node of a cluster shares.
+#[derive(clap::Args, Clone, Copy)]
+struct NodeTuning {
+    /// Dispatcher threads per node.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// A client resends an order not acknowledged for this long.
+    #[arg(long, default_value_t = 1000)]
+    retry_ms: u64,
+    /// A client gives an order up after this long.
+    #[arg(long, default_value_t = 30_000)]
+    give_up_ms: u64,
+    /// Node heartbeat interval.
+    #[arg(long, default_value_t = 200)]
+    heartbeat_ms: u64,
+    /// A node silent this long is declared down.
+    #[arg(long, default_value_t = 1000)]
+    heartbeat_timeout_ms: u64,
+}
+
+impl NodeTuning {
+    fn retry(self) -> RetryPolicy {
+        RetryPolicy {
+            retry_after: Duration::from_millis(self.retry_ms),
+            give_up_after: Duration::from_millis(self.give_up_ms),
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -168,6 +265,75 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
                 return Err(format!("verification failed: {}", r.problems.join("; ")).into());
             }
             println!("verified");
+        }
+        Cmd::Cluster {
+            clients,
+            orders,
+            scenario,
+            txlog,
+            log_dir,
+            kill_after_ms,
+            restart_killed,
+            common,
+            json,
+        } => {
+            let options = ClusterOptions {
+                clients,
+                orders,
+                pattern: scenario,
+                txlog,
+                log_dir,
+                kill_after: kill_after_ms.map(Duration::from_millis),
+                restart_killed,
+                threads: common.threads,
+                retry: common.retry(),
+                heartbeat: (
+                    Duration::from_millis(common.heartbeat_ms),
+                    Duration::from_millis(common.heartbeat_timeout_ms),
+                ),
+                timeout: Duration::from_secs(600),
+            };
+            let outcome = run_cluster(&options, &mut |line| eprintln!("cluster: {line}"))?;
+            print_outcome(&outcome, &mut std::io::stdout())?;
+            if let Some(path) = json {
+                std::fs::write(&path, serde_json::to_string_pretty(&outcome)?)?;
+            }
+            if !outcome.verified() {
+                return Err("verification failed".into());
+            }
+            println!("verified");
+        }
+        Cmd::Node {
+            role,
+            nats,
+            name,
+            txlog,
+            log_dir,
+            clients,
+            orders,
+            scenario,
+            common,
+        } => {
+            let options = NodeOptions {
+                nats,
+                name,
+                cluster: "trading".into(),
+                role,
+                threads: common.threads,
+                txlog,
+                log_dir,
+                clients,
+                orders,
+                pattern: scenario,
+                retry: common.retry(),
+                heartbeat: Duration::from_millis(common.heartbeat_ms),
+                heartbeat_timeout: Duration::from_millis(common.heartbeat_timeout_ms),
+            };
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()?
+                .block_on(run_node(options))?;
         }
     }
     Ok(())

@@ -313,6 +313,15 @@ impl Node {
         &self.shared().config.node_name
     }
 
+    /// The node's NATS connection, for what an application keeps next to
+    /// its actors on the same cluster (a JetStream key-value bucket of
+    /// leases, say) without a second connection. Publishing on troupe's own
+    /// subjects (`troupe.<cluster>.>`) through it bypasses the node's
+    /// checks and counters: use refs for that.
+    pub fn nats_client(&self) -> async_nats::Client {
+        self.shared().client.clone()
+    }
+
     fn shared(&self) -> &Arc<Shared> {
         &self.outbound.shared
     }

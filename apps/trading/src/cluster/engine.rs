@@ -1,0 +1,506 @@
+//! The matching engine of the distributed trading system: one actor per
+//! engine index on every engine node, primary or standby as the lease in
+//! NATS says (see [`super::lease`]).
+//!
+//! A **primary** applies each order once (a retried id is answered with
+//! its acknowledgement, not applied again: [`Applied`]), logs it, forwards
+//! it to its standby, and acknowledges it to the client when its own
+//! record is durable and the standby has applied and logged it too.
+//! Acknowledgements leave in processing order from a queue.
+//!
+//! A **standby** applies what its primary forwards, in order, and answers
+//! each once its record is durable. A joining engine first receives the
+//! primary's history (`CatchUp`) and counts as a standby from then on.
+//!
+//! Who may acknowledge changes only through the lease: a standby becomes
+//! primary by taking the lease over (`Promote`), and a primary whose
+//! standby is declared gone acknowledges alone only after renewing the
+//! lease at a new revision (`Solo`); both are compare-and-set on the same
+//! revision, so of the two sides of a partition at most one wins. The
+//! loser's node exits. Replication carries the lease revision, and an
+//! engine drops replication of another revision than the one it follows.
+//!
+//! Failures are fail-stop: an engine that panics stops, and its node exits
+//! (its books live on in the other process).
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tokio::sync::mpsc::UnboundedSender;
+use trading_engine::{codec, Command};
+use troupe::{Actor, ActorRef, Context, Signal};
+use troupe_journal::{read_from, Durability, Journal, Options};
+
+use super::applied::Applied;
+use super::wire::{ClientMsg, EngineCmd, EngineReport, WireOrder};
+use crate::engine_core::EngineCore;
+use crate::txlog::TxLog;
+
+/// Orders per catch-up message (a few tens of bytes each: well inside a
+/// frame).
+const CATCH_UP_CHUNK: usize = 8192;
+
+/// What an engine asks its node's lease keeper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseRequest {
+    /// My standby is gone: renew the lease I hold at `epoch` so that I may
+    /// acknowledge alone (or exit if it moved).
+    Solo {
+        /// The revision held.
+        epoch: u64,
+    },
+}
+
+enum Role {
+    /// Neither following nor leading yet.
+    Idle,
+    /// Receiving the primary's history.
+    Joining {
+        epoch: u64,
+        primary: ActorRef<EngineCmd>,
+    },
+    Standby {
+        epoch: u64,
+        primary: ActorRef<EngineCmd>,
+    },
+    Primary {
+        epoch: u64,
+        standby: Option<ActorRef<EngineCmd>>,
+        /// Asked the keeper to go on alone; pending orders wait.
+        going_solo: bool,
+    },
+}
+
+impl Role {
+    fn name(&self) -> &'static str {
+        match self {
+            Role::Idle => "idle",
+            Role::Joining { .. } => "joining",
+            Role::Standby { .. } => "standby",
+            Role::Primary { .. } => "primary",
+        }
+    }
+
+    fn epoch(&self) -> u64 {
+        match self {
+            Role::Idle => 0,
+            Role::Joining { epoch, .. }
+            | Role::Standby { epoch, .. }
+            | Role::Primary { epoch, .. } => *epoch,
+        }
+    }
+}
+
+/// An order a primary has not acknowledged yet.
+struct Pending {
+    client: ActorRef<ClientMsg>,
+    id: u64,
+    /// Durable once the log's durable count reaches this.
+    lsn: u64,
+    standby_done: bool,
+}
+
+/// How an engine logs: the mode and the directory it opens when it first
+/// takes a role.
+#[derive(Clone, Debug)]
+pub struct LogPlan {
+    /// The mode.
+    pub mode: TxLog,
+    /// Its directory (unused when off).
+    pub dir: PathBuf,
+}
+
+/// One engine of the distributed system.
+pub struct ClusterEngine {
+    index: usize,
+    node: String,
+    plan: LogPlan,
+    journal: Option<Journal>,
+    record: Vec<u8>,
+    core: EngineCore,
+    applied: Applied,
+    /// Every order applied, in processing order: what a joining standby
+    /// is sent.
+    history: Vec<WireOrder>,
+    role: Role,
+    /// Records appended to the log so far, and how many of them are
+    /// durable (group commit completes them in order).
+    lsn: u64,
+    durable: u64,
+    /// Primary: orders not yet acknowledged; `pending[0]` has sequence
+    /// number `first_pending`.
+    pending: VecDeque<Pending>,
+    first_pending: u64,
+    next_seq: u64,
+    /// Standby: (lsn, primary's seq) to answer once durable.
+    to_answer: VecDeque<(u64, u64)>,
+    duplicates: u64,
+    promoted_at_ns: Option<u64>,
+    first_order_after_promotion_ns: Option<u64>,
+    keeper: UnboundedSender<LeaseRequest>,
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+impl ClusterEngine {
+    /// Engine `index` on `node`, logging as `plan` says, asking `keeper`
+    /// for lease changes.
+    pub fn new(
+        index: usize,
+        node: String,
+        plan: LogPlan,
+        keeper: UnboundedSender<LeaseRequest>,
+    ) -> Self {
+        ClusterEngine {
+            index,
+            node,
+            plan,
+            journal: None,
+            record: Vec::with_capacity(64),
+            core: EngineCore::new(),
+            applied: Applied::default(),
+            history: Vec::new(),
+            role: Role::Idle,
+            lsn: 0,
+            durable: 0,
+            pending: VecDeque::new(),
+            first_pending: 0,
+            next_seq: 0,
+            to_answer: VecDeque::new(),
+            duplicates: 0,
+            promoted_at_ns: None,
+            first_order_after_promotion_ns: None,
+            keeper,
+        }
+    }
+
+    /// Opens the log (once) and replays what it holds: the applied orders
+    /// and their ids come back with it.
+    fn open_log(&mut self) {
+        if self.journal.is_some() || self.plan.mode == TxLog::Off {
+            return;
+        }
+        let durability = match self.plan.mode {
+            TxLog::GroupCommit => Durability::GroupCommit,
+            _ => Durability::None,
+        };
+        let journal = Journal::open(
+            &self.plan.dir,
+            Options {
+                durability,
+                ..Options::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("engine {}: cannot open its log: {e}", self.index));
+        let mut replayed = Vec::new();
+        read_from(&self.plan.dir, 0, |record| {
+            let mut market = crate::topology::market();
+            match codec::decode(&record.payload, &mut market) {
+                Ok(Command::New(order)) => replayed.push(order),
+                other => panic!("engine {}: unreadable log record: {other:?}", self.index),
+            }
+        })
+        .unwrap_or_else(|e| panic!("engine {}: cannot read its log: {e}", self.index));
+        for order in replayed {
+            self.core.process(&order);
+            self.applied.insert(order.id);
+            self.history.push(order.into());
+            self.lsn += 1;
+        }
+        self.durable = self.lsn;
+        self.journal = Some(journal);
+    }
+
+    /// Applies `order` (not applied before) and appends its record; the
+    /// returned lsn is durable once `durable` reaches it.
+    fn apply(&mut self, ctx: &mut Context<'_, Self>, order: WireOrder) -> u64 {
+        let Some(new) = order.to_order() else {
+            // Not a valid order: never acknowledged, never applied.
+            return u64::MAX;
+        };
+        self.core.process(&new);
+        self.applied.insert(order.id);
+        self.history.push(order);
+        self.lsn += 1;
+        let lsn = self.lsn;
+        if let Some(journal) = &self.journal {
+            self.record.clear();
+            codec::encode(&Command::New(new), self.core.market(), &mut self.record);
+            if self.plan.mode == TxLog::GroupCommit {
+                let me = ctx.myself();
+                journal.append_with(&self.record, move |result| match result {
+                    Ok(_) => me.tell(EngineCmd::Durable { lsn }),
+                    Err(e) => me.tell(EngineCmd::LogFailed(e.to_string())),
+                });
+                return lsn;
+            }
+            journal
+                .append(&self.record)
+                .unwrap_or_else(|e| panic!("engine {}: log append failed: {e}", self.index));
+        }
+        self.durable = lsn;
+        lsn
+    }
+
+    fn take_order(
+        &mut self,
+        ctx: &mut Context<'_, Self>,
+        order: WireOrder,
+        client: ActorRef<ClientMsg>,
+    ) {
+        let Role::Primary { epoch, standby, .. } = &self.role else {
+            // Only the lease holder serves the engine's name; an order here
+            // is one routed before a change of hands. The client retries.
+            return;
+        };
+        let (epoch, standby) = (*epoch, standby.clone());
+        if self.promoted_at_ns.is_some() && self.first_order_after_promotion_ns.is_none() {
+            self.first_order_after_promotion_ns = Some(now_ns());
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        if self.applied.contains(order.id) {
+            // A retry: the original acknowledgement, once everything
+            // applied so far (the original included) is durable and
+            // replicated.
+            self.duplicates += 1;
+            self.pending.push_back(Pending {
+                client,
+                id: order.id,
+                lsn: self.lsn,
+                standby_done: true,
+            });
+        } else {
+            let lsn = self.apply(ctx, order);
+            if let Some(standby) = &standby {
+                standby.tell(EngineCmd::Replicate { epoch, seq, order });
+            }
+            self.pending.push_back(Pending {
+                client,
+                id: order.id,
+                lsn,
+                standby_done: standby.is_none(),
+            });
+        }
+        self.complete_front();
+    }
+
+    fn complete_front(&mut self) {
+        if let Role::Primary {
+            going_solo: true, ..
+        } = self.role
+        {
+            return;
+        }
+        while let Some(front) = self.pending.front() {
+            if !(front.standby_done && front.lsn <= self.durable) {
+                break;
+            }
+            let front = self.pending.pop_front().expect("front exists");
+            self.first_pending += 1;
+            front.client.tell(ClientMsg::Ack { id: front.id });
+        }
+    }
+
+    fn answer_primary(&mut self) {
+        let (Role::Standby { epoch, primary } | Role::Joining { epoch, primary }) = &self.role
+        else {
+            return;
+        };
+        while let Some(&(lsn, seq)) = self.to_answer.front() {
+            if lsn > self.durable {
+                break;
+            }
+            self.to_answer.pop_front();
+            primary.tell(EngineCmd::Replicated { epoch: *epoch, seq });
+        }
+    }
+
+    fn follows(&self, epoch: u64) -> bool {
+        matches!(self.role, Role::Standby { epoch: e, .. } | Role::Joining { epoch: e, .. } if e == epoch)
+    }
+
+    fn report(&self) -> EngineReport {
+        let s = self.core.summary();
+        EngineReport {
+            node: self.node.clone(),
+            role: self.role.name().to_string(),
+            epoch: self.role.epoch(),
+            orders: s.orders,
+            trades: s.trades,
+            resting: s.resting,
+            fingerprint: s.fingerprint,
+            digests: s.digests.to_vec(),
+            duplicates: self.duplicates,
+            promoted_at_ns: self.promoted_at_ns,
+            first_order_after_promotion_ns: self.first_order_after_promotion_ns,
+        }
+    }
+}
+
+impl Actor for ClusterEngine {
+    type Msg = EngineCmd;
+
+    fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: EngineCmd) {
+        match msg {
+            EngineCmd::Order { order, client } => self.take_order(ctx, order, client),
+            EngineCmd::Replicate { epoch, seq, order } => {
+                if !self.follows(epoch) {
+                    return; // from a primary we no longer follow
+                }
+                let lsn = if self.applied.contains(order.id) {
+                    self.lsn
+                } else {
+                    self.apply(ctx, order)
+                };
+                self.to_answer.push_back((lsn, seq));
+                self.answer_primary();
+            }
+            EngineCmd::Replicated { epoch, seq } => {
+                let Role::Primary { epoch: mine, .. } = self.role else {
+                    return;
+                };
+                if epoch != mine {
+                    return;
+                }
+                let index = seq.checked_sub(self.first_pending);
+                if let Some(p) = index.and_then(|i| self.pending.get_mut(usize::try_from(i).ok()?))
+                {
+                    p.standby_done = true;
+                }
+                self.complete_front();
+            }
+            EngineCmd::Join { epoch, standby } => {
+                let Role::Primary {
+                    epoch: mine,
+                    standby: current,
+                    ..
+                } = &mut self.role
+                else {
+                    return;
+                };
+                if epoch != *mine {
+                    return;
+                }
+                if let Some(old) = current.take() {
+                    ctx.unwatch(&old);
+                }
+                let mut chunks = self.history.chunks(CATCH_UP_CHUNK).peekable();
+                if chunks.peek().is_none() {
+                    standby.tell(EngineCmd::CatchUp {
+                        epoch,
+                        orders: Vec::new(),
+                        last: true,
+                    });
+                }
+                while let Some(chunk) = chunks.next() {
+                    standby.tell(EngineCmd::CatchUp {
+                        epoch,
+                        orders: chunk.to_vec(),
+                        last: chunks.peek().is_none(),
+                    });
+                }
+                ctx.watch(&standby);
+                *current = Some(standby);
+            }
+            EngineCmd::CatchUp {
+                epoch,
+                orders,
+                last,
+            } => {
+                let Role::Joining { epoch: e, primary } = &self.role else {
+                    return;
+                };
+                if *e != epoch {
+                    return;
+                }
+                let primary = primary.clone();
+                for order in orders {
+                    if !self.applied.contains(order.id) {
+                        self.apply(ctx, order);
+                    }
+                }
+                if last {
+                    self.role = Role::Standby { epoch, primary };
+                }
+            }
+            EngineCmd::Promote { epoch } => {
+                self.open_log();
+                let was_following = !matches!(self.role, Role::Idle);
+                self.role = Role::Primary {
+                    epoch,
+                    standby: None,
+                    going_solo: false,
+                };
+                self.to_answer.clear();
+                if was_following {
+                    self.promoted_at_ns = Some(now_ns());
+                }
+            }
+            EngineCmd::Solo { epoch } => {
+                if let Role::Primary {
+                    epoch: e,
+                    going_solo,
+                    ..
+                } = &mut self.role
+                {
+                    *e = epoch;
+                    *going_solo = false;
+                    for p in &mut self.pending {
+                        p.standby_done = true;
+                    }
+                }
+                self.complete_front();
+            }
+            EngineCmd::Follow { epoch, primary } => {
+                assert!(
+                    matches!(self.role, Role::Idle),
+                    "engine {} asked to follow a second primary; its node restarts instead",
+                    self.index
+                );
+                self.open_log();
+                primary.tell(EngineCmd::Join {
+                    epoch,
+                    standby: ctx.myself(),
+                });
+                self.role = Role::Joining { epoch, primary };
+            }
+            EngineCmd::Durable { lsn } => {
+                self.durable = self.durable.max(lsn);
+                self.complete_front();
+                self.answer_primary();
+            }
+            EngineCmd::LogFailed(e) => panic!("engine {}: group commit failed: {e}", self.index),
+            EngineCmd::Report(reply) => {
+                reply.reply(self.report());
+            }
+        }
+    }
+
+    fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: Signal) {
+        let Signal::Terminated(id) = signal else {
+            return;
+        };
+        let Role::Primary {
+            epoch,
+            standby,
+            going_solo,
+        } = &mut self.role
+        else {
+            return;
+        };
+        if standby.as_ref().is_some_and(|s| s.id() == id) {
+            // The standby is gone (stopped, or its node declared down). Its
+            // acknowledgements will not come; go on alone only once the
+            // lease says so (see the module docs).
+            *standby = None;
+            *going_solo = true;
+            let _ = self.keeper.send(LeaseRequest::Solo { epoch: *epoch });
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! The trading system across processes, on troupe-remote over NATS.
+//!
+//! Each engine's primary and standby live on different engine nodes;
+//! receivers and clients on nodes of their own. Orders are idempotent by
+//! id (client id and sequence number), clients retry what is not
+//! acknowledged, and when the primaries' node dies the standbys take the
+//! engines' leases over and go on. See docs/semantics.md ("Trading across
+//! processes") for the guarantee and why two primaries cannot both
+//! acknowledge.
+//!
+//! Modules, from the bottom up (each imports only modules above it):
+//! `wire`; `applied`; `engine`; `lease`; `client`; `node`; `launch`.
+
+pub mod applied;
+pub mod client;
+pub mod engine;
+pub mod launch;
+pub mod lease;
+pub mod node;
+pub mod wire;
+
+pub use launch::{print_outcome, run_cluster, ClusterOptions, ClusterOutcome};
+pub use node::{run_node, NodeOptions, NodeRole};

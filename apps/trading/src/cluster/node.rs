@@ -1,0 +1,324 @@
+//! One process of the distributed trading system, in one of three roles:
+//! `engines` (an engine per engine index, primary or standby as the
+//! leases say), `receivers` (the ten order receivers) or `clients` (the
+//! scenario's clients, which print their results as one JSON line and
+//! exit). A node prints `ready` on stdout once it serves, and leaves when
+//! its standard input closes.
+
+use std::error::Error;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use troupe::{Actor, ActorRef, ActorSystem, Context, Props, Signal, SupervisorStrategy};
+use troupe_remote::{Node, RemoteConfig, RemoteMessage};
+
+use super::client::{ClusterClient, ClusterClientReport, ClusterReceiver, RetryPolicy};
+use super::engine::{ClusterEngine, LogPlan};
+use super::lease::{engine_name, open_bucket, Keeper};
+use super::wire::{ClientMsg, EngineCmd, ReceiverMsg};
+use crate::client::new_histogram;
+use crate::topology::{Pattern, Scenario, ENGINES, RECEIVERS};
+use crate::txlog::TxLog;
+
+/// What a node process does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum NodeRole {
+    /// Matching engines, one per engine index.
+    Engines,
+    /// The order receivers.
+    Receivers,
+    /// The scenario's clients.
+    Clients,
+}
+
+/// A node's settings.
+#[derive(Clone, Debug)]
+pub struct NodeOptions {
+    /// NATS server URL.
+    pub nats: String,
+    /// This node's name (unique per process incarnation).
+    pub name: String,
+    /// The cluster's name.
+    pub cluster: String,
+    /// What it does.
+    pub role: NodeRole,
+    /// Dispatcher threads.
+    pub threads: usize,
+    /// The engines' log mode.
+    pub txlog: TxLog,
+    /// Where engines keep their logs (`<dir>/<node>/engine-<i>`).
+    pub log_dir: Option<PathBuf>,
+    /// Clients (clients role).
+    pub clients: usize,
+    /// Orders over all clients (clients role).
+    pub orders: usize,
+    /// The scenario's pattern (clients role).
+    pub pattern: Pattern,
+    /// When clients resend and give up.
+    pub retry: RetryPolicy,
+    /// Heartbeat interval; a node silent for `heartbeat_timeout` is down.
+    pub heartbeat: Duration,
+    /// See `heartbeat`.
+    pub heartbeat_timeout: Duration,
+}
+
+/// The published name of engine `index` on node `node` (for reports).
+pub fn engine_at(index: usize, node: &str) -> String {
+    format!("e{index}-at-{node}")
+}
+
+/// The published name of receiver `index`.
+pub fn receiver_name(index: usize) -> String {
+    format!("receiver-{index}")
+}
+
+/// What the clients node prints (after `result `) when it is done.
+#[derive(Debug, Serialize, serde::Deserialize)]
+pub struct ClientsResult {
+    /// Orders the scenario has.
+    pub orders: u64,
+    /// Orders acknowledged.
+    pub acked: u64,
+    /// Ids of orders given up.
+    pub given_up: Vec<u64>,
+    /// Resends.
+    pub retries: u64,
+    /// Acknowledgements for orders no longer current.
+    pub late_acks: u64,
+    /// First send to last acknowledgement, seconds.
+    pub seconds: f64,
+    /// Acknowledged orders per second.
+    pub orders_per_second: f64,
+    /// Latency percentiles in microseconds: p50, p90, p99, p99.9, max.
+    pub latency_us: [f64; 5],
+}
+
+impl NodeOptions {
+    fn remote_config(&self) -> RemoteConfig {
+        let mut config = RemoteConfig::new(&self.nats, &self.name).cluster(&self.cluster);
+        config.heartbeat_interval = self.heartbeat;
+        config.heartbeat_timeout = self.heartbeat_timeout;
+        config
+    }
+}
+
+/// Runs a node until it is done (clients) or its stdin closes.
+pub async fn run_node(options: NodeOptions) -> Result<(), Box<dyn Error>> {
+    let system = ActorSystem::builder()
+        .name(options.name.clone())
+        .threads(options.threads)
+        .build()?;
+    let node = Arc::new(Node::start(&system, options.remote_config()).await?);
+    let outcome = match options.role {
+        NodeRole::Engines => engines(&system, &node, &options).await,
+        NodeRole::Receivers => receivers(&system, &node).await,
+        NodeRole::Clients => clients(&system, &node, &options).await,
+    };
+    node.shutdown().await;
+    system.shutdown();
+    system.await_termination()?;
+    outcome
+}
+
+fn ready() -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "ready")?;
+    out.flush()
+}
+
+/// Blocks (off the runtime's workers) until stdin closes.
+async fn until_stdin_closes() {
+    let _ = tokio::task::spawn_blocking(|| {
+        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+    })
+    .await;
+}
+
+/// Looks `name` up until it is found or 30 s pass.
+async fn find<M: RemoteMessage>(node: &Node, name: &str) -> Result<ActorRef<M>, Box<dyn Error>> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match node.lookup::<M>(name).await {
+            Ok(found) => return Ok(found),
+            Err(e) if Instant::now() > deadline => {
+                return Err(format!("{name} not found within 30 s: {e}").into())
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+/// Ends the process when an engine stops (fail-stop: its books live on in
+/// the other process, and this one must not half-serve).
+struct Sentinel(Vec<ActorRef<EngineCmd>>);
+
+impl Actor for Sentinel {
+    type Msg = ();
+
+    fn started(&mut self, ctx: &mut Context<'_, Self>) {
+        for engine in &self.0 {
+            ctx.watch(engine);
+        }
+    }
+
+    fn receive(&mut self, _ctx: &mut Context<'_, Self>, _msg: ()) {}
+
+    fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: Signal) {
+        if let Signal::Terminated(id) = signal {
+            eprintln!("trading node: engine {id:?} stopped; exiting");
+            std::process::exit(3);
+        }
+    }
+}
+
+async fn engines(
+    system: &ActorSystem,
+    node: &Arc<Node>,
+    options: &NodeOptions,
+) -> Result<(), Box<dyn Error>> {
+    let kv = open_bucket(node, &options.cluster).await?;
+    let root = match (&options.log_dir, options.txlog) {
+        (Some(dir), mode) if mode != TxLog::Off => dir.join(&options.name),
+        (None, mode) if mode != TxLog::Off => {
+            return Err("a log mode other than off needs --log-dir".into())
+        }
+        _ => PathBuf::new(),
+    };
+    let mut engines = Vec::new();
+    let mut keepers = Vec::new();
+    for index in 0..ENGINES {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let plan = LogPlan {
+            mode: options.txlog,
+            dir: root.join(engine_name(index)),
+        };
+        let name = options.name.clone();
+        let engine = system.spawn(
+            Props::new(move || ClusterEngine::new(index, name.clone(), plan.clone(), tx.clone()))
+                .name(engine_name(index))
+                .supervisor(SupervisorStrategy::stop()),
+        )?;
+        node.publish(&engine_at(index, &options.name), &engine)
+            .await?;
+        engines.push(engine.clone());
+        keepers.push(Keeper {
+            node: node.clone(),
+            kv: kv.clone(),
+            index,
+            engine,
+            requests: rx,
+        });
+    }
+    let watched = engines.clone();
+    system.spawn(Props::new(move || Sentinel(watched.clone())).name("sentinel"))?;
+    let mut settled = Vec::new();
+    for keeper in keepers {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(keeper.run(tx));
+        settled.push(rx);
+    }
+    for s in settled {
+        s.await
+            .map_err(|_| "a lease keeper ended before it settled")?;
+    }
+    ready()?;
+    until_stdin_closes().await;
+    super::lease::LEAVING.store(true, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
+async fn receivers(system: &ActorSystem, node: &Arc<Node>) -> Result<(), Box<dyn Error>> {
+    let mut primaries = Vec::with_capacity(ENGINES);
+    for index in 0..ENGINES {
+        primaries.push(find::<EngineCmd>(node, &engine_name(index)).await?);
+    }
+    let primaries: Arc<[ActorRef<EngineCmd>]> = primaries.into();
+    for index in 0..RECEIVERS {
+        let engines = primaries.clone();
+        let receiver = system.spawn(
+            Props::new(move || ClusterReceiver {
+                engines: engines.clone(),
+            })
+            .name(receiver_name(index)),
+        )?;
+        node.publish(&receiver_name(index), &receiver).await?;
+    }
+    ready()?;
+    until_stdin_closes().await;
+    Ok(())
+}
+
+async fn clients(
+    system: &ActorSystem,
+    node: &Arc<Node>,
+    options: &NodeOptions,
+) -> Result<(), Box<dyn Error>> {
+    let scenario = Scenario::new(options.clients, options.orders)?.with_pattern(options.pattern);
+    let mut receivers = Vec::with_capacity(RECEIVERS);
+    for index in 0..RECEIVERS {
+        receivers.push(find::<ReceiverMsg>(node, &receiver_name(index)).await?);
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut clients = Vec::new();
+    for index in 0..scenario.clients {
+        let receiver = receivers[index % RECEIVERS].clone();
+        let (tx, policy) = (tx.clone(), options.retry);
+        clients.push(
+            system.spawn(
+                Props::new(move || {
+                    ClusterClient::new(index, receiver.clone(), scenario, policy, tx.clone())
+                })
+                .name(format!("client-{index}")),
+            )?,
+        );
+    }
+    drop(tx);
+    ready()?;
+    for client in &clients {
+        client.tell(ClientMsg::Start);
+    }
+    let reports: Vec<ClusterClientReport> =
+        tokio::task::spawn_blocking(move || rx.iter().collect()).await?;
+    if reports.len() != scenario.clients {
+        return Err(format!("{} of {} clients reported", reports.len(), scenario.clients).into());
+    }
+    let mut latency = new_histogram();
+    let mut result = ClientsResult {
+        orders: scenario.orders(),
+        acked: 0,
+        given_up: Vec::new(),
+        retries: 0,
+        late_acks: 0,
+        seconds: 0.0,
+        orders_per_second: 0.0,
+        latency_us: [0.0; 5],
+    };
+    let first = reports.iter().map(|r| r.first_sent).min();
+    let last = reports.iter().map(|r| r.finished).max();
+    for r in reports {
+        latency.add(&r.latency_ns)?;
+        result.acked += r.acked;
+        result.given_up.extend(r.given_up);
+        result.retries += r.retries;
+        result.late_acks += r.late_acks;
+    }
+    if let (Some(first), Some(last)) = (first, last) {
+        result.seconds = last.duration_since(first).as_secs_f64();
+        result.orders_per_second = result.acked as f64 / result.seconds.max(1e-9);
+    }
+    let us = |q: f64| latency.value_at_quantile(q) as f64 / 1e3;
+    result.latency_us = [
+        us(0.5),
+        us(0.9),
+        us(0.99),
+        us(0.999),
+        latency.max() as f64 / 1e3,
+    ];
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "result {}", serde_json::to_string(&result)?)?;
+    out.flush()?;
+    Ok(())
+}

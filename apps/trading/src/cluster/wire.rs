@@ -1,0 +1,255 @@
+//! What the trading nodes say to each other across processes: orders in a
+//! fixed binary shape, and the messages of clients, receivers and engines,
+//! each with a stable tag (see docs/semantics.md, "Across nodes").
+//!
+//! An order's id is its idempotency key: the high 32 bits are the client's
+//! id, the low 32 bits the client's sequence number for it
+//! ([`client_of`], [`seq_of`]). A retry sends the same id again.
+
+use serde::{Deserialize, Serialize};
+use trading_engine::{BookId, NewOrder, OrderKind, Side};
+use troupe::{ActorRef, ReplyTo};
+use troupe_remote::RemoteMessage;
+
+/// A [`NewOrder`] as it travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireOrder {
+    /// Client id << 32 | the client's sequence number.
+    pub id: u64,
+    /// Book id (the same in every process: see `topology::market`).
+    pub book: u32,
+    /// 0 buy, 1 sell.
+    pub side: u8,
+    /// 0 limit, 1 immediate-or-cancel, 2 market.
+    pub kind: u8,
+    /// Limit price in ticks.
+    pub price: u64,
+    /// Lots.
+    pub qty: u64,
+}
+
+impl From<NewOrder> for WireOrder {
+    fn from(o: NewOrder) -> Self {
+        WireOrder {
+            id: o.id,
+            book: o.book.0,
+            side: match o.side {
+                Side::Buy => 0,
+                Side::Sell => 1,
+            },
+            kind: match o.kind {
+                OrderKind::Limit => 0,
+                OrderKind::ImmediateOrCancel => 1,
+                OrderKind::Market => 2,
+            },
+            price: o.price,
+            qty: o.qty,
+        }
+    }
+}
+
+impl WireOrder {
+    /// The order, or `None` if a field is out of range (a frame from a
+    /// peer that does not speak this version).
+    pub fn to_order(self) -> Option<NewOrder> {
+        Some(NewOrder {
+            id: self.id,
+            book: BookId(self.book),
+            side: match self.side {
+                0 => Side::Buy,
+                1 => Side::Sell,
+                _ => return None,
+            },
+            price: self.price,
+            qty: self.qty,
+            kind: match self.kind {
+                0 => OrderKind::Limit,
+                1 => OrderKind::ImmediateOrCancel,
+                2 => OrderKind::Market,
+                _ => return None,
+            },
+        })
+    }
+}
+
+/// The client an order id belongs to.
+pub fn client_of(id: u64) -> u32 {
+    (id >> 32) as u32
+}
+
+/// The client's sequence number of an order id.
+pub fn seq_of(id: u64) -> u32 {
+    id as u32
+}
+
+/// To a client actor.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum ClientMsg {
+    /// Begin placing orders.
+    Start,
+    /// Order `id` is applied exactly once and logged by every engine that
+    /// counts (the primary and, if it has one, its standby). A retried
+    /// order is answered with the same acknowledgement.
+    Ack {
+        /// The order.
+        id: u64,
+    },
+    /// No acknowledgement for order `id` within the retry timeout: send it
+    /// again (a timer of the client's own).
+    Retry {
+        /// The order.
+        id: u64,
+    },
+}
+
+impl RemoteMessage for ClientMsg {
+    const TAG: &'static str = "trading.client.v1";
+}
+
+/// To an order receiver: an order and who placed it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ReceiverMsg {
+    /// The order.
+    pub order: WireOrder,
+    /// Who to acknowledge it to.
+    #[serde(with = "troupe_remote::actor_ref")]
+    pub client: ActorRef<ClientMsg>,
+}
+
+impl RemoteMessage for ReceiverMsg {
+    const TAG: &'static str = "trading.receiver.v1";
+}
+
+/// What an engine reports about itself, for verification and the failover
+/// figures.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineReport {
+    /// The node it runs on.
+    pub node: String,
+    /// `primary`, `standby` or `joining`.
+    pub role: String,
+    /// The lease revision it holds or follows.
+    pub epoch: u64,
+    /// Orders applied (each id once).
+    pub orders: u64,
+    /// Trades made.
+    pub trades: u64,
+    /// Orders resting.
+    pub resting: u64,
+    /// Hash of the resting orders in priority order.
+    pub fingerprint: u64,
+    /// Per-book digests of orders and trades in processing order.
+    pub digests: Vec<u64>,
+    /// Orders that arrived again after being applied and were answered
+    /// with their original acknowledgement instead.
+    pub duplicates: u64,
+    /// Wall-clock time (Unix ns) this engine became primary by taking the
+    /// lease over, if it did.
+    pub promoted_at_ns: Option<u64>,
+    /// Wall-clock time (Unix ns) of the first order it accepted as primary
+    /// after that.
+    pub first_order_after_promotion_ns: Option<u64>,
+}
+
+/// To a matching engine of the distributed system.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum EngineCmd {
+    /// From a receiver, to the primary.
+    Order {
+        /// The order.
+        order: WireOrder,
+        /// Who placed it.
+        #[serde(with = "troupe_remote::actor_ref")]
+        client: ActorRef<ClientMsg>,
+    },
+    /// From the primary to its standby, in the primary's processing order.
+    Replicate {
+        /// The primary's lease revision: a standby that follows another
+        /// (newer) primary ignores it.
+        epoch: u64,
+        /// The primary's sequence number for the order.
+        seq: u64,
+        /// The order.
+        order: WireOrder,
+    },
+    /// From the standby to its primary: order `seq` is applied and logged
+    /// there.
+    Replicated {
+        /// The lease revision the standby follows.
+        epoch: u64,
+        /// The primary's sequence number.
+        seq: u64,
+    },
+    /// From a fresh engine to the primary: make me your standby.
+    Join {
+        /// The lease revision the joiner saw.
+        epoch: u64,
+        /// The joining engine.
+        #[serde(with = "troupe_remote::actor_ref")]
+        standby: ActorRef<EngineCmd>,
+    },
+    /// From the primary to a joining standby: orders it already applied,
+    /// in its processing order; `last` ends the catch-up.
+    CatchUp {
+        /// The primary's lease revision.
+        epoch: u64,
+        /// The orders.
+        orders: Vec<WireOrder>,
+        /// No more catch-up follows.
+        last: bool,
+    },
+    /// From the node's lease keeper: this engine now holds the lease at
+    /// revision `epoch` and is the primary.
+    Promote {
+        /// The lease revision.
+        epoch: u64,
+    },
+    /// From the node's lease keeper: follow `primary`, which holds the
+    /// lease at revision `epoch`.
+    Follow {
+        /// The lease revision.
+        epoch: u64,
+        /// The primary (the engine's published name).
+        #[serde(with = "troupe_remote::actor_ref")]
+        primary: ActorRef<EngineCmd>,
+    },
+    /// From the node's lease keeper: the lease was renewed at `epoch` with
+    /// no standby; acknowledge on the own log alone.
+    Solo {
+        /// The new lease revision.
+        epoch: u64,
+    },
+    /// From the engine's own log: the first `lsn` records are durable.
+    Durable {
+        /// Records durable.
+        lsn: u64,
+    },
+    /// From the engine's own log: a group commit failed.
+    LogFailed(String),
+    /// Report counters and digests.
+    Report(#[serde(with = "troupe_remote::reply_to")] ReplyTo<EngineReport>),
+}
+
+impl RemoteMessage for EngineCmd {
+    const TAG: &'static str = "trading.engine.v1";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::scenario_order;
+
+    #[test]
+    fn orders_survive_the_wire_form() {
+        for n in 0..30 {
+            let o = scenario_order(7, n);
+            assert_eq!(WireOrder::from(o).to_order(), Some(o));
+            assert_eq!((client_of(o.id), seq_of(o.id)), (7, n as u32));
+        }
+        let bad = WireOrder {
+            side: 9,
+            ..WireOrder::from(scenario_order(0, 0))
+        };
+        assert_eq!(bad.to_order(), None);
+    }
+}
