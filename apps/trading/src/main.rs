@@ -110,6 +110,9 @@ enum Cmd {
         /// SIGKILL the primaries' process this many ms after the clients start.
         #[arg(long)]
         kill_after_ms: Option<u64>,
+        /// Kill the standbys' process instead (the primaries go on alone).
+        #[arg(long, requires = "kill_after_ms")]
+        kill_standby: bool,
         /// After the kill, start a fresh engine node that joins as standby.
         #[arg(long)]
         restart_killed: bool,
@@ -273,6 +276,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
             txlog,
             log_dir,
             kill_after_ms,
+            kill_standby,
             restart_killed,
             common,
             json,
@@ -284,6 +288,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
                 txlog,
                 log_dir,
                 kill_after: kill_after_ms.map(Duration::from_millis),
+                kill_standby,
                 restart_killed,
                 threads: common.threads,
                 retry: common.retry(),

@@ -65,8 +65,15 @@ enum Role {
         primary: ActorRef<EngineCmd>,
     },
     Primary {
+        /// The lease revision held now...
         epoch: u64,
-        standby: Option<ActorRef<EngineCmd>>,
+        /// ...and the first one this engine held: renewals (`Solo`) keep
+        /// the owner, so a standby that joined at any revision in between
+        /// follows this primary.
+        since: u64,
+        /// The standby and the revision it joined at (its replication
+        /// carries that one).
+        standby: Option<(ActorRef<EngineCmd>, u64)>,
         /// Asked the keeper to go on alone; pending orders wait.
         going_solo: bool,
     },
@@ -99,6 +106,8 @@ struct Pending {
     /// Durable once the log's durable count reaches this.
     lsn: u64,
     standby_done: bool,
+    /// The standby it was forwarded to (see `standby_gen`).
+    gen: u64,
 }
 
 /// How an engine logs: the mode and the directory it opens when it first
@@ -136,6 +145,10 @@ pub struct ClusterEngine {
     /// Standby: (lsn, primary's seq) to answer once durable.
     to_answer: VecDeque<(u64, u64)>,
     duplicates: u64,
+    /// Counts the standbys attached; a pending order remembers which one
+    /// it waits for, so going on alone releases only the lost one's.
+    standby_gen: u64,
+    lost_gen: u64,
     promoted_at_ns: Option<u64>,
     first_order_after_promotion_ns: Option<u64>,
     keeper: UnboundedSender<LeaseRequest>,
@@ -173,6 +186,8 @@ impl ClusterEngine {
             next_seq: 0,
             to_answer: VecDeque::new(),
             duplicates: 0,
+            standby_gen: 0,
+            lost_gen: 0,
             promoted_at_ns: None,
             first_order_after_promotion_ns: None,
             keeper,
@@ -253,12 +268,12 @@ impl ClusterEngine {
         order: WireOrder,
         client: ActorRef<ClientMsg>,
     ) {
-        let Role::Primary { epoch, standby, .. } = &self.role else {
+        let Role::Primary { standby, .. } = &self.role else {
             // Only the lease holder serves the engine's name; an order here
             // is one routed before a change of hands. The client retries.
             return;
         };
-        let (epoch, standby) = (*epoch, standby.clone());
+        let standby = standby.clone();
         if self.promoted_at_ns.is_some() && self.first_order_after_promotion_ns.is_none() {
             self.first_order_after_promotion_ns = Some(now_ns());
         }
@@ -274,17 +289,23 @@ impl ClusterEngine {
                 id: order.id,
                 lsn: self.lsn,
                 standby_done: true,
+                gen: self.standby_gen,
             });
         } else {
             let lsn = self.apply(ctx, order);
-            if let Some(standby) = &standby {
-                standby.tell(EngineCmd::Replicate { epoch, seq, order });
+            if let Some((standby, epoch)) = &standby {
+                standby.tell(EngineCmd::Replicate {
+                    epoch: *epoch,
+                    seq,
+                    order,
+                });
             }
             self.pending.push_back(Pending {
                 client,
                 id: order.id,
                 lsn,
                 standby_done: standby.is_none(),
+                gen: self.standby_gen,
             });
         }
         self.complete_front();
@@ -331,6 +352,13 @@ impl ClusterEngine {
             node: self.node.clone(),
             role: self.role.name().to_string(),
             epoch: self.role.epoch(),
+            standby_epoch: match &self.role {
+                Role::Primary {
+                    standby: Some((_, joined)),
+                    ..
+                } => Some(*joined),
+                _ => None,
+            },
             orders: s.orders,
             trades: s.trades,
             resting: s.resting,
@@ -362,11 +390,15 @@ impl Actor for ClusterEngine {
                 self.answer_primary();
             }
             EngineCmd::Replicated { epoch, seq } => {
-                let Role::Primary { epoch: mine, .. } = self.role else {
+                let Role::Primary {
+                    standby: Some((_, joined)),
+                    ..
+                } = &self.role
+                else {
                     return;
                 };
-                if epoch != mine {
-                    return;
+                if epoch != *joined {
+                    return; // from a standby replaced since
                 }
                 let index = seq.checked_sub(self.first_pending);
                 if let Some(p) = index.and_then(|i| self.pending.get_mut(usize::try_from(i).ok()?))
@@ -378,17 +410,24 @@ impl Actor for ClusterEngine {
             EngineCmd::Join { epoch, standby } => {
                 let Role::Primary {
                     epoch: mine,
+                    since,
                     standby: current,
-                    ..
+                    going_solo,
                 } = &mut self.role
                 else {
                     return;
                 };
-                if epoch != *mine {
-                    return;
+                if epoch < *since || epoch > *mine {
+                    return; // it follows another primary
                 }
-                if let Some(old) = current.take() {
+                if let Some((old, _)) = current.take() {
+                    // Replaced before it was declared gone: what waits for
+                    // it is released only as when it is lost (the lease
+                    // renewed first: it might still be alive elsewhere).
                     ctx.unwatch(&old);
+                    *going_solo = true;
+                    self.lost_gen = self.standby_gen;
+                    let _ = self.keeper.send(LeaseRequest::Solo { epoch: *mine });
                 }
                 let mut chunks = self.history.chunks(CATCH_UP_CHUNK).peekable();
                 if chunks.peek().is_none() {
@@ -406,7 +445,8 @@ impl Actor for ClusterEngine {
                     });
                 }
                 ctx.watch(&standby);
-                *current = Some(standby);
+                *current = Some((standby, epoch));
+                self.standby_gen += 1;
             }
             EngineCmd::CatchUp {
                 epoch,
@@ -434,6 +474,7 @@ impl Actor for ClusterEngine {
                 let was_following = !matches!(self.role, Role::Idle);
                 self.role = Role::Primary {
                     epoch,
+                    since: epoch,
                     standby: None,
                     going_solo: false,
                 };
@@ -451,7 +492,8 @@ impl Actor for ClusterEngine {
                 {
                     *e = epoch;
                     *going_solo = false;
-                    for p in &mut self.pending {
+                    let lost = self.lost_gen;
+                    for p in self.pending.iter_mut().filter(|p| p.gen <= lost) {
                         p.standby_done = true;
                     }
                 }
@@ -490,16 +532,18 @@ impl Actor for ClusterEngine {
             epoch,
             standby,
             going_solo,
+            ..
         } = &mut self.role
         else {
             return;
         };
-        if standby.as_ref().is_some_and(|s| s.id() == id) {
+        if standby.as_ref().is_some_and(|(s, _)| s.id() == id) {
             // The standby is gone (stopped, or its node declared down). Its
             // acknowledgements will not come; go on alone only once the
             // lease says so (see the module docs).
             *standby = None;
             *going_solo = true;
+            self.lost_gen = self.standby_gen;
             let _ = self.keeper.send(LeaseRequest::Solo { epoch: *epoch });
         }
     }

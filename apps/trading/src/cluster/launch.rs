@@ -49,6 +49,8 @@ pub struct ClusterOptions {
     /// SIGKILL the process holding engine 0's lease this long after the
     /// clients start.
     pub kill_after: Option<Duration>,
+    /// Kill the standbys' process instead of the primaries'.
+    pub kill_standby: bool,
     /// After a kill, start a fresh engine node that joins as standby.
     pub restart_killed: bool,
     /// Dispatcher threads per node.
@@ -288,8 +290,14 @@ pub fn run_cluster(
             .ok_or("engine-0 has no lease")?;
         let victim = engines
             .iter()
-            .position(|p| p.name == owner)
-            .ok_or_else(|| format!("the lease owner {owner} is not an engine node"))?;
+            .position(|p| (p.name == owner) != options.kill_standby)
+            .ok_or_else(|| format!("no engine node to kill beside the lease owner {owner}"))?;
+        let owner = engines[victim].name.clone();
+        let what = if options.kill_standby {
+            "standbys"
+        } else {
+            "primaries"
+        };
         let mut victim = engines.remove(victim);
         victim
             .child
@@ -297,7 +305,7 @@ pub fn run_cluster(
             .map_err(|e| format!("SIGKILL {owner}: {e}"))?;
         killed_at_ns = Some(unix_ns());
         let _ = victim.child.wait();
-        progress(&format!("SIGKILLed {owner} (the primaries' node)"));
+        progress(&format!("SIGKILLed {owner} (the {what}' node)"));
         killed_node = Some(owner.clone());
         if options.restart_killed {
             // The fresh node joins as standby once every lease has moved
@@ -453,10 +461,11 @@ fn check(
             continue;
         };
         for other in of_engine.iter().filter(|r| r.role != "primary") {
-            if other.role != "standby" || other.epoch != primary.epoch {
+            if other.role != "standby" || Some(other.epoch) != primary.standby_epoch {
                 outcome.problems.push(format!(
-                    "engine {index}: {} on {} at epoch {} beside the primary at {}",
-                    other.role, other.node, other.epoch, primary.epoch
+                    "engine {index}: {} on {} following epoch {}, while the primary's standby \
+                     joined at {:?}",
+                    other.role, other.node, other.epoch, primary.standby_epoch
                 ));
             } else if (other.orders, other.fingerprint, &other.digests)
                 != (primary.orders, primary.fingerprint, &primary.digests)

@@ -130,6 +130,9 @@ pub struct EngineReport {
     pub role: String,
     /// The lease revision it holds or follows.
     pub epoch: u64,
+    /// A primary's standby: the revision it joined at (its replication
+    /// carries that one).
+    pub standby_epoch: Option<u64>,
     /// Orders applied (each id once).
     pub orders: u64,
     /// Trades made.
