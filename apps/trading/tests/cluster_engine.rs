@@ -1,0 +1,198 @@
+//! The distributed engine's rules, with its actors in one process (no
+//! NATS: refs are local, the wire is not crossed): a retried order id is
+//! answered and not applied again, on the primary and after the standby
+//! took over; a joining standby catches up and ends equal to its primary;
+//! replication of another revision is dropped; a primary whose standby is
+//! gone acknowledges only once the lease lets it go on alone.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use tokio::sync::mpsc::unbounded_channel;
+use trading::cluster::engine::{ClusterEngine, LeaseRequest, LogPlan};
+use trading::cluster::wire::{ClientMsg, EngineCmd, EngineReport, WireOrder};
+use trading::topology::scenario_order;
+use trading::TxLog;
+use troupe::{Actor, ActorRef, ActorSystem, Context, Props};
+
+/// A client that forwards every acknowledgement to the test.
+struct Probe(mpsc::Sender<u64>);
+
+impl Actor for Probe {
+    type Msg = ClientMsg;
+    fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: ClientMsg) {
+        if let ClientMsg::Ack { id } = msg {
+            let _ = self.0.send(id);
+        }
+    }
+}
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn engine(
+    system: &ActorSystem,
+    name: &str,
+) -> (
+    ActorRef<EngineCmd>,
+    tokio::sync::mpsc::UnboundedReceiver<LeaseRequest>,
+) {
+    let (tx, rx) = unbounded_channel();
+    let node = name.to_string();
+    let plan = LogPlan {
+        mode: TxLog::Off,
+        dir: Default::default(),
+    };
+    let engine = system
+        .spawn(Props::new(move || {
+            ClusterEngine::new(0, node.clone(), plan.clone(), tx.clone())
+        }))
+        .unwrap();
+    (engine, rx)
+}
+
+fn report(engine: &ActorRef<EngineCmd>) -> EngineReport {
+    engine.ask(EngineCmd::Report, WAIT).wait().unwrap()
+}
+
+/// Asks until `engine` reports `role` (each ask is a round trip through
+/// its mailbox, behind whatever reached it before).
+fn until_role(engine: &ActorRef<EngineCmd>, role: &str) -> EngineReport {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let r = report(engine);
+        if r.role == role || std::time::Instant::now() > deadline {
+            return r;
+        }
+        std::thread::yield_now();
+    }
+}
+
+fn place(engine: &ActorRef<EngineCmd>, client: &ActorRef<ClientMsg>, n: usize) {
+    engine.tell(EngineCmd::Order {
+        order: WireOrder::from(scenario_order(0, n)),
+        client: client.clone(),
+    });
+}
+
+fn acks(rx: &mpsc::Receiver<u64>, n: usize) -> Vec<u64> {
+    (0..n)
+        .map(|_| rx.recv_timeout(WAIT).expect("an acknowledgement"))
+        .collect()
+}
+
+#[test]
+fn a_retried_order_is_answered_not_applied_again_and_the_standby_stays_equal() {
+    let system = ActorSystem::builder().threads(2).build().unwrap();
+    let (ack_tx, ack_rx) = mpsc::channel();
+    let client = system
+        .spawn(Props::new(move || Probe(ack_tx.clone())))
+        .unwrap();
+    let (primary, _p_lease) = engine(&system, "a");
+    let (standby, _s_lease) = engine(&system, "b");
+    primary.tell(EngineCmd::Promote { epoch: 1 });
+    for n in 0..5 {
+        place(&primary, &client, n);
+    }
+    assert_eq!(acks(&ack_rx, 5).len(), 5);
+    // A standby joins late: it gets the five as catch-up, then the rest.
+    standby.tell(EngineCmd::Follow {
+        epoch: 1,
+        primary: primary.clone(),
+    });
+    for n in [5, 6, 3, 6, 7] {
+        place(&primary, &client, n);
+    }
+    let ids = acks(&ack_rx, 5);
+    let expected: Vec<u64> = [5, 6, 3, 6, 7]
+        .iter()
+        .map(|&n| scenario_order(0, n).id)
+        .collect();
+    assert_eq!(ids, expected, "every send answered, in order");
+    let (p, s) = (report(&primary), report(&standby));
+    assert_eq!((p.orders, p.duplicates), (8, 2));
+    assert_eq!((s.role.as_str(), s.orders), ("standby", 8));
+    assert_eq!((p.fingerprint, &p.digests), (s.fingerprint, &s.digests));
+    assert_eq!(p.standby_epoch, Some(1));
+
+    // The standby takes over (its own lease at revision 2): a retry of an
+    // order it applied as standby is answered from its memory.
+    standby.tell(EngineCmd::Promote { epoch: 2 });
+    place(&standby, &client, 7);
+    place(&standby, &client, 8);
+    assert_eq!(
+        acks(&ack_rx, 2),
+        [scenario_order(0, 7).id, scenario_order(0, 8).id]
+    );
+    let s = report(&standby);
+    assert_eq!((s.role.as_str(), s.orders, s.duplicates), ("primary", 9, 1));
+    assert!(s.promoted_at_ns.is_some() && s.first_order_after_promotion_ns.is_some());
+    system.shutdown();
+}
+
+#[test]
+fn replication_of_another_revision_is_dropped() {
+    let system = ActorSystem::builder().threads(2).build().unwrap();
+    let (primary, _p) = engine(&system, "a");
+    let (standby, _s) = engine(&system, "b");
+    primary.tell(EngineCmd::Promote { epoch: 4 });
+    standby.tell(EngineCmd::Follow {
+        epoch: 4,
+        primary: primary.clone(),
+    });
+    assert_eq!(until_role(&standby, "standby").role, "standby");
+    // A primary of an older revision still forwarding: ignored.
+    standby.tell(EngineCmd::Replicate {
+        epoch: 3,
+        seq: 0,
+        order: WireOrder::from(scenario_order(1, 0)),
+    });
+    // A join at a revision the primary never held: ignored, nothing sent.
+    let (late, _l) = engine(&system, "c");
+    late.tell(EngineCmd::Follow {
+        epoch: 9,
+        primary: primary.clone(),
+    });
+    let s = report(&standby);
+    assert_eq!((s.role.as_str(), s.orders), ("standby", 0));
+    assert_eq!(report(&late).role, "joining");
+    assert_eq!(report(&primary).standby_epoch, Some(4));
+    system.shutdown();
+}
+
+#[test]
+fn without_its_standby_a_primary_acknowledges_only_after_the_lease_says_so() {
+    let system = ActorSystem::builder().threads(2).build().unwrap();
+    let (ack_tx, ack_rx) = mpsc::channel();
+    let client = system
+        .spawn(Props::new(move || Probe(ack_tx.clone())))
+        .unwrap();
+    let (primary, mut lease) = engine(&system, "a");
+    let (standby, _s) = engine(&system, "b");
+    primary.tell(EngineCmd::Promote { epoch: 1 });
+    standby.tell(EngineCmd::Follow {
+        epoch: 1,
+        primary: primary.clone(),
+    });
+    until_role(&standby, "standby");
+    place(&primary, &client, 0);
+    acks(&ack_rx, 1);
+    // The standby dies; the primary asks its keeper to go on alone.
+    system.stop(&standby);
+    let deadline = std::time::Instant::now() + WAIT;
+    let request = loop {
+        match lease.try_recv() {
+            Ok(request) => break request,
+            Err(_) if std::time::Instant::now() < deadline => std::thread::yield_now(),
+            Err(e) => panic!("no lease request within {WAIT:?}: {e}"),
+        }
+    };
+    assert_eq!(request, LeaseRequest::Solo { epoch: 1 });
+    place(&primary, &client, 1);
+    assert!(
+        ack_rx.recv_timeout(Duration::from_millis(200)).is_err(),
+        "no acknowledgement before the lease is renewed"
+    );
+    primary.tell(EngineCmd::Solo { epoch: 2 });
+    assert_eq!(acks(&ack_rx, 1), [scenario_order(0, 1).id]);
+    system.shutdown();
+}
