@@ -99,7 +99,17 @@ fn a_retried_order_is_answered_not_applied_again_and_the_standby_stays_equal() {
         epoch: 1,
         primary: primary.clone(),
     });
-    for n in [5, 6, 3, 6, 7] {
+    place(&primary, &client, 5);
+    // An order no engine can read (a side byte out of range) is dropped
+    // without holding up the ones behind it.
+    primary.tell(EngineCmd::Order {
+        order: WireOrder {
+            side: 7,
+            ..WireOrder::from(scenario_order(0, 99))
+        },
+        client: client.clone(),
+    });
+    for n in [6, 3, 6, 7] {
         place(&primary, &client, n);
     }
     let ids = acks(&ack_rx, 5);

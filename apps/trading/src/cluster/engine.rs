@@ -273,6 +273,12 @@ impl ClusterEngine {
             // is one routed before a change of hands. The client retries.
             return;
         };
+        if order.to_order().is_none() {
+            // A field out of range (a peer of another version): neither
+            // applied nor acknowledged, and kept out of the queue, where
+            // it would hold up every order behind it.
+            return;
+        }
         let standby = standby.clone();
         if self.promoted_at_ns.is_some() && self.first_order_after_promotion_ns.is_none() {
             self.first_order_after_promotion_ns = Some(now_ns());
