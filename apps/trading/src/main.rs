@@ -91,22 +91,8 @@ enum Cmd {
     /// engine nodes (primaries on one, standbys on the other), a receivers
     /// node and a clients node, each its own process; check what survived.
     Cluster {
-        /// Concurrent clients.
-        #[arg(long, default_value_t = 10)]
-        clients: usize,
-        /// Orders in total (split evenly over the clients).
-        #[arg(long, default_value_t = 30_000)]
-        orders: usize,
-        /// seed or resting.
-        #[arg(long, default_value = "seed")]
-        scenario: Pattern,
-        /// off, buffered or group-commit.
-        #[arg(long, default_value = "buffered")]
-        txlog: TxLog,
-        /// Where the engines' logs go (a temporary directory, removed
-        /// afterwards, if not given).
-        #[arg(long)]
-        log_dir: Option<PathBuf>,
+        #[command(flatten)]
+        work: ClusterWork,
         /// SIGKILL the primaries' process this many ms after the clients start.
         #[arg(long)]
         kill_after_ms: Option<u64>,
@@ -133,24 +119,34 @@ enum Cmd {
         /// This node's name, unique in the cluster.
         #[arg(long)]
         name: String,
-        /// The engines' log mode.
-        #[arg(long, default_value = "buffered")]
-        txlog: TxLog,
-        /// Where engines keep their logs (`DIR/<node>/engine-<i>`).
-        #[arg(long)]
-        log_dir: Option<PathBuf>,
-        /// Clients (clients role).
-        #[arg(long, default_value_t = 10)]
-        clients: usize,
-        /// Orders in total (clients role).
-        #[arg(long, default_value_t = 30_000)]
-        orders: usize,
-        /// seed or resting (clients role).
-        #[arg(long, default_value = "seed")]
-        scenario: Pattern,
+        /// What the cluster runs (a node uses its role's part).
+        #[command(flatten)]
+        work: ClusterWork,
         #[command(flatten)]
         common: NodeTuning,
     },
+}
+
+/// What a cluster runs: the scenario (clients' part) and the logs
+/// (engines' part).
+#[derive(clap::Args, Clone)]
+struct ClusterWork {
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 10)]
+    clients: usize,
+    /// Orders in total (split evenly over the clients).
+    #[arg(long, default_value_t = 30_000)]
+    orders: usize,
+    /// seed or resting.
+    #[arg(long, default_value = "seed")]
+    scenario: Pattern,
+    /// off, buffered or group-commit.
+    #[arg(long, default_value = "buffered")]
+    txlog: TxLog,
+    /// Where the engines' logs go (`DIR/<node>/engine-<i>`; for `cluster`,
+    /// a temporary directory removed afterwards if not given).
+    #[arg(long)]
+    log_dir: Option<PathBuf>,
 }
 
 /// Settings every node of a cluster shares.
@@ -270,11 +266,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
             println!("verified");
         }
         Cmd::Cluster {
-            clients,
-            orders,
-            scenario,
-            txlog,
-            log_dir,
+            work,
             kill_after_ms,
             kill_standby,
             restart_killed,
@@ -282,11 +274,11 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
             json,
         } => {
             let options = ClusterOptions {
-                clients,
-                orders,
-                pattern: scenario,
-                txlog,
-                log_dir,
+                clients: work.clients,
+                orders: work.orders,
+                pattern: work.scenario,
+                txlog: work.txlog,
+                log_dir: work.log_dir,
                 kill_after: kill_after_ms.map(Duration::from_millis),
                 kill_standby,
                 restart_killed,
@@ -312,11 +304,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
             role,
             nats,
             name,
-            txlog,
-            log_dir,
-            clients,
-            orders,
-            scenario,
+            work,
             common,
         } => {
             let options = NodeOptions {
@@ -325,11 +313,11 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
                 cluster: "trading".into(),
                 role,
                 threads: common.threads,
-                txlog,
-                log_dir,
-                clients,
-                orders,
-                pattern: scenario,
+                txlog: work.txlog,
+                log_dir: work.log_dir,
+                clients: work.clients,
+                orders: work.orders,
+                pattern: work.scenario,
                 retry: common.retry(),
                 heartbeat: Duration::from_millis(common.heartbeat_ms),
                 heartbeat_timeout: Duration::from_millis(common.heartbeat_timeout_ms),
