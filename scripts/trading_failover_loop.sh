@@ -35,8 +35,8 @@ outcomes = [json.load(open(p)) for p in glob.glob(sys.argv[1] + "/run-*.json")]
 failover = sorted(f for o in outcomes for f in o["failover_ms"])
 twice = sum(o["applied_twice"] for o in outcomes)
 missing = sum(o["acked_missing"] for o in outcomes)
-acked = sum(o["clients"]["acked"] for o in outcomes)
-retries = sum(o["clients"]["retries"] for o in outcomes)
+acked = sum(r["acked"] for o in outcomes for r in o["rounds"])
+retries = sum(r["retries"] for o in outcomes for r in o["rounds"])
 print(f"{len(outcomes)} of {sys.argv[2]} runs checked: {acked} orders acknowledged, "
       f"{retries} retries, {twice} applied twice, {missing} acknowledged but missing")
 if failover:

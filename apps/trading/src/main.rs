@@ -17,9 +17,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
-use trading::cluster::client::RetryPolicy;
 use trading::cluster::{
-    print_outcome, run_cluster, run_node, ClusterOptions, NodeOptions, NodeRole,
+    print_outcome, run_cluster, ClusterOptions, ClusterWork, NodeArgs, NodeCommand, NodeTuning,
 };
 use trading::{run, Pattern, RunConfig, Scenario, TxLog, Variant};
 
@@ -109,73 +108,7 @@ enum Cmd {
         json: Option<PathBuf>,
     },
     /// One process of a cluster (what `trading cluster` starts).
-    Node {
-        /// engines, receivers or clients.
-        #[arg(long)]
-        role: NodeRole,
-        /// NATS server URL.
-        #[arg(long)]
-        nats: String,
-        /// This node's name, unique in the cluster.
-        #[arg(long)]
-        name: String,
-        /// What the cluster runs (a node uses its role's part).
-        #[command(flatten)]
-        work: ClusterWork,
-        #[command(flatten)]
-        common: NodeTuning,
-    },
-}
-
-/// What a cluster runs: the scenario (clients' part) and the logs
-/// (engines' part).
-#[derive(clap::Args, Clone)]
-struct ClusterWork {
-    /// Concurrent clients.
-    #[arg(long, default_value_t = 10)]
-    clients: usize,
-    /// Orders in total (split evenly over the clients).
-    #[arg(long, default_value_t = 30_000)]
-    orders: usize,
-    /// seed or resting.
-    #[arg(long, default_value = "seed")]
-    scenario: Pattern,
-    /// off, buffered or group-commit.
-    #[arg(long, default_value = "buffered")]
-    txlog: TxLog,
-    /// Where the engines' logs go (`DIR/<node>/engine-<i>`; for `cluster`,
-    /// a temporary directory removed afterwards if not given).
-    #[arg(long)]
-    log_dir: Option<PathBuf>,
-}
-
-/// Settings every node of a cluster shares.
-#[derive(clap::Args, Clone, Copy)]
-struct NodeTuning {
-    /// Dispatcher threads per node.
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
-    /// A client resends an order not acknowledged for this long.
-    #[arg(long, default_value_t = 1000)]
-    retry_ms: u64,
-    /// A client gives an order up after this long.
-    #[arg(long, default_value_t = 30_000)]
-    give_up_ms: u64,
-    /// Node heartbeat interval.
-    #[arg(long, default_value_t = 200)]
-    heartbeat_ms: u64,
-    /// A node silent this long is declared down.
-    #[arg(long, default_value_t = 1000)]
-    heartbeat_timeout_ms: u64,
-}
-
-impl NodeTuning {
-    fn retry(self) -> RetryPolicy {
-        RetryPolicy {
-            retry_after: Duration::from_millis(self.retry_ms),
-            give_up_after: Duration::from_millis(self.give_up_ms),
-        }
-    }
+    Node(NodeArgs),
 }
 
 fn main() -> ExitCode {
@@ -274,6 +207,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
             json,
         } => {
             let options = ClusterOptions {
+                node_command: NodeCommand::this_binary("node")?,
                 clients: work.clients,
                 orders: work.orders,
                 pattern: work.scenario,
@@ -284,10 +218,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
                 restart_killed,
                 threads: common.threads,
                 retry: common.retry(),
-                heartbeat: (
-                    Duration::from_millis(common.heartbeat_ms),
-                    Duration::from_millis(common.heartbeat_timeout_ms),
-                ),
+                heartbeat: common.heartbeat(),
                 timeout: Duration::from_secs(600),
             };
             let outcome = run_cluster(&options, &mut |line| eprintln!("cluster: {line}"))?;
@@ -300,34 +231,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
             }
             println!("verified");
         }
-        Cmd::Node {
-            role,
-            nats,
-            name,
-            work,
-            common,
-        } => {
-            let options = NodeOptions {
-                nats,
-                name,
-                cluster: "trading".into(),
-                role,
-                threads: common.threads,
-                txlog: work.txlog,
-                log_dir: work.log_dir,
-                clients: work.clients,
-                orders: work.orders,
-                pattern: work.scenario,
-                retry: common.retry(),
-                heartbeat: Duration::from_millis(common.heartbeat_ms),
-                heartbeat_timeout: Duration::from_millis(common.heartbeat_timeout_ms),
-            };
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()?
-                .block_on(run_node(options))?;
-        }
+        Cmd::Node(args) => args.run()?,
     }
     Ok(())
 }

@@ -51,7 +51,7 @@ fn assert_exactly_once(outcome: &Value) {
     assert_eq!(outcome["problems"], Value::Array(vec![]), "{outcome:#}");
     assert_eq!(outcome["applied_twice"], 0);
     assert_eq!(outcome["acked_missing"], 0);
-    let clients = &outcome["clients"];
+    let clients = &outcome["rounds"][0];
     assert_eq!(clients["acked"], clients["orders"], "no order given up");
 }
 

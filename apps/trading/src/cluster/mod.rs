@@ -9,15 +9,22 @@
 //! acknowledge.
 //!
 //! Modules, from the bottom up (each imports only modules above it):
-//! `wire`; `applied`; `engine`; `lease`; `client`; `node`; `launch`.
+//! `wire`; `applied`; `engine`; `lease`; `client`; `node`; `args`; `procs`;
+//! `verify`; `launch`.
 
 pub mod applied;
+pub mod args;
 pub mod client;
 pub mod engine;
 pub mod launch;
 pub mod lease;
 pub mod node;
+pub mod procs;
+pub mod verify;
 pub mod wire;
 
-pub use launch::{print_outcome, run_cluster, ClusterOptions, ClusterOutcome};
+pub use args::{ClusterWork, NodeArgs, NodeTuning};
+pub use launch::{run_cluster, Cluster, ClusterOptions};
 pub use node::{run_node, NodeOptions, NodeRole};
+pub use procs::NodeCommand;
+pub use verify::{print_outcome, ClusterOutcome};

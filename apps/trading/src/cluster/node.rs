@@ -53,6 +53,8 @@ pub struct NodeOptions {
     pub log_dir: Option<PathBuf>,
     /// Clients (clients role).
     pub clients: usize,
+    /// The first client's id (clients role).
+    pub client_base: usize,
     /// Orders over all clients (clients role).
     pub orders: usize,
     /// The scenario's pattern (clients role).
@@ -76,7 +78,7 @@ pub fn receiver_name(index: usize) -> String {
 }
 
 /// What the clients node prints (after `result `) when it is done.
-#[derive(Debug, Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct ClientsResult {
     /// Orders the scenario has.
     pub orders: u64,
@@ -266,10 +268,11 @@ async fn clients(
     for index in 0..scenario.clients {
         let receiver = receivers[index % RECEIVERS].clone();
         let (tx, policy) = (tx.clone(), options.retry);
+        let id = options.client_base + index;
         clients.push(
             system.spawn(
                 Props::new(move || {
-                    ClusterClient::new(index, receiver.clone(), scenario, policy, tx.clone())
+                    ClusterClient::new(id, receiver.clone(), scenario, policy, tx.clone())
                 })
                 .name(format!("client-{index}")),
             )?,

@@ -1,0 +1,274 @@
+//! What a cluster run found: the engines' reports, the checks of what
+//! survived, and the summary `trading cluster` prints.
+//!
+//! - for every engine, exactly one live primary, and its standby (if any)
+//!   joined at the revision the primary reports, with the same books and
+//!   digests;
+//! - every acknowledged order applied exactly once, and no order applied
+//!   that was not placed: from the primary's own log when logging is on
+//!   (ids read back and counted), from the counts otherwise;
+//! - the primary's books equal a replay of its log on a fresh market.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::Serialize;
+use trading_engine::{codec, Command as TradeCommand};
+use troupe_journal::read_from;
+
+use super::lease::engine_name;
+use super::node::ClientsResult;
+use super::wire::EngineReport;
+use crate::engine_core::EngineCore;
+use crate::topology::{engine_of, Scenario, ENGINES};
+
+/// One engine as reported at the end.
+#[derive(Debug, Serialize)]
+pub struct EngineState {
+    /// Engine index.
+    pub index: usize,
+    /// The report.
+    pub report: EngineReport,
+}
+
+/// What a cluster run measured and found.
+#[derive(Debug, Serialize)]
+pub struct ClusterOutcome {
+    /// Each round of clients' results, in order.
+    pub rounds: Vec<ClientsResult>,
+    /// Every live engine's report.
+    pub engines: Vec<EngineState>,
+    /// Wall-clock time of the SIGKILL (Unix ns), if any.
+    pub killed_at_ns: Option<u64>,
+    /// For each engine whose primary changed: SIGKILL to the first order
+    /// the new primary accepted, in milliseconds.
+    pub failover_ms: Vec<f64>,
+    /// Orders the logs hold twice (must be 0).
+    pub applied_twice: u64,
+    /// Acknowledged orders missing from the primaries (must be 0).
+    pub acked_missing: u64,
+    /// Everything that did not hold.
+    pub problems: Vec<String>,
+}
+
+impl ClusterOutcome {
+    /// True if every check held.
+    pub fn verified(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// The order ids a primary's log holds, in log order.
+fn logged_ids(dir: &Path) -> Result<Vec<(u64, trading_engine::NewOrder)>, String> {
+    let mut market = crate::topology::market();
+    let mut orders = Vec::new();
+    let mut bad = None;
+    read_from(dir, 0, |record| {
+        match codec::decode(&record.payload, &mut market) {
+            Ok(TradeCommand::New(order)) => orders.push((order.id, order)),
+            other => bad = Some(format!("{other:?}")),
+        }
+    })
+    .map_err(|e| format!("read {}: {e}", dir.display()))?;
+    match bad {
+        Some(b) => Err(format!("{}: unreadable record {b}", dir.display())),
+        None => Ok(orders),
+    }
+}
+
+/// One round of clients as placed: the scenario and its first client id.
+#[derive(Clone, Copy, Debug)]
+pub struct Placed {
+    /// The round's scenario.
+    pub scenario: Scenario,
+    /// Its first client's id.
+    pub client_base: usize,
+}
+
+/// Checks what survived against every round placed (`placed[i]` produced
+/// `outcome.rounds[i]`); adds what does not hold to `outcome.problems`.
+pub fn check(outcome: &mut ClusterOutcome, placed: &[Placed], logs: Option<&Path>, killed: bool) {
+    // What each engine must hold: every acknowledged order of its books;
+    // what it may hold: every order placed there.
+    let mut acked_by_engine: Vec<Vec<u64>> = vec![Vec::new(); ENGINES];
+    let mut placed_by_engine = [0u64; ENGINES];
+    let mut placed_ids = std::collections::HashMap::new();
+    for (round, p) in outcome.rounds.iter().zip(placed) {
+        let given_up: std::collections::HashSet<u64> = round.given_up.iter().copied().collect();
+        if round.acked + given_up.len() as u64 != p.scenario.orders() {
+            outcome.problems.push(format!(
+                "{} acknowledged + {} given up != {} placed",
+                round.acked,
+                given_up.len(),
+                p.scenario.orders()
+            ));
+        }
+        for c in 0..p.scenario.clients {
+            for n in 0..p.scenario.orders_per_client() {
+                let o = p.scenario.order(p.client_base + c, n);
+                let engine = engine_of(o.book);
+                placed_by_engine[engine] += 1;
+                placed_ids.insert(o.id, engine);
+                if !given_up.contains(&o.id) {
+                    acked_by_engine[engine].push(o.id);
+                }
+            }
+        }
+    }
+    for index in 0..ENGINES {
+        let of_engine: Vec<&EngineReport> = outcome
+            .engines
+            .iter()
+            .filter(|e| e.index == index)
+            .map(|e| &e.report)
+            .collect();
+        let primaries: Vec<&&EngineReport> =
+            of_engine.iter().filter(|r| r.role == "primary").collect();
+        let [primary] = primaries.as_slice() else {
+            outcome.problems.push(format!(
+                "engine {index}: {} primaries among the live nodes",
+                primaries.len()
+            ));
+            continue;
+        };
+        for other in of_engine.iter().filter(|r| r.role != "primary") {
+            if other.role != "standby" || Some(other.epoch) != primary.standby_epoch {
+                outcome.problems.push(format!(
+                    "engine {index}: {} on {} following epoch {}, while the primary's standby \
+                     joined at {:?}",
+                    other.role, other.node, other.epoch, primary.standby_epoch
+                ));
+            } else if (other.orders, other.fingerprint, &other.digests)
+                != (primary.orders, primary.fingerprint, &primary.digests)
+            {
+                outcome.problems.push(format!(
+                    "engine {index}: standby on {} differs from its primary ({} vs {} orders)",
+                    other.node, other.orders, primary.orders
+                ));
+            }
+        }
+        if let (Some(killed_at), Some(first)) =
+            (outcome.killed_at_ns, primary.first_order_after_promotion_ns)
+        {
+            if killed && primary.promoted_at_ns.is_some() {
+                outcome
+                    .failover_ms
+                    .push(first.saturating_sub(killed_at) as f64 / 1e6);
+            }
+        }
+        let acked = &acked_by_engine[index];
+        match logs {
+            Some(root) => {
+                let dir = root.join(&primary.node).join(engine_name(index));
+                let logged = match logged_ids(&dir) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        outcome.problems.push(e);
+                        continue;
+                    }
+                };
+                let mut seen = std::collections::HashSet::new();
+                let mut core = EngineCore::new();
+                for (id, order) in &logged {
+                    if !seen.insert(*id) {
+                        outcome.applied_twice += 1;
+                    }
+                    core.process(order);
+                }
+                let missing = acked.iter().filter(|id| !seen.contains(id)).count() as u64;
+                outcome.acked_missing += missing;
+                let strangers = seen
+                    .iter()
+                    .filter(|id| placed_ids.get(*id) != Some(&index))
+                    .count();
+                if strangers > 0 {
+                    outcome.problems.push(format!(
+                        "engine {index}: {strangers} logged orders nobody placed"
+                    ));
+                }
+                let replayed = core.summary();
+                if (
+                    replayed.orders,
+                    replayed.trades,
+                    replayed.fingerprint,
+                    replayed.digests.to_vec(),
+                ) != (
+                    primary.orders,
+                    primary.trades,
+                    primary.fingerprint,
+                    primary.digests.clone(),
+                ) {
+                    outcome.problems.push(format!(
+                        "engine {index}: the primary's books differ from a replay of its log"
+                    ));
+                }
+            }
+            None => {
+                // No log: the count is what can be checked. Every
+                // acknowledged order is applied, at most every placed one.
+                if primary.orders < acked.len() as u64 || primary.orders > placed_by_engine[index] {
+                    outcome.problems.push(format!(
+                        "engine {index}: {} orders applied, {} acknowledged, {} placed",
+                        primary.orders,
+                        acked.len(),
+                        placed_by_engine[index]
+                    ));
+                }
+            }
+        }
+    }
+    if outcome.applied_twice > 0 {
+        outcome
+            .problems
+            .push(format!("{} orders applied twice", outcome.applied_twice));
+    }
+    if outcome.acked_missing > 0 {
+        outcome.problems.push(format!(
+            "{} acknowledged orders missing from the primaries",
+            outcome.acked_missing
+        ));
+    }
+}
+
+/// Writes `outcome` as the summary lines `trading cluster` prints.
+pub fn print_outcome(outcome: &ClusterOutcome, out: &mut dyn Write) -> std::io::Result<()> {
+    for c in &outcome.rounds {
+        writeln!(
+            out,
+            "{} orders: {} acknowledged in {:.3} s = {:.0} orders/s; {} retries, {} given up",
+            c.orders,
+            c.acked,
+            c.seconds,
+            c.orders_per_second,
+            c.retries,
+            c.given_up.len()
+        )?;
+        let [p50, p90, p99, p999, max] = c.latency_us;
+        writeln!(
+            out,
+            "latency us: p50 {p50:.1} p90 {p90:.1} p99 {p99:.1} p99.9 {p999:.1} max {max:.1}"
+        )?;
+    }
+    let dups: u64 = outcome.engines.iter().map(|e| e.report.duplicates).sum();
+    writeln!(
+        out,
+        "retried orders answered from memory: {dups}; applied twice: {}; acknowledged but missing: {}",
+        outcome.applied_twice, outcome.acked_missing
+    )?;
+    if !outcome.failover_ms.is_empty() {
+        let mut f = outcome.failover_ms.clone();
+        f.sort_by(f64::total_cmp);
+        writeln!(
+            out,
+            "failover (SIGKILL to the new primary's first order), {} engines: min {:.0} ms, median {:.0} ms, max {:.0} ms",
+            f.len(),
+            f[0],
+            f[f.len() / 2],
+            f[f.len() - 1]
+        )?;
+    }
+    for p in &outcome.problems {
+        writeln!(out, "PROBLEM: {p}")?;
+    }
+    Ok(())
+}
