@@ -75,6 +75,9 @@ enum Command {
         #[arg(long)]
         url: String,
     },
+    /// Internal: one node of the distributed trading experiment's cluster.
+    #[command(hide = true)]
+    TradingNode(trading::cluster::NodeArgs),
     /// Internal: measures one spawn run in a fresh process and prints JSON.
     #[command(hide = true)]
     SpawnProbe {
@@ -254,6 +257,10 @@ fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
                 let transport = remote::Transport::parse(&transport)
                     .ok_or_else(|| format!("unknown transport {transport}"))?;
                 remote::serve_echo(transport, &url)?;
+                return Ok(());
+            }
+            Command::TradingNode(args) => {
+                args.run()?;
                 return Ok(());
             }
             Command::SpawnProbe { actors } => {

@@ -36,6 +36,7 @@ experiments![
     trading::Trading,
     chameneos::Chameneos,
     remote::Remote,
+    trading_cluster::TradingCluster,
     soak::Soak,
 ];
 

@@ -1,0 +1,108 @@
+//! The distributed trading experiment as an [`Experiment`]: its flags,
+//! columns and lines.
+
+use clap::Args;
+use serde_json::Value;
+
+use super::{run, Settings, EXPERIMENT};
+use crate::experiments::{Experiment, Headline};
+use crate::report::Row;
+use crate::runner::{RunOptions, Scale, WorkloadError};
+use crate::table::{Column, PER_MESSAGE};
+
+/// The distributed trading experiment.
+pub struct TradingCluster;
+
+/// Its own flags.
+#[derive(Debug, Args)]
+pub struct TradingClusterArgs {
+    /// SIGKILLs for the failover row, the first being the warm-up (0 skips
+    /// the row; default 21, 6 under `all`).
+    #[arg(long, value_name = "N")]
+    kills: Option<usize>,
+}
+
+impl Experiment for TradingCluster {
+    type Args = TradingClusterArgs;
+    type Settings = Settings;
+
+    fn name(&self) -> &'static str {
+        EXPERIMENT
+    }
+    fn about(&self) -> &'static str {
+        "The trading system across processes over NATS: orders/s per log mode and clients, and failover time after a SIGKILL of the primaries."
+    }
+    fn settings(
+        &self,
+        args: TradingClusterArgs,
+        scale: Scale,
+        in_all: bool,
+    ) -> Result<Settings, String> {
+        let mut settings = Settings::for_scale(scale, in_all);
+        if let Some(kills) = args.kills {
+            if kills == 1 {
+                return Err("--kills needs a warm-up kill and at least one measured: 0 or 2 and up".into());
+            }
+            settings.kills = kills;
+        }
+        Ok(settings)
+    }
+    fn run(&self, settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+        run(settings, options)
+    }
+    fn columns(&self) -> Vec<Column> {
+        let mut columns = PER_MESSAGE.to_vec();
+        columns.extend([
+            Column::param("txlog", "txlog"),
+            Column::param("clients", "clients"),
+            Column::param("p50 µs", "p50_us"),
+            Column::param("p99 µs", "p99_us"),
+            Column::param("failover p50 ms", "failover_p50_ms"),
+            Column::param("failover max ms", "failover_max_ms"),
+        ]);
+        columns
+    }
+    fn extras(&self, rows: &[&Row]) -> Vec<String> {
+        rows.iter().map(|row| line(row)).collect()
+    }
+    fn notes(&self) -> Vec<String> {
+        vec![
+            "Five processes and a nats-server on this machine, one dispatcher thread per node; clients keep one order in flight. ns/msg is per acknowledged order; p50/p99 are the medians over the measured runs of each run's percentile. The failover row's ns/msg is the time from a SIGKILL of the primaries' process to the first order a new primary accepted (one kill per run).".into(),
+        ]
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        &["txlog", "clients"]
+    }
+    fn headline(&self) -> Option<Headline> {
+        Some(Headline {
+            figure: "ns per acknowledged order, 10 clients, log off",
+            value: |r| Some(r.ns_per_msg),
+            lower_is_better: true,
+            select: |r| {
+                r.params.get("clients").and_then(Value::as_u64) == Some(10)
+                    && r.params.get("txlog").and_then(Value::as_str) == Some("off")
+                    && r.variant != "failover"
+            },
+        })
+    }
+}
+
+/// A row's line under the table.
+fn line(row: &Row) -> String {
+    if row.variant == "failover" {
+        return format!(
+            "failover: SIGKILL to the new primary's first order, median {:.0} ms, max {:.0} ms over {} kills",
+            row.num("failover_p50_ms").unwrap_or(f64::NAN),
+            row.num("failover_max_ms").unwrap_or(f64::NAN),
+            row.params.get("kills").and_then(Value::as_u64).unwrap_or(0)
+        );
+    }
+    format!(
+        "{}: {:.0} orders/s (median of {} runs), latency p50 {:.0} µs, p99 {:.0} µs",
+        row.variant,
+        row.msgs_per_s,
+        row.repeats,
+        row.num("p50_us").unwrap_or(f64::NAN),
+        row.num("p99_us").unwrap_or(f64::NAN)
+    )
+}

@@ -1,0 +1,257 @@
+//! The distributed trading experiment (docs/experiments.md, trading
+//! across processes): the `trading` crate's cluster (a nats-server, two
+//! engine nodes with each engine's primary on one and its standby on the
+//! other, a receivers node, and a process of clients per run), request-reply
+//! with the transaction log off, buffered or under group commit.
+//!
+//! Throughput rows: the cluster starts once per row (outside the clock);
+//! every run is a fresh clients process with client ids of its own, so its
+//! order ids are new, and is timed by the clients themselves from their
+//! first send to their last acknowledgement. After every run the cluster
+//! is checked (`trading::cluster::verify`: one primary per engine, its
+//! standby equal to it, every acknowledged order in the primary's log
+//! exactly once, books equal to a replay of the log); a failed check fails
+//! the row. `msgs` is the orders per run, `ns_per_msg` wall time per
+//! acknowledged order.
+//!
+//! The failover row: every run is a fresh cluster whose primaries' process
+//! is SIGKILLed mid-load; its figure is the time from the SIGKILL to the
+//! first order a new primary accepted (median over the engines the
+//! scenario uses), and the run is checked like the others. The first kill
+//! is the warm-up.
+
+mod experiment;
+
+pub use experiment::TradingCluster;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use serde_json::json;
+use trading::cluster::{run_cluster, Cluster, ClusterOptions, ClusterOutcome, NodeCommand};
+use trading::cluster::client::RetryPolicy;
+use trading::{Pattern, Scenario, TxLog};
+
+use crate::report::Row;
+use crate::runner::{summarize, Measurement, RunOptions, Sample, Scale, Workload, WorkloadError};
+use crate::shared::run_experiment;
+
+/// The experiment's name in tables and JSON.
+pub const EXPERIMENT: &str = "trading-cluster";
+
+/// The bench's hidden subcommand that runs one node of a cluster.
+pub const NODE_SUBCOMMAND: &str = "trading-node";
+
+/// One throughput point.
+#[derive(Clone, Copy, Debug)]
+pub struct Point {
+    /// The log mode.
+    pub txlog: TxLog,
+    /// Concurrent clients.
+    pub clients: usize,
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Throughput points in run order.
+    pub points: Vec<Point>,
+    /// Orders per client per run.
+    pub orders_per_client: usize,
+    /// SIGKILLs for the failover row (the first is the warm-up); 0 skips it.
+    pub kills: usize,
+    /// Orders per kill run, and when in it the kill comes.
+    pub kill_orders: usize,
+    /// See `kill_orders`.
+    pub kill_after: Duration,
+    /// Part of `all`: a missing nats-server skips the experiment.
+    pub in_all: bool,
+}
+
+impl Settings {
+    /// The sizes for a scale.
+    pub fn for_scale(scale: Scale, in_all: bool) -> Settings {
+        let (clients, logged, per_client, kills): (&[usize], &[usize], _, _) = match scale {
+            Scale::Quick => (&[10], &[10], 150, 2),
+            Scale::Default => (&[1, 10, 40], &[10], 1_200, if in_all { 6 } else { 21 }),
+            Scale::Full => (&[1, 10, 40], &[1, 10, 40], 3_000, 21),
+        };
+        let mut points = Vec::new();
+        for txlog in TxLog::ALL {
+            let counts = if txlog == TxLog::Off { clients } else { logged };
+            points.extend(counts.iter().map(|&clients| Point { txlog, clients }));
+        }
+        Settings {
+            points,
+            orders_per_client: per_client,
+            kills,
+            kill_orders: 20_000,
+            kill_after: Duration::from_millis(600),
+            in_all,
+        }
+    }
+}
+
+/// Every cluster node of this experiment: the bench binary's hidden
+/// subcommand, one thread each.
+fn options(txlog: TxLog) -> Result<ClusterOptions, WorkloadError> {
+    Ok(ClusterOptions {
+        node_command: NodeCommand::this_binary(NODE_SUBCOMMAND).map_err(WorkloadError::new)?,
+        clients: 10,
+        orders: 0,
+        pattern: Pattern::Seed,
+        txlog,
+        log_dir: None,
+        kill_after: None,
+        kill_standby: false,
+        restart_killed: false,
+        threads: 1,
+        retry: RetryPolicy {
+            retry_after: Duration::from_millis(300),
+            give_up_after: Duration::from_secs(30),
+        },
+        heartbeat: (Duration::from_millis(200), Duration::from_secs(1)),
+        timeout: Duration::from_secs(600),
+    })
+}
+
+/// A failed check of a cluster run as the row's error.
+fn verdict(outcome: &ClusterOutcome) -> Result<(), WorkloadError> {
+    if outcome.verified() {
+        Ok(())
+    } else {
+        Err(WorkloadError::new(outcome.problems.join("; ")))
+    }
+}
+
+/// Every run's latency percentiles (µs: p50, p90, p99, p99.9, max).
+type Latencies = Rc<RefCell<Vec<[f64; 5]>>>;
+
+fn throughput(point: Point, settings: &Settings, latencies: Latencies) -> Workload {
+    let scenario = Scenario::new(point.clients, point.clients * settings.orders_per_client)
+        .expect("whole loops per client");
+    let variant = format!("request-reply/{}/c{}", point.txlog, point.clients);
+    Workload::with_setup(variant, move || {
+        let options = options(point.txlog)?;
+        let mut cluster =
+            Cluster::start(&options, &mut |_| {}).map_err(WorkloadError::new)?;
+        Ok(move || {
+            let clients = cluster.start_round(scenario).map_err(WorkloadError::new)?;
+            let result = cluster.finish_round(clients).map_err(WorkloadError::new)?;
+            if result.acked != scenario.orders() {
+                return Err(WorkloadError::new(format!(
+                    "{} of {} orders acknowledged ({} given up)",
+                    result.acked,
+                    scenario.orders(),
+                    result.given_up.len()
+                )));
+            }
+            let sample = Sample {
+                msgs: result.acked,
+                elapsed: Duration::from_secs_f64(result.seconds),
+            };
+            latencies.borrow_mut().push(result.latency_us);
+            verdict(&cluster.verify().map_err(WorkloadError::new)?)?;
+            Ok(sample)
+        })
+    })
+    .param("runtime", "troupe")
+    .param("variant", "request-reply")
+    .param("txlog", point.txlog.name())
+    .param("clients", point.clients as u64)
+    .param("orders", scenario.orders())
+    .param("processes", 5u64)
+    .param("threads", 1u64)
+}
+
+/// One kill: a fresh cluster, the primaries' process SIGKILLed mid-load,
+/// a fresh standby joining; the failover time of every engine in use.
+fn one_kill(settings: &Settings) -> Result<Vec<f64>, WorkloadError> {
+    let mut options = options(TxLog::Buffered)?;
+    options.orders = settings.kill_orders;
+    options.kill_after = Some(settings.kill_after);
+    options.restart_killed = true;
+    let outcome = run_cluster(&options, &mut |_| {}).map_err(WorkloadError::new)?;
+    verdict(&outcome)?;
+    if outcome.failover_ms.is_empty() {
+        return Err(WorkloadError::new("the clients finished before the kill"));
+    }
+    Ok(outcome.failover_ms)
+}
+
+fn failover_row(settings: &Settings) -> Result<Row, WorkloadError> {
+    eprintln!("{EXPERIMENT}: failover, {} SIGKILLs", settings.kills);
+    let mut per_kill = Vec::new();
+    let mut all = Vec::new();
+    for _ in 0..settings.kills {
+        let times = one_kill(settings)?;
+        let median = summarize(&times).expect("not empty").median;
+        per_kill.push(Sample {
+            msgs: 1,
+            elapsed: Duration::from_secs_f64(median / 1e3),
+        });
+        all.extend(times);
+    }
+    let warmup = per_kill.remove(0);
+    let measurement = Measurement::new(warmup, per_kill);
+    let measured: Vec<f64> = measurement.ns_per_msg().iter().map(|ns| ns / 1e6).collect();
+    let summary = summarize(&measured).expect("at least one measured kill");
+    let mut params = serde_json::Map::new();
+    params.insert("runtime".into(), json!("troupe"));
+    params.insert("variant".into(), json!("request-reply"));
+    params.insert("txlog".into(), json!("buffered"));
+    params.insert("clients".into(), json!(10));
+    params.insert("orders".into(), json!(settings.kill_orders));
+    params.insert("processes".into(), json!(5));
+    params.insert("threads".into(), json!(1));
+    params.insert("kills".into(), json!(measured.len()));
+    params.insert("failover_p50_ms".into(), json!(summary.median));
+    params.insert("failover_max_ms".into(), json!(summary.max));
+    params.insert("takeovers".into(), json!(all.len()));
+    Ok(Row::new(EXPERIMENT, "failover", params, &measurement))
+}
+
+/// Runs the throughput rows and the failover row.
+pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+    if let Err(why) = troupe_remote::testing::nats_server_binary() {
+        if settings.in_all {
+            eprintln!("{EXPERIMENT}: skipped, no nats-server: {why}");
+            return Ok(Vec::new());
+        }
+        return Err(WorkloadError::new(format!("no nats-server: {why}")));
+    }
+    let mut latencies = Vec::new();
+    let mut workloads = Vec::new();
+    for &point in &settings.points {
+        let l = Latencies::default();
+        workloads.push(throughput(point, settings, l.clone()));
+        latencies.push((format!("request-reply/{}/c{}", point.txlog, point.clients), l));
+    }
+    let mut rows = run_experiment(EXPERIMENT, workloads, options)?;
+    for row in &mut rows {
+        let Some((_, l)) = latencies.iter().find(|(v, _)| *v == row.variant) else {
+            continue;
+        };
+        let runs = l.borrow();
+        // The measured runs are the last `repeats` (the warm-up came first).
+        let measured = &runs[runs.len().saturating_sub(row.repeats)..];
+        for (i, key) in ["p50_us", "p90_us", "p99_us", "p999_us", "max_us"]
+            .iter()
+            .enumerate()
+        {
+            let values: Vec<f64> = measured.iter().map(|p| p[i]).collect();
+            if let Some(s) = summarize(&values) {
+                row.params.insert((*key).into(), json!(s.median));
+            }
+        }
+    }
+    let wanted = options
+        .filter
+        .as_deref()
+        .is_none_or(|f| "failover".contains(f));
+    if settings.kills >= 2 && wanted {
+        rows.push(failover_row(settings)?);
+    }
+    Ok(rows)
+}
