@@ -210,6 +210,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
                 node_command: NodeCommand::this_binary("node")?,
                 clients: work.clients,
                 orders: work.orders,
+                window: work.window as usize,
                 pattern: work.scenario,
                 txlog: work.txlog,
                 log_dir: work.log_dir,

@@ -16,20 +16,13 @@ use serde_json::Value;
 /// node's heartbeats past the 1 s timeout and fail over for no kill.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn run_cluster(extra: &[&str]) -> Value {
+fn run_cluster(orders: u32, extra: &[&str]) -> Value {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("outcome.json");
     let output = Command::new(env!("CARGO_BIN_EXE_trading"))
-        .args([
-            "cluster",
-            "--clients",
-            "10",
-            "--orders",
-            "6000",
-            "--txlog",
-            "buffered",
-        ])
+        .args(["cluster", "--clients", "10", "--txlog", "buffered"])
+        .args(["--orders", &orders.to_string()])
         .args(["--retry-ms", "300", "--log-dir"])
         .arg(dir.path().join("logs"))
         .arg("--json")
@@ -57,7 +50,7 @@ fn assert_exactly_once(outcome: &Value) {
 
 #[test]
 fn primaries_killed_mid_load_lose_no_acknowledged_order() {
-    let outcome = run_cluster(&["--kill-after-ms", "400", "--restart-killed"]);
+    let outcome = run_cluster(6000, &["--kill-after-ms", "400", "--restart-killed"]);
     assert_exactly_once(&outcome);
     // The standbys took over: engines 0..2 (the books the scenario uses)
     // each have a new primary that accepted orders after the kill.
@@ -74,8 +67,30 @@ fn primaries_killed_mid_load_lose_no_acknowledged_order() {
 }
 
 #[test]
+fn pipelined_clients_lose_nothing_when_the_primaries_are_killed() {
+    // 32 orders in flight per client: resent orders arrive after later
+    // ones of the same client, and still apply once.
+    let outcome = run_cluster(
+        90_000,
+        &[
+            "--window",
+            "32",
+            "--kill-after-ms",
+            "300",
+            "--restart-killed",
+        ],
+    );
+    assert_exactly_once(&outcome);
+    assert!(
+        outcome["rounds"][0]["retries"].as_u64() > Some(0),
+        "{outcome:#}"
+    );
+    assert_eq!(outcome["failover_ms"].as_array().unwrap().len(), 3);
+}
+
+#[test]
 fn standbys_killed_mid_load_leave_the_primaries_going_alone() {
-    let outcome = run_cluster(&["--kill-after-ms", "400", "--kill-standby"]);
+    let outcome = run_cluster(6000, &["--kill-after-ms", "400", "--kill-standby"]);
     assert_exactly_once(&outcome);
     let primaries: Vec<&Value> = outcome["engines"]
         .as_array()

@@ -23,6 +23,9 @@ pub struct ClusterWork {
     /// seed or resting.
     #[arg(long, default_value = "seed")]
     pub scenario: Pattern,
+    /// Orders each client keeps in flight.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub window: u64,
     /// off, buffered or group-commit.
     #[arg(long, default_value = "buffered")]
     pub txlog: TxLog,
@@ -109,6 +112,7 @@ impl NodeArgs {
             clients: self.work.clients,
             client_base: self.client_base,
             orders: self.work.orders,
+            window: self.work.window as usize,
             pattern: self.work.scenario,
             retry: self.tuning.retry(),
             heartbeat,

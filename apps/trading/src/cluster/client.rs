@@ -4,11 +4,12 @@
 //! book, by the engine's published name: when the lease moves, the name
 //! moves with it, so receivers need not be told.
 //!
-//! A client places its orders one at a time. It sends an order, and if no
-//! acknowledgement comes within the retry timeout it sends the same order
-//! (same id) again, until it is acknowledged or the client gives up on it
-//! after `give_up_after`. Latency is measured from the first send.
+//! A client keeps up to a window of orders in flight (1: one at a time).
+//! An order not acknowledged within the retry timeout is sent again with
+//! the same id, until it is acknowledged or the client gives up on it after
+//! `give_up_after`. Latency is measured per order from its first send.
 
+use std::collections::BTreeMap;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -70,9 +71,11 @@ pub struct ClusterClientReport {
     pub finished: Instant,
 }
 
-struct Current {
+/// An order sent and not yet acknowledged.
+struct InFlight {
     order: WireOrder,
     first_sent: Instant,
+    last_sent: Instant,
 }
 
 /// A client of the distributed system.
@@ -81,19 +84,22 @@ pub struct ClusterClient {
     receiver: ActorRef<ReceiverMsg>,
     scenario: Scenario,
     policy: RetryPolicy,
+    window: usize,
     sent: usize,
-    current: Option<Current>,
+    in_flight: BTreeMap<u64, InFlight>,
     report: Option<ClusterClientReport>,
     to: Sender<ClusterClientReport>,
 }
 
 impl ClusterClient {
-    /// Client `index`, placing its orders of `scenario` through `receiver`.
+    /// Client `index`, placing its orders of `scenario` through `receiver`
+    /// with up to `window` (at least 1) in flight.
     pub fn new(
         index: usize,
         receiver: ActorRef<ReceiverMsg>,
         scenario: Scenario,
         policy: RetryPolicy,
+        window: usize,
         to: Sender<ClusterClientReport>,
     ) -> Self {
         let now = Instant::now();
@@ -102,8 +108,9 @@ impl ClusterClient {
             receiver,
             scenario,
             policy,
+            window: window.max(1),
             sent: 0,
-            current: None,
+            in_flight: BTreeMap::new(),
             report: Some(ClusterClientReport {
                 index,
                 latency_ns: new_histogram(),
@@ -118,42 +125,70 @@ impl ClusterClient {
         }
     }
 
-    fn send(&mut self, ctx: &mut Context<'_, Self>, order: WireOrder) {
+    fn send(&self, ctx: &mut Context<'_, Self>, order: WireOrder) {
         self.receiver.tell(ReceiverMsg {
             order,
             client: ctx.myself(),
         });
-        ctx.timers().start_single(
-            "retry",
-            self.policy.retry_after,
-            ClientMsg::Retry { id: order.id },
-        );
     }
 
-    fn next(&mut self, ctx: &mut Context<'_, Self>) {
-        if self.sent == self.scenario.orders_per_client() {
-            self.current = None;
+    /// Sends new orders until the window is full or none is left; reports
+    /// and stops once every order is acknowledged or given up.
+    fn fill(&mut self, ctx: &mut Context<'_, Self>) {
+        while self.in_flight.len() < self.window && self.sent < self.scenario.orders_per_client() {
+            let order = WireOrder::from(self.scenario.order(self.index, self.sent));
+            self.sent += 1;
+            let now = Instant::now();
+            if self.sent == 1 {
+                if let Some(r) = self.report.as_mut() {
+                    r.first_sent = now;
+                }
+            }
+            self.in_flight.insert(
+                order.id,
+                InFlight {
+                    order,
+                    first_sent: now,
+                    last_sent: now,
+                },
+            );
+            self.send(ctx, order);
+        }
+        if self.in_flight.is_empty() {
             ctx.timers().cancel("retry");
             if let Some(mut report) = self.report.take() {
                 report.finished = Instant::now();
                 let _ = self.to.send(report);
             }
             ctx.stop();
-            return;
         }
-        let order = WireOrder::from(self.scenario.order(self.index, self.sent));
-        self.sent += 1;
+    }
+
+    /// Resends what waited `retry_after` since its last send; gives up
+    /// what waited `give_up_after` since its first.
+    fn scan(&mut self, ctx: &mut Context<'_, Self>) {
         let now = Instant::now();
-        if self.sent == 1 {
-            if let Some(r) = self.report.as_mut() {
-                r.first_sent = now;
+        let mut given_up = Vec::new();
+        let mut resend = Vec::new();
+        for (id, f) in &mut self.in_flight {
+            if now.duration_since(f.first_sent) >= self.policy.give_up_after {
+                given_up.push(*id);
+            } else if now.duration_since(f.last_sent) >= self.policy.retry_after {
+                f.last_sent = now;
+                resend.push(f.order);
             }
         }
-        self.current = Some(Current {
-            order,
-            first_sent: now,
-        });
-        self.send(ctx, order);
+        for order in &resend {
+            self.send(ctx, *order);
+        }
+        for id in &given_up {
+            self.in_flight.remove(id);
+        }
+        if let Some(r) = self.report.as_mut() {
+            r.retries += resend.len() as u64;
+            r.given_up.extend(given_up);
+        }
+        self.fill(ctx);
     }
 }
 
@@ -161,38 +196,36 @@ impl Actor for ClusterClient {
     type Msg = ClientMsg;
 
     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: ClientMsg) {
-        let Some(report) = self.report.as_mut() else {
+        if self.report.is_none() {
             return;
-        };
+        }
         match msg {
             ClientMsg::Start => {
                 if self.sent == 0 {
-                    self.next(ctx);
+                    // Checked a few times per retry timeout: an order is
+                    // resent between 1 and 1.25 timeouts after its last send.
+                    let every = (self.policy.retry_after / 4).max(Duration::from_millis(5));
+                    ctx.timers()
+                        .start_periodic("retry", every, ClientMsg::RetryScan);
+                    self.fill(ctx);
                 }
             }
-            ClientMsg::Ack { id } => match &self.current {
-                Some(c) if c.order.id == id => {
-                    let ns = c.first_sent.elapsed().as_nanos() as u64;
-                    report.latency_ns.saturating_record(ns.max(1));
-                    report.acked += 1;
-                    self.next(ctx);
+            ClientMsg::Ack { id } => match self.in_flight.remove(&id) {
+                Some(f) => {
+                    if let Some(r) = self.report.as_mut() {
+                        let ns = f.first_sent.elapsed().as_nanos() as u64;
+                        r.latency_ns.saturating_record(ns.max(1));
+                        r.acked += 1;
+                    }
+                    self.fill(ctx);
                 }
-                _ => report.late_acks += 1,
+                None => {
+                    if let Some(r) = self.report.as_mut() {
+                        r.late_acks += 1;
+                    }
+                }
             },
-            ClientMsg::Retry { id } => {
-                let Some(c) = &self.current else { return };
-                if c.order.id != id {
-                    return;
-                }
-                let order = c.order;
-                if c.first_sent.elapsed() >= self.policy.give_up_after {
-                    report.given_up.push(id);
-                    self.next(ctx);
-                } else {
-                    report.retries += 1;
-                    self.send(ctx, order);
-                }
-            }
+            ClientMsg::RetryScan => self.scan(ctx),
         }
     }
 }

@@ -32,6 +32,8 @@ pub struct ClusterOptions {
     pub clients: usize,
     /// Orders over all clients.
     pub orders: usize,
+    /// Orders each client keeps in flight.
+    pub window: usize,
     /// The scenario's pattern.
     pub pattern: Pattern,
     /// The engines' log mode.
@@ -199,9 +201,9 @@ impl Cluster {
         Ok(())
     }
 
-    /// Starts a round of clients (fresh client ids) and returns once they
-    /// place orders; [`Cluster::finish_round`] waits for their results.
-    pub fn start_round(&mut self, scenario: Scenario) -> Result<Proc, String> {
+    /// Starts a round of clients (fresh client ids, `window` orders in
+    /// flight each) and returns once they place orders; [`Cluster::finish_round`] waits for their results.
+    pub fn start_round(&mut self, scenario: Scenario, window: usize) -> Result<Proc, String> {
         let client_base = self
             .placed
             .last()
@@ -216,6 +218,8 @@ impl Cluster {
             scenario.pattern.to_string(),
             "--client-base".into(),
             client_base.to_string(),
+            "--window".into(),
+            window.to_string(),
         ]);
         let name = format!("clients-{}", self.placed.len());
         let mut clients = Proc::spawn(&self.options.node_command, &name, &args)?;
@@ -342,7 +346,7 @@ pub fn run_cluster(
         .map_err(|e| e.to_string())?
         .with_pattern(options.pattern);
     let mut cluster = Cluster::start(options, progress)?;
-    let clients = cluster.start_round(scenario)?;
+    let clients = cluster.start_round(scenario, options.window)?;
     progress(&format!(
         "{} clients placing {} orders",
         scenario.clients,

@@ -57,6 +57,8 @@ pub struct NodeOptions {
     pub client_base: usize,
     /// Orders over all clients (clients role).
     pub orders: usize,
+    /// Orders each client keeps in flight (clients role).
+    pub window: usize,
     /// The scenario's pattern (clients role).
     pub pattern: Pattern,
     /// When clients resend and give up.
@@ -267,12 +269,12 @@ async fn clients(
     let mut clients = Vec::new();
     for index in 0..scenario.clients {
         let receiver = receivers[index % RECEIVERS].clone();
-        let (tx, policy) = (tx.clone(), options.retry);
+        let (tx, policy, window) = (tx.clone(), options.retry, options.window);
         let id = options.client_base + index;
         clients.push(
             system.spawn(
                 Props::new(move || {
-                    ClusterClient::new(id, receiver.clone(), scenario, policy, tx.clone())
+                    ClusterClient::new(id, receiver.clone(), scenario, policy, window, tx.clone())
                 })
                 .name(format!("client-{index}")),
             )?,

@@ -83,7 +83,7 @@ pub fn seq_of(id: u64) -> u32 {
 }
 
 /// To a client actor.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum ClientMsg {
     /// Begin placing orders.
     Start,
@@ -94,12 +94,8 @@ pub enum ClientMsg {
         /// The order.
         id: u64,
     },
-    /// No acknowledgement for order `id` within the retry timeout: send it
-    /// again (a timer of the client's own).
-    Retry {
-        /// The order.
-        id: u64,
-    },
+    /// Time to resend what waited too long (a timer of the client's own).
+    RetryScan,
 }
 
 impl RemoteMessage for ClientMsg {

@@ -55,6 +55,7 @@ impl Experiment for TradingCluster {
         columns.extend([
             Column::param("txlog", "txlog"),
             Column::param("clients", "clients"),
+            Column::param("window", "window"),
             Column::param("p50 µs", "p50_us"),
             Column::param("p99 µs", "p99_us"),
             Column::param("failover p50 ms", "failover_p50_ms"),
@@ -67,11 +68,11 @@ impl Experiment for TradingCluster {
     }
     fn notes(&self) -> Vec<String> {
         vec![
-            "Five processes and a nats-server on this machine, one dispatcher thread per node; clients keep one order in flight. ns/msg is per acknowledged order; p50/p99 are the medians over the measured runs of each run's percentile. The failover row's ns/msg is the time from a SIGKILL of the primaries' process to the first order a new primary accepted (one kill per run).".into(),
+            "Five processes and a nats-server on this machine, one dispatcher thread per node; clients keep one order in flight, or 64 in the `/w64` rows. ns/msg is per acknowledged order; p50/p99 are the medians over the measured runs of each run's percentile. The failover row's ns/msg is the time from a SIGKILL of the primaries' process to the first order a new primary accepted (one kill per run).".into(),
         ]
     }
     fn keys(&self) -> &'static [&'static str] {
-        &["txlog", "clients"]
+        &["txlog", "clients", "window"]
     }
     fn headline(&self) -> Option<Headline> {
         Some(Headline {
@@ -81,6 +82,7 @@ impl Experiment for TradingCluster {
             select: |r| {
                 r.params.get("clients").and_then(Value::as_u64) == Some(10)
                     && r.params.get("txlog").and_then(Value::as_str) == Some("off")
+                    && r.params.get("window").and_then(Value::as_u64) == Some(1)
                     && r.variant != "failover"
             },
         })

@@ -2,7 +2,8 @@
 //! across processes): the `trading` crate's cluster (a nats-server, two
 //! engine nodes with each engine's primary on one and its standby on the
 //! other, a receivers node, and a process of clients per run), request-reply
-//! with the transaction log off, buffered or under group commit.
+//! with the transaction log off, buffered or under group commit, clients
+//! with one order in flight and (`/w64`) with 64.
 //!
 //! Throughput rows: the cluster starts once per row (outside the clock);
 //! every run is a fresh clients process with client ids of its own, so its
@@ -50,7 +51,24 @@ pub struct Point {
     pub txlog: TxLog,
     /// Concurrent clients.
     pub clients: usize,
+    /// Orders each client keeps in flight.
+    pub window: usize,
 }
+
+impl Point {
+    /// `request-reply/<txlog>/c<clients>`, with `/w<window>` when the
+    /// clients pipeline.
+    pub fn variant(&self) -> String {
+        let base = format!("request-reply/{}/c{}", self.txlog, self.clients);
+        match self.window {
+            1 => base,
+            w => format!("{base}/w{w}"),
+        }
+    }
+}
+
+/// The window of the pipelined rows.
+pub const WINDOW: usize = 64;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -80,7 +98,17 @@ impl Settings {
         let mut points = Vec::new();
         for txlog in TxLog::ALL {
             let counts = if txlog == TxLog::Off { clients } else { logged };
-            points.extend(counts.iter().map(|&clients| Point { txlog, clients }));
+            points.extend(counts.iter().map(|&clients| Point {
+                txlog,
+                clients,
+                window: 1,
+            }));
+            // Ten clients with orders in flight, per log mode.
+            points.push(Point {
+                txlog,
+                clients: 10,
+                window: WINDOW,
+            });
         }
         Settings {
             points,
@@ -100,6 +128,7 @@ fn options(txlog: TxLog) -> Result<ClusterOptions, WorkloadError> {
         node_command: NodeCommand::this_binary(NODE_SUBCOMMAND).map_err(WorkloadError::new)?,
         clients: 10,
         orders: 0,
+        window: 1,
         pattern: Pattern::Seed,
         txlog,
         log_dir: None,
@@ -131,13 +160,13 @@ type Latencies = Rc<RefCell<Vec<[f64; 5]>>>;
 fn throughput(point: Point, settings: &Settings, latencies: Latencies) -> Workload {
     let scenario = Scenario::new(point.clients, point.clients * settings.orders_per_client)
         .expect("whole loops per client");
-    let variant = format!("request-reply/{}/c{}", point.txlog, point.clients);
+    let variant = point.variant();
     Workload::with_setup(variant, move || {
         let options = options(point.txlog)?;
         let mut cluster =
             Cluster::start(&options, &mut |_| {}).map_err(WorkloadError::new)?;
         Ok(move || {
-            let clients = cluster.start_round(scenario).map_err(WorkloadError::new)?;
+            let clients = cluster.start_round(scenario, point.window).map_err(WorkloadError::new)?;
             let result = cluster.finish_round(clients).map_err(WorkloadError::new)?;
             if result.acked != scenario.orders() {
                 return Err(WorkloadError::new(format!(
@@ -160,6 +189,7 @@ fn throughput(point: Point, settings: &Settings, latencies: Latencies) -> Worklo
     .param("variant", "request-reply")
     .param("txlog", point.txlog.name())
     .param("clients", point.clients as u64)
+    .param("window", point.window as u64)
     .param("orders", scenario.orders())
     .param("processes", 5u64)
     .param("threads", 1u64)
@@ -202,6 +232,7 @@ fn failover_row(settings: &Settings) -> Result<Row, WorkloadError> {
     params.insert("variant".into(), json!("request-reply"));
     params.insert("txlog".into(), json!("buffered"));
     params.insert("clients".into(), json!(10));
+    params.insert("window".into(), json!(1));
     params.insert("orders".into(), json!(settings.kill_orders));
     params.insert("processes".into(), json!(5));
     params.insert("threads".into(), json!(1));
@@ -226,7 +257,7 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
     for &point in &settings.points {
         let l = Latencies::default();
         workloads.push(throughput(point, settings, l.clone()));
-        latencies.push((format!("request-reply/{}/c{}", point.txlog, point.clients), l));
+        latencies.push((point.variant(), l));
     }
     let mut rows = run_experiment(EXPERIMENT, workloads, options)?;
     for row in &mut rows {
