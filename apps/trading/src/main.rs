@@ -211,6 +211,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
                 clients: work.clients,
                 orders: work.orders,
                 window: work.window as usize,
+                mode: work.variant,
                 pattern: work.scenario,
                 txlog: work.txlog,
                 log_dir: work.log_dir,

@@ -3,14 +3,15 @@
 //! answered and not applied again, on the primary and after the standby
 //! took over; a joining standby catches up and ends equal to its primary;
 //! replication of another revision is dropped; a primary whose standby is
-//! gone acknowledges only once the lease lets it go on alone.
+//! gone acknowledges only once the lease lets it go on alone; one-way,
+//! primary and standby each tell the client, a retry included.
 
 use std::sync::mpsc;
 use std::time::Duration;
 
 use tokio::sync::mpsc::unbounded_channel;
 use trading::cluster::engine::{ClusterEngine, LeaseRequest, LogPlan};
-use trading::cluster::wire::{ClientMsg, EngineCmd, EngineReport, WireOrder};
+use trading::cluster::wire::{AckMode, ClientMsg, EngineCmd, EngineReport, StandbyAck, WireOrder};
 use trading::topology::scenario_order;
 use trading::TxLog;
 use troupe::{Actor, ActorRef, ActorSystem, Context, Props};
@@ -68,9 +69,14 @@ fn until_role(engine: &ActorRef<EngineCmd>, role: &str) -> EngineReport {
 }
 
 fn place(engine: &ActorRef<EngineCmd>, client: &ActorRef<ClientMsg>, n: usize) {
+    place_as(engine, client, n, AckMode::RequestReply);
+}
+
+fn place_as(engine: &ActorRef<EngineCmd>, client: &ActorRef<ClientMsg>, n: usize, mode: AckMode) {
     engine.tell(EngineCmd::Order {
         order: WireOrder::from(scenario_order(0, n)),
         client: client.clone(),
+        mode,
     });
 }
 
@@ -108,6 +114,7 @@ fn a_retried_order_is_answered_not_applied_again_and_the_standby_stays_equal() {
             ..WireOrder::from(scenario_order(0, 99))
         },
         client: client.clone(),
+        mode: AckMode::RequestReply,
     });
     for n in [6, 3, 6, 7] {
         place(&primary, &client, n);
@@ -155,6 +162,7 @@ fn replication_of_another_revision_is_dropped() {
         epoch: 3,
         seq: 0,
         order: WireOrder::from(scenario_order(1, 0)),
+        ack: StandbyAck::Primary,
     });
     // A join at a revision the primary never held: ignored, nothing sent.
     let (late, _l) = engine(&system, "c");
@@ -204,5 +212,82 @@ fn without_its_standby_a_primary_acknowledges_only_after_the_lease_says_so() {
     );
     primary.tell(EngineCmd::Solo { epoch: 2 });
     assert_eq!(acks(&ack_rx, 1), [scenario_order(0, 1).id]);
+    system.shutdown();
+}
+
+/// A client that forwards everything it is told to the test.
+struct Recorder(mpsc::Sender<ClientMsg>);
+
+impl Actor for Recorder {
+    type Msg = ClientMsg;
+    fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: ClientMsg) {
+        let _ = self.0.send(msg);
+    }
+}
+
+/// The next `n` answers, as (id, who said it, the standby revision).
+fn answers(rx: &mpsc::Receiver<ClientMsg>, n: usize) -> Vec<(u64, &'static str, Option<u64>)> {
+    let mut got: Vec<_> = (0..n)
+        .map(|_| match rx.recv_timeout(WAIT).expect("an answer") {
+            ClientMsg::PrimaryDone { id, standby } => (id, "primary", standby),
+            ClientMsg::StandbyDone { id, epoch } => (id, "standby", Some(epoch)),
+            other => panic!("not a one-way answer: {other:?}"),
+        })
+        .collect();
+    // Primary and standby answer independently: compare as a set.
+    got.sort();
+    got
+}
+
+#[test]
+fn one_way_primary_and_standby_each_tell_the_client_a_retry_too() {
+    let system = ActorSystem::builder().threads(2).build().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let client = system
+        .spawn(Props::new(move || Recorder(tx.clone())))
+        .unwrap();
+    let (primary, _p) = engine(&system, "a");
+    let (standby, _s) = engine(&system, "b");
+    primary.tell(EngineCmd::Promote { epoch: 5 });
+    // Alone, the primary's answer names no standby: complete by itself.
+    place_as(&primary, &client, 0, AckMode::OneWay);
+    let id = |n| scenario_order(0, n).id;
+    assert_eq!(answers(&rx, 1), [(id(0), "primary", None)]);
+    standby.tell(EngineCmd::Follow {
+        epoch: 5,
+        primary: primary.clone(),
+    });
+    until_role(&standby, "standby");
+    place_as(&primary, &client, 1, AckMode::OneWay);
+    assert_eq!(
+        answers(&rx, 2),
+        [(id(1), "primary", Some(5)), (id(1), "standby", Some(5))]
+    );
+    // A retry of an order applied before the standby joined (it has it
+    // from the catch-up) and of one it was sent: both confirm, neither
+    // applies again.
+    place_as(&primary, &client, 0, AckMode::OneWay);
+    place_as(&primary, &client, 1, AckMode::OneWay);
+    assert_eq!(
+        answers(&rx, 4),
+        [
+            (id(0), "primary", Some(5)),
+            (id(0), "standby", Some(5)),
+            (id(1), "primary", Some(5)),
+            (id(1), "standby", Some(5)),
+        ]
+    );
+    // Nothing travelled back to the primary for the standby's sake, and
+    // request-reply still works beside one-way.
+    let (ack_tx, ack_rx) = mpsc::channel();
+    let replier = system
+        .spawn(Props::new(move || Probe(ack_tx.clone())))
+        .unwrap();
+    place(&primary, &replier, 2);
+    assert_eq!(acks(&ack_rx, 1), [id(2)]);
+    let (p, s) = (report(&primary), report(&standby));
+    assert_eq!((p.orders, p.duplicates, s.orders), (3, 2, 3));
+    assert_eq!((p.fingerprint, &p.digests), (s.fingerprint, &s.digests));
+    assert!(rx.try_recv().is_err(), "no answer beyond those");
     system.shutdown();
 }

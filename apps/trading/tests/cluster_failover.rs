@@ -6,7 +6,9 @@
 //! is read back and the guarantees are asserted on it: every acknowledged
 //! order in the surviving primary's log exactly once, nothing applied
 //! twice, the books equal to a replay of the log, the fresh standby equal
-//! to its primary.
+//! to its primary. The one-way variant (primary and standby each tell the
+//! client) is killed the same way. Last, the launcher is interrupted as by
+//! Ctrl-C and must leave no process and no log directory behind.
 
 use std::process::Command;
 
@@ -106,4 +108,134 @@ fn standbys_killed_mid_load_leave_the_primaries_going_alone() {
         .iter()
         .filter(|e| e["index"].as_u64() < Some(3))
         .all(|e| e["report"]["standby_epoch"].is_null()));
+}
+
+#[test]
+fn one_way_orders_survive_the_primaries_and_then_the_standbys_killed() {
+    // Primary and standby each tell the client; a kill loses the answers
+    // in flight, and the retried orders are confirmed by both again.
+    let outcome = run_cluster(
+        60_000,
+        &[
+            "--variant",
+            "one-way",
+            "--window",
+            "16",
+            "--kill-after-ms",
+            "300",
+            "--restart-killed",
+        ],
+    );
+    assert_exactly_once(&outcome);
+    assert_eq!(outcome["failover_ms"].as_array().unwrap().len(), 3);
+    assert!(outcome["rounds"][0]["retries"].as_u64() > Some(0));
+    let outcome = run_cluster(
+        6000,
+        &[
+            "--variant",
+            "one-way",
+            "--kill-after-ms",
+            "400",
+            "--kill-standby",
+        ],
+    );
+    assert_exactly_once(&outcome);
+}
+
+/// The processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(needle) {
+                found.push(cmdline);
+            }
+        }
+    }
+    found
+}
+
+/// Starts `trading cluster` in a process group of its own with a private
+/// temporary directory, waits until its clients place orders, sends
+/// `signal` to `whom` (`group`: every process of it, as a terminal's Ctrl-C
+/// does; `launcher`: the launcher alone), and checks that everything
+/// stopped and nothing is left.
+fn interrupt_cluster(signal: &str, whom: &str) {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let mut launcher = Command::new(env!("CARGO_BIN_EXE_trading"))
+        .args(["cluster", "--clients", "10", "--txlog", "buffered"])
+        .args(["--orders", "100000000"])
+        .env("TMPDIR", tmp.path())
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start trading cluster");
+    let pid = launcher.id().to_string();
+    let stderr = launcher.stderr.take().unwrap();
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("no clients placing orders; stderr: {seen:#?}"));
+        let placing = line.contains("clients placing");
+        seen.push(line);
+        if placing {
+            break;
+        }
+    }
+    assert!(
+        !processes_mentioning(&tmp.path().display().to_string()).is_empty(),
+        "the nodes run with logs under the private temporary directory"
+    );
+    let target = if whom == "group" {
+        format!("-{pid}")
+    } else {
+        pid
+    };
+    let sent = Command::new("kill")
+        .args([&format!("-{signal}"), "--", &target])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let (done_tx, done) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(launcher.wait());
+    });
+    let status = done
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the launcher stops within 60 s")
+        .unwrap();
+    seen.extend(lines.try_iter());
+    assert!(!status.success(), "an interrupted run is not a success");
+    assert!(
+        seen.iter().any(|l| l.contains("interrupted")),
+        "says why it stopped: {seen:#?}"
+    );
+    // Every node and the server are gone; the logs and the server's store
+    // (both under the private temporary directory) are removed.
+    let left = processes_mentioning(&tmp.path().display().to_string());
+    assert!(left.is_empty(), "processes left behind: {left:#?}");
+    let files: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().collect();
+    assert!(files.is_empty(), "files left behind: {files:?}");
+}
+
+#[test]
+fn ctrl_c_stops_every_process_and_removes_the_logs() {
+    interrupt_cluster("INT", "group");
+    interrupt_cluster("TERM", "launcher");
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::client::RetryPolicy;
 use super::node::{NodeOptions, NodeRole};
+use super::wire::AckMode;
 use crate::topology::Pattern;
 use crate::txlog::TxLog;
 
@@ -23,6 +24,10 @@ pub struct ClusterWork {
     /// seed or resting.
     #[arg(long, default_value = "seed")]
     pub scenario: Pattern,
+    /// request-reply (the primary acknowledges once its standby answered)
+    /// or one-way (primary and standby each tell the client).
+    #[arg(long, value_enum, default_value_t = AckMode::RequestReply)]
+    pub variant: AckMode,
     /// Orders each client keeps in flight.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub window: u64,
@@ -113,6 +118,7 @@ impl NodeArgs {
             client_base: self.client_base,
             orders: self.work.orders,
             window: self.work.window as usize,
+            mode: self.work.variant,
             pattern: self.work.scenario,
             retry: self.tuning.retry(),
             heartbeat,

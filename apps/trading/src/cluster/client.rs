@@ -8,6 +8,10 @@
 //! An order not acknowledged within the retry timeout is sent again with
 //! the same id, until it is acknowledged or the client gives up on it after
 //! `give_up_after`. Latency is measured per order from its first send.
+//!
+//! One-way, an order is complete once the client holds the primary's
+//! `PrimaryDone` naming the standby's revision and that standby's
+//! `StandbyDone` (in either order), or a `PrimaryDone` naming no standby.
 
 use std::collections::BTreeMap;
 use std::sync::mpsc::Sender;
@@ -17,7 +21,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use troupe::{Actor, ActorRef, Context};
 
-use super::wire::{ClientMsg, EngineCmd, ReceiverMsg, WireOrder};
+use super::wire::{AckMode, ClientMsg, EngineCmd, ReceiverMsg, WireOrder};
 use crate::client::new_histogram;
 use crate::topology::{engine_of, Scenario};
 
@@ -36,6 +40,7 @@ impl Actor for ClusterReceiver {
             primary.tell(EngineCmd::Order {
                 order: msg.order,
                 client: msg.client,
+                mode: msg.mode,
             });
         }
     }
@@ -76,6 +81,11 @@ struct InFlight {
     order: WireOrder,
     first_sent: Instant,
     last_sent: Instant,
+    /// One-way: the standby revisions named by the primaries' answers so
+    /// far, and those the standbys answered for (a retry can bring
+    /// answers of a later primary or standby).
+    primary_named: Vec<u64>,
+    standby_said: Vec<u64>,
 }
 
 /// A client of the distributed system.
@@ -85,6 +95,7 @@ pub struct ClusterClient {
     scenario: Scenario,
     policy: RetryPolicy,
     window: usize,
+    mode: AckMode,
     sent: usize,
     in_flight: BTreeMap<u64, InFlight>,
     report: Option<ClusterClientReport>,
@@ -93,13 +104,15 @@ pub struct ClusterClient {
 
 impl ClusterClient {
     /// Client `index`, placing its orders of `scenario` through `receiver`
-    /// with up to `window` (at least 1) in flight.
+    /// with up to `window` (at least 1) in flight, acknowledged as `mode`
+    /// says.
     pub fn new(
         index: usize,
         receiver: ActorRef<ReceiverMsg>,
         scenario: Scenario,
         policy: RetryPolicy,
         window: usize,
+        mode: AckMode,
         to: Sender<ClusterClientReport>,
     ) -> Self {
         let now = Instant::now();
@@ -109,6 +122,7 @@ impl ClusterClient {
             scenario,
             policy,
             window: window.max(1),
+            mode,
             sent: 0,
             in_flight: BTreeMap::new(),
             report: Some(ClusterClientReport {
@@ -129,6 +143,7 @@ impl ClusterClient {
         self.receiver.tell(ReceiverMsg {
             order,
             client: ctx.myself(),
+            mode: self.mode,
         });
     }
 
@@ -150,6 +165,8 @@ impl ClusterClient {
                     order,
                     first_sent: now,
                     last_sent: now,
+                    primary_named: Vec::new(),
+                    standby_said: Vec::new(),
                 },
             );
             self.send(ctx, order);
@@ -210,22 +227,49 @@ impl Actor for ClusterClient {
                     self.fill(ctx);
                 }
             }
-            ClientMsg::Ack { id } => match self.in_flight.remove(&id) {
-                Some(f) => {
-                    if let Some(r) = self.report.as_mut() {
-                        let ns = f.first_sent.elapsed().as_nanos() as u64;
-                        r.latency_ns.saturating_record(ns.max(1));
-                        r.acked += 1;
-                    }
-                    self.fill(ctx);
+            ClientMsg::Ack { id } => self.complete(ctx, id),
+            ClientMsg::PrimaryDone { id, standby } => {
+                let Some(f) = self.in_flight.get_mut(&id) else {
+                    return self.late();
+                };
+                match standby {
+                    Some(epoch) if !f.standby_said.contains(&epoch) => f.primary_named.push(epoch),
+                    _ => self.complete(ctx, id),
                 }
-                None => {
-                    if let Some(r) = self.report.as_mut() {
-                        r.late_acks += 1;
-                    }
+            }
+            ClientMsg::StandbyDone { id, epoch } => {
+                let Some(f) = self.in_flight.get_mut(&id) else {
+                    return self.late();
+                };
+                if f.primary_named.contains(&epoch) {
+                    self.complete(ctx, id);
+                } else {
+                    f.standby_said.push(epoch);
                 }
-            },
+            }
             ClientMsg::RetryScan => self.scan(ctx),
+        }
+    }
+}
+
+impl ClusterClient {
+    /// Order `id` is acknowledged (if it is still in flight).
+    fn complete(&mut self, ctx: &mut Context<'_, Self>, id: u64) {
+        let Some(f) = self.in_flight.remove(&id) else {
+            return self.late();
+        };
+        if let Some(r) = self.report.as_mut() {
+            let ns = f.first_sent.elapsed().as_nanos() as u64;
+            r.latency_ns.saturating_record(ns.max(1));
+            r.acked += 1;
+        }
+        self.fill(ctx);
+    }
+
+    /// An answer for an order no longer in flight (a retry's twin).
+    fn late(&mut self) {
+        if let Some(r) = self.report.as_mut() {
+            r.late_acks += 1;
         }
     }
 }

@@ -12,6 +12,12 @@
 //! each once its record is durable. A joining engine first receives the
 //! primary's history (`CatchUp`) and counts as a standby from then on.
 //!
+//! In the **one-way** mode (chosen per order by its client) nothing
+//! travels back to the primary: primary and standby each tell the client
+//! themselves once their own record is durable, and the client counts the
+//! order complete when it holds both (or the primary's alone, when the
+//! primary acknowledges alone).
+//!
 //! Who may acknowledge changes only through the lease: a standby becomes
 //! primary by taking the lease over (`Promote`), and a primary whose
 //! standby is declared gone acknowledges alone only after renewing the
@@ -33,7 +39,7 @@ use troupe::{Actor, ActorRef, Context, Signal};
 use troupe_journal::{read_from, Durability, Journal, Options};
 
 use super::applied::Applied;
-use super::wire::{ClientMsg, EngineCmd, EngineReport, WireOrder};
+use super::wire::{AckMode, ClientMsg, EngineCmd, EngineReport, StandbyAck, WireOrder};
 use crate::engine_core::EngineCore;
 use crate::txlog::TxLog;
 
@@ -103,11 +109,20 @@ impl Role {
 struct Pending {
     client: ActorRef<ClientMsg>,
     id: u64,
+    mode: AckMode,
     /// Durable once the log's durable count reaches this.
     lsn: u64,
     standby_done: bool,
     /// The standby it was forwarded to (see `standby_gen`).
     gen: u64,
+}
+
+/// A standby's answer, sent once its log is durable up to the order.
+enum Answer {
+    /// To the primary: its sequence number (request-reply).
+    Primary(u64),
+    /// To the order's client: the order's id (one-way).
+    Client(ActorRef<ClientMsg>, u64),
 }
 
 /// How an engine logs: the mode and the directory it opens when it first
@@ -142,8 +157,8 @@ pub struct ClusterEngine {
     pending: VecDeque<Pending>,
     first_pending: u64,
     next_seq: u64,
-    /// Standby: (lsn, primary's seq) to answer once durable.
-    to_answer: VecDeque<(u64, u64)>,
+    /// Standby: what to answer once the log is durable up to the lsn.
+    to_answer: VecDeque<(u64, Answer)>,
     duplicates: u64,
     /// Counts the standbys attached; a pending order remembers which one
     /// it waits for, so going on alone releases only the lost one's.
@@ -267,6 +282,7 @@ impl ClusterEngine {
         ctx: &mut Context<'_, Self>,
         order: WireOrder,
         client: ActorRef<ClientMsg>,
+        mode: AckMode,
     ) {
         let Role::Primary { standby, .. } = &self.role else {
             // Only the lease holder serves the engine's name; an order here
@@ -288,11 +304,20 @@ impl ClusterEngine {
         if self.applied.contains(order.id) {
             // A retry: the original acknowledgement, once everything
             // applied so far (the original included) is durable and
-            // replicated.
+            // replicated. One-way, the standby confirms it to the client
+            // itself.
             self.duplicates += 1;
+            if let (AckMode::OneWay, Some((standby, epoch))) = (mode, &standby) {
+                standby.tell(EngineCmd::Reconfirm {
+                    epoch: *epoch,
+                    id: order.id,
+                    client: client.clone(),
+                });
+            }
             self.pending.push_back(Pending {
                 client,
                 id: order.id,
+                mode,
                 lsn: self.lsn,
                 standby_done: true,
                 gen: self.standby_gen,
@@ -304,13 +329,19 @@ impl ClusterEngine {
                     epoch: *epoch,
                     seq,
                     order,
+                    ack: match mode {
+                        AckMode::RequestReply => StandbyAck::Primary,
+                        AckMode::OneWay => StandbyAck::Client(client.clone()),
+                    },
                 });
             }
             self.pending.push_back(Pending {
                 client,
                 id: order.id,
+                mode,
                 lsn,
-                standby_done: standby.is_none(),
+                // One-way, the standby answers the client, not us.
+                standby_done: standby.is_none() || mode == AckMode::OneWay,
                 gen: self.standby_gen,
             });
         }
@@ -318,33 +349,50 @@ impl ClusterEngine {
     }
 
     fn complete_front(&mut self) {
-        if let Role::Primary {
-            going_solo: true, ..
-        } = self.role
-        {
+        let Role::Primary {
+            going_solo: false,
+            standby,
+            ..
+        } = &self.role
+        else {
             return;
-        }
+        };
+        // One-way: the client completes the order once it also holds the
+        // answer of the standby that joined at this revision (an order
+        // forwarded to an earlier standby is completed by the client's
+        // retry, which this standby confirms).
+        let standby = standby.as_ref().map(|(_, joined)| *joined);
         while let Some(front) = self.pending.front() {
             if !(front.standby_done && front.lsn <= self.durable) {
                 break;
             }
             let front = self.pending.pop_front().expect("front exists");
             self.first_pending += 1;
-            front.client.tell(ClientMsg::Ack { id: front.id });
+            front.client.tell(match front.mode {
+                AckMode::RequestReply => ClientMsg::Ack { id: front.id },
+                AckMode::OneWay => ClientMsg::PrimaryDone {
+                    id: front.id,
+                    standby,
+                },
+            });
         }
     }
 
-    fn answer_primary(&mut self) {
+    fn answer(&mut self) {
         let (Role::Standby { epoch, primary } | Role::Joining { epoch, primary }) = &self.role
         else {
             return;
         };
-        while let Some(&(lsn, seq)) = self.to_answer.front() {
-            if lsn > self.durable {
+        while let Some((lsn, _)) = self.to_answer.front() {
+            if *lsn > self.durable {
                 break;
             }
-            self.to_answer.pop_front();
-            primary.tell(EngineCmd::Replicated { epoch: *epoch, seq });
+            match self.to_answer.pop_front().expect("front exists").1 {
+                Answer::Primary(seq) => primary.tell(EngineCmd::Replicated { epoch: *epoch, seq }),
+                Answer::Client(client, id) => {
+                    client.tell(ClientMsg::StandbyDone { id, epoch: *epoch })
+                }
+            }
         }
     }
 
@@ -382,8 +430,17 @@ impl Actor for ClusterEngine {
 
     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: EngineCmd) {
         match msg {
-            EngineCmd::Order { order, client } => self.take_order(ctx, order, client),
-            EngineCmd::Replicate { epoch, seq, order } => {
+            EngineCmd::Order {
+                order,
+                client,
+                mode,
+            } => self.take_order(ctx, order, client, mode),
+            EngineCmd::Replicate {
+                epoch,
+                seq,
+                order,
+                ack,
+            } => {
                 if !self.follows(epoch) {
                     return; // from a primary we no longer follow
                 }
@@ -392,8 +449,23 @@ impl Actor for ClusterEngine {
                 } else {
                     self.apply(ctx, order)
                 };
-                self.to_answer.push_back((lsn, seq));
-                self.answer_primary();
+                self.to_answer.push_back((
+                    lsn,
+                    match ack {
+                        StandbyAck::Primary => Answer::Primary(seq),
+                        StandbyAck::Client(client) => Answer::Client(client, order.id),
+                    },
+                ));
+                self.answer();
+            }
+            EngineCmd::Reconfirm { epoch, id, client } => {
+                // Everything applied so far, the original included, is
+                // covered once the log is durable up to now.
+                if self.follows(epoch) && self.applied.contains(id) {
+                    self.to_answer
+                        .push_back((self.lsn, Answer::Client(client, id)));
+                    self.answer();
+                }
             }
             EngineCmd::Replicated { epoch, seq } => {
                 let Role::Primary {
@@ -521,7 +593,7 @@ impl Actor for ClusterEngine {
             EngineCmd::Durable { lsn } => {
                 self.durable = self.durable.max(lsn);
                 self.complete_front();
-                self.answer_primary();
+                self.answer();
             }
             EngineCmd::LogFailed(e) => panic!("engine {}: group commit failed: {e}", self.index),
             EngineCmd::Report(reply) => {

@@ -15,11 +15,12 @@ use troupe_remote::testing::NatsServer;
 use troupe_remote::{Node, RemoteConfig};
 
 use super::client::RetryPolicy;
+use super::interrupt;
 use super::lease::{engine_name, open_bucket};
 use super::node::{engine_at, ClientsResult};
 use super::procs::{NodeCommand, Proc};
 use super::verify::{check, ClusterOutcome, EngineState, Placed};
-use super::wire::EngineCmd;
+use super::wire::{AckMode, EngineCmd};
 use crate::topology::{Pattern, Scenario, ENGINES};
 use crate::txlog::TxLog;
 
@@ -34,6 +35,8 @@ pub struct ClusterOptions {
     pub orders: usize,
     /// Orders each client keeps in flight.
     pub window: usize,
+    /// How orders are acknowledged.
+    pub mode: AckMode,
     /// The scenario's pattern.
     pub pattern: Pattern,
     /// The engines' log mode.
@@ -123,6 +126,9 @@ impl Cluster {
             .enable_all()
             .build()
             .map_err(|e| format!("runtime: {e}"))?;
+        // From here Ctrl-C no longer kills the launcher outright: its waits
+        // end with an error, and dropping the cluster stops every process.
+        runtime.spawn(interrupt::signalled());
         let system = ActorSystem::builder()
             .name("launcher")
             .threads(1)
@@ -202,8 +208,14 @@ impl Cluster {
     }
 
     /// Starts a round of clients (fresh client ids, `window` orders in
-    /// flight each) and returns once they place orders; [`Cluster::finish_round`] waits for their results.
-    pub fn start_round(&mut self, scenario: Scenario, window: usize) -> Result<Proc, String> {
+    /// flight each, acknowledged as `mode` says) and returns once they
+    /// place orders; [`Cluster::finish_round`] waits for their results.
+    pub fn start_round(
+        &mut self,
+        scenario: Scenario,
+        window: usize,
+        mode: AckMode,
+    ) -> Result<Proc, String> {
         let client_base = self
             .placed
             .last()
@@ -220,6 +232,8 @@ impl Cluster {
             client_base.to_string(),
             "--window".into(),
             window.to_string(),
+            "--variant".into(),
+            mode.name().into(),
         ]);
         let name = format!("clients-{}", self.placed.len());
         let mut clients = Proc::spawn(&self.options.node_command, &name, &args)?;
@@ -283,7 +297,7 @@ impl Cluster {
             if Instant::now() > deadline {
                 return Err(format!("leases still held by the dead {dead} after 30 s"));
             }
-            std::thread::sleep(Duration::from_millis(20));
+            interrupt::sleep(Duration::from_millis(20))?;
         }
         self.add_engines(name)
     }
@@ -325,14 +339,27 @@ impl Cluster {
 
     /// Every node leaves; the server stops.
     pub fn stop(mut self) {
-        for p in self.engines.drain(..) {
-            p.finish();
-        }
-        if let Some(p) = self.receivers.take() {
-            p.finish();
-        }
+        self.leave_all();
         self.runtime.block_on(self.node.shutdown());
         self.system.shutdown();
+    }
+
+    /// Tells every node to leave at once, then waits for each.
+    fn leave_all(&mut self) {
+        for p in self.engines.iter_mut().chain(self.receivers.as_mut()) {
+            p.tell_to_leave();
+        }
+        for p in self.engines.drain(..).chain(self.receivers.take()) {
+            p.finish();
+        }
+    }
+}
+
+impl Drop for Cluster {
+    /// Also on an error or an interrupt: the nodes leave before the logs
+    /// are removed and the server stops (the fields dropped after this).
+    fn drop(&mut self) {
+        self.leave_all();
     }
 }
 
@@ -346,14 +373,16 @@ pub fn run_cluster(
         .map_err(|e| e.to_string())?
         .with_pattern(options.pattern);
     let mut cluster = Cluster::start(options, progress)?;
-    let clients = cluster.start_round(scenario, options.window)?;
+    let clients = cluster.start_round(scenario, options.window, options.mode)?;
     progress(&format!(
-        "{} clients placing {} orders",
+        "{} clients placing {} orders ({}, {} in flight each)",
         scenario.clients,
-        scenario.orders()
+        scenario.orders(),
+        options.mode.name(),
+        options.window
     ));
     if let Some(after) = options.kill_after {
-        std::thread::sleep(after);
+        interrupt::sleep(after)?;
         let dead = cluster.kill(options.kill_standby)?;
         let what = if options.kill_standby {
             "standbys"

@@ -9,13 +9,14 @@
 //! acknowledge.
 //!
 //! Modules, from the bottom up (each imports only modules above it):
-//! `wire`; `applied`; `engine`; `lease`; `client`; `node`; `args`; `procs`;
-//! `verify`; `launch`.
+//! `wire`; `applied`; `engine`; `lease`; `client`; `interrupt`; `node`;
+//! `args`; `procs`; `verify`; `launch`.
 
 pub mod applied;
 pub mod args;
 pub mod client;
 pub mod engine;
+pub mod interrupt;
 pub mod launch;
 pub mod lease;
 pub mod node;

@@ -3,7 +3,8 @@
 //! leases say), `receivers` (the ten order receivers) or `clients` (the
 //! scenario's clients, which print their results as one JSON line and
 //! exit). A node prints `ready` on stdout once it serves, and leaves when
-//! its standard input closes.
+//! its standard input closes or it gets Ctrl-C or SIGTERM (clients stop
+//! placing orders and exit with an error).
 
 use std::error::Error;
 use std::io::{Read, Write};
@@ -17,8 +18,9 @@ use troupe_remote::{Node, RemoteConfig, RemoteMessage};
 
 use super::client::{ClusterClient, ClusterClientReport, ClusterReceiver, RetryPolicy};
 use super::engine::{ClusterEngine, LogPlan};
+use super::interrupt;
 use super::lease::{engine_name, open_bucket, Keeper};
-use super::wire::{ClientMsg, EngineCmd, ReceiverMsg};
+use super::wire::{AckMode, ClientMsg, EngineCmd, ReceiverMsg};
 use crate::client::new_histogram;
 use crate::topology::{Pattern, Scenario, ENGINES, RECEIVERS};
 use crate::txlog::TxLog;
@@ -59,6 +61,8 @@ pub struct NodeOptions {
     pub orders: usize,
     /// Orders each client keeps in flight (clients role).
     pub window: usize,
+    /// How the clients' orders are acknowledged (clients role).
+    pub mode: AckMode,
     /// The scenario's pattern (clients role).
     pub pattern: Pattern,
     /// When clients resend and give up.
@@ -116,11 +120,25 @@ pub async fn run_node(options: NodeOptions) -> Result<(), Box<dyn Error>> {
         .threads(options.threads)
         .build()?;
     let node = Arc::new(Node::start(&system, options.remote_config()).await?);
-    let outcome = match options.role {
-        NodeRole::Engines => engines(&system, &node, &options).await,
-        NodeRole::Receivers => receivers(&system, &node).await,
-        NodeRole::Clients => clients(&system, &node, &options).await,
+    let work = async {
+        match options.role {
+            NodeRole::Engines => engines(&system, &node, &options).await,
+            NodeRole::Receivers => receivers(&system, &node).await,
+            NodeRole::Clients => clients(&system, &node, &options).await,
+        }
     };
+    let outcome = tokio::select! {
+        // Engines and receivers that serve wait for the signal themselves
+        // and leave as when stdin closes (polled first, so that their
+        // clean leave wins); the other arm ends a node still starting,
+        // and clients, with an error.
+        biased;
+        outcome = work => outcome,
+        _ = interrupt::signalled() => Err(interrupt::INTERRUPTED_ERROR.into()),
+    };
+    if interrupt::interrupted() {
+        super::lease::LEAVING.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     node.shutdown().await;
     system.shutdown();
     system.await_termination()?;
@@ -133,12 +151,16 @@ fn ready() -> std::io::Result<()> {
     out.flush()
 }
 
-/// Blocks (off the runtime's workers) until stdin closes.
+/// Blocks (off the runtime's workers) until stdin closes or the process
+/// gets Ctrl-C or SIGTERM: either way the node leaves.
 async fn until_stdin_closes() {
-    let _ = tokio::task::spawn_blocking(|| {
+    let stdin = tokio::task::spawn_blocking(|| {
         let _ = std::io::stdin().read_to_end(&mut Vec::new());
-    })
-    .await;
+    });
+    tokio::select! {
+        _ = stdin => {}
+        _ = interrupt::signalled() => {}
+    }
 }
 
 /// Looks `name` up until it is found or 30 s pass.
@@ -171,7 +193,9 @@ impl Actor for Sentinel {
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, _msg: ()) {}
 
     fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: Signal) {
-        if let Signal::Terminated(id) = signal {
+        // A node leaving on purpose stops its engines itself.
+        let leaving = super::lease::LEAVING.load(std::sync::atomic::Ordering::Relaxed);
+        if let (Signal::Terminated(id), false) = (signal, leaving) {
             eprintln!("trading node: engine {id:?} stopped; exiting");
             std::process::exit(3);
         }
@@ -269,12 +293,20 @@ async fn clients(
     let mut clients = Vec::new();
     for index in 0..scenario.clients {
         let receiver = receivers[index % RECEIVERS].clone();
-        let (tx, policy, window) = (tx.clone(), options.retry, options.window);
+        let (tx, policy, window, mode) = (tx.clone(), options.retry, options.window, options.mode);
         let id = options.client_base + index;
         clients.push(
             system.spawn(
                 Props::new(move || {
-                    ClusterClient::new(id, receiver.clone(), scenario, policy, window, tx.clone())
+                    ClusterClient::new(
+                        id,
+                        receiver.clone(),
+                        scenario,
+                        policy,
+                        window,
+                        mode,
+                        tx.clone(),
+                    )
                 })
                 .name(format!("client-{index}")),
             )?,
@@ -285,8 +317,13 @@ async fn clients(
     for client in &clients {
         client.tell(ClientMsg::Start);
     }
-    let reports: Vec<ClusterClientReport> =
-        tokio::task::spawn_blocking(move || rx.iter().collect()).await?;
+    let reports = tokio::task::spawn_blocking(move || rx.iter().collect());
+    let reports: Vec<ClusterClientReport> = tokio::select! {
+        reports = reports => reports?,
+        _ = until_stdin_closes() => {
+            return Err("told to leave before the clients finished".into())
+        }
+    };
     if reports.len() != scenario.clients {
         return Err(format!("{} of {} clients reported", reports.len(), scenario.clients).into());
     }

@@ -1,11 +1,16 @@
 //! Node processes as a launcher sees them: the command that starts one,
-//! its `ready` and `result` lines, its clean leave and its SIGKILL.
+//! its `ready` and `result` lines, its clean leave and its SIGKILL. A
+//! node process dropped without either is told to leave (so an early
+//! return or an interrupt leaves no process behind), and every wait here
+//! ends early once the launcher is interrupted.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use super::interrupt;
 
 /// How to start a node: a program and the arguments before the node's own
 /// (`trading node`, or the benchmark's hidden node command); both parse
@@ -35,6 +40,8 @@ pub struct Proc {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
+    /// Waited for: nothing left to do when dropped.
+    reaped: bool,
 }
 
 impl Proc {
@@ -63,6 +70,7 @@ impl Proc {
             stdin: child.stdin.take(),
             child,
             lines,
+            reaped: false,
         })
     }
 
@@ -70,13 +78,17 @@ impl Proc {
     pub fn expect(&mut self, prefix: &str, within: Duration) -> Result<String, String> {
         let deadline = Instant::now() + within;
         loop {
+            if interrupt::interrupted() {
+                return Err(interrupt::INTERRUPTED_ERROR.into());
+            }
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
+            match self.lines.recv_timeout(left.min(interrupt::POLL)) {
                 Ok(line) => {
                     if let Some(rest) = line.strip_prefix(prefix) {
                         return Ok(rest.trim().to_string());
                     }
                 }
+                Err(mpsc::RecvTimeoutError::Timeout) if !left.is_zero() => {}
                 Err(_) => {
                     let status = self.child.try_wait().ok().flatten();
                     return Err(format!(
@@ -94,20 +106,40 @@ impl Proc {
             .kill()
             .map_err(|e| format!("SIGKILL {}: {e}", self.name))?;
         let _ = self.child.wait();
+        self.reaped = true;
         Ok(())
+    }
+
+    /// Closes stdin: the node leaves (see [`Proc::finish`]).
+    pub fn tell_to_leave(&mut self) {
+        drop(self.stdin.take());
     }
 
     /// Closes stdin (the node leaves) and waits up to 10 s, then kills.
     pub fn finish(mut self) {
-        drop(self.stdin.take());
+        self.leave();
+    }
+
+    fn leave(&mut self) {
+        self.tell_to_leave();
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
+                self.reaped = true;
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        self.reaped = true;
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if !self.reaped {
+            self.leave();
+        }
     }
 }

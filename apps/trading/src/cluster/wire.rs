@@ -94,12 +94,63 @@ pub enum ClientMsg {
         /// The order.
         id: u64,
     },
+    /// One-way: the primary applied order `id` (once) and its record is
+    /// durable. With `standby: None` the primary holds the lease alone and
+    /// this completes the order; with `Some(epoch)` the order completes
+    /// when the standby that joined at `epoch` says [`ClientMsg::StandbyDone`]
+    /// for it too.
+    PrimaryDone {
+        /// The order.
+        id: u64,
+        /// The lease revision the primary's standby joined at, if it has one.
+        standby: Option<u64>,
+    },
+    /// One-way: the standby following the primary's lease revision `epoch`
+    /// applied order `id` and its record is durable.
+    StandbyDone {
+        /// The order.
+        id: u64,
+        /// The revision it follows.
+        epoch: u64,
+    },
     /// Time to resend what waited too long (a timer of the client's own).
     RetryScan,
 }
 
 impl RemoteMessage for ClientMsg {
-    const TAG: &'static str = "trading.client.v1";
+    const TAG: &'static str = "trading.client.v2";
+}
+
+/// How a client learns that its order is complete.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+pub enum AckMode {
+    /// The primary acknowledges once its own record is durable and its
+    /// standby answered that it logged the order ([`ClientMsg::Ack`]).
+    #[default]
+    RequestReply,
+    /// Primary and standby each tell the client themselves once their own
+    /// record is durable ([`ClientMsg::PrimaryDone`],
+    /// [`ClientMsg::StandbyDone`]): no answer travels back to the primary.
+    OneWay,
+}
+
+impl AckMode {
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            AckMode::RequestReply => "request-reply",
+            AckMode::OneWay => "one-way",
+        }
+    }
+}
+
+/// Whom a standby answers for a replicated order.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum StandbyAck {
+    /// Its primary (request-reply), with [`EngineCmd::Replicated`].
+    Primary,
+    /// The order's client (one-way), with [`ClientMsg::StandbyDone`].
+    Client(#[serde(with = "troupe_remote::actor_ref")] ActorRef<ClientMsg>),
 }
 
 /// To an order receiver: an order and who placed it.
@@ -110,10 +161,12 @@ pub struct ReceiverMsg {
     /// Who to acknowledge it to.
     #[serde(with = "troupe_remote::actor_ref")]
     pub client: ActorRef<ClientMsg>,
+    /// How.
+    pub mode: AckMode,
 }
 
 impl RemoteMessage for ReceiverMsg {
-    const TAG: &'static str = "trading.receiver.v1";
+    const TAG: &'static str = "trading.receiver.v2";
 }
 
 /// What an engine reports about itself, for verification and the failover
@@ -160,6 +213,8 @@ pub enum EngineCmd {
         /// Who placed it.
         #[serde(with = "troupe_remote::actor_ref")]
         client: ActorRef<ClientMsg>,
+        /// How the client wants it acknowledged.
+        mode: AckMode,
     },
     /// From the primary to its standby, in the primary's processing order.
     Replicate {
@@ -170,6 +225,21 @@ pub enum EngineCmd {
         seq: u64,
         /// The order.
         order: WireOrder,
+        /// Whom the standby answers once its record is durable.
+        ack: StandbyAck,
+    },
+    /// From the primary to its standby (one-way): order `id` arrived again
+    /// after it was applied; tell `client` once everything applied so far
+    /// is durable here (the standby applied it before, in the primary's
+    /// order).
+    Reconfirm {
+        /// As in `Replicate`.
+        epoch: u64,
+        /// The order.
+        id: u64,
+        /// Its client.
+        #[serde(with = "troupe_remote::actor_ref")]
+        client: ActorRef<ClientMsg>,
     },
     /// From the standby to its primary: order `seq` is applied and logged
     /// there.
@@ -230,7 +300,7 @@ pub enum EngineCmd {
 }
 
 impl RemoteMessage for EngineCmd {
-    const TAG: &'static str = "trading.engine.v1";
+    const TAG: &'static str = "trading.engine.v2";
 }
 
 #[cfg(test)]

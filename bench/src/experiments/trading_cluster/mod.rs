@@ -2,8 +2,8 @@
 //! across processes): the `trading` crate's cluster (a nats-server, two
 //! engine nodes with each engine's primary on one and its standby on the
 //! other, a receivers node, and a process of clients per run), request-reply
-//! with the transaction log off, buffered or under group commit, clients
-//! with one order in flight and (`/w64`) with 64.
+//! and one-way, with the transaction log off, buffered or under group
+//! commit, clients with one order in flight and (`/w64`) with 64.
 //!
 //! Throughput rows: the cluster starts once per row (outside the clock);
 //! every run is a fresh clients process with client ids of its own, so its
@@ -32,6 +32,7 @@ use std::time::Duration;
 use serde_json::json;
 use trading::cluster::{run_cluster, Cluster, ClusterOptions, ClusterOutcome, NodeCommand};
 use trading::cluster::client::RetryPolicy;
+use trading::cluster::wire::AckMode;
 use trading::{Pattern, Scenario, TxLog};
 
 use crate::report::Row;
@@ -47,6 +48,8 @@ pub const NODE_SUBCOMMAND: &str = "trading-node";
 /// One throughput point.
 #[derive(Clone, Copy, Debug)]
 pub struct Point {
+    /// How orders are acknowledged.
+    pub mode: AckMode,
     /// The log mode.
     pub txlog: TxLog,
     /// Concurrent clients.
@@ -56,10 +59,10 @@ pub struct Point {
 }
 
 impl Point {
-    /// `request-reply/<txlog>/c<clients>`, with `/w<window>` when the
-    /// clients pipeline.
+    /// `<mode>/<txlog>/c<clients>`, with `/w<window>` when the clients
+    /// pipeline.
     pub fn variant(&self) -> String {
-        let base = format!("request-reply/{}/c{}", self.txlog, self.clients);
+        let base = format!("{}/{}/c{}", self.mode.name(), self.txlog, self.clients);
         match self.window {
             1 => base,
             w => format!("{base}/w{w}"),
@@ -96,19 +99,23 @@ impl Settings {
             Scale::Full => (&[1, 10, 40], &[1, 10, 40], 3_000, 21),
         };
         let mut points = Vec::new();
-        for txlog in TxLog::ALL {
-            let counts = if txlog == TxLog::Off { clients } else { logged };
-            points.extend(counts.iter().map(|&clients| Point {
-                txlog,
-                clients,
-                window: 1,
-            }));
-            // Ten clients with orders in flight, per log mode.
-            points.push(Point {
-                txlog,
-                clients: 10,
-                window: WINDOW,
-            });
+        for mode in [AckMode::RequestReply, AckMode::OneWay] {
+            for txlog in TxLog::ALL {
+                let counts = if txlog == TxLog::Off { clients } else { logged };
+                points.extend(counts.iter().map(|&clients| Point {
+                    mode,
+                    txlog,
+                    clients,
+                    window: 1,
+                }));
+                // Ten clients with orders in flight, per log mode.
+                points.push(Point {
+                    mode,
+                    txlog,
+                    clients: 10,
+                    window: WINDOW,
+                });
+            }
         }
         Settings {
             points,
@@ -129,6 +136,7 @@ fn options(txlog: TxLog) -> Result<ClusterOptions, WorkloadError> {
         clients: 10,
         orders: 0,
         window: 1,
+        mode: AckMode::RequestReply,
         pattern: Pattern::Seed,
         txlog,
         log_dir: None,
@@ -166,7 +174,9 @@ fn throughput(point: Point, settings: &Settings, latencies: Latencies) -> Worklo
         let mut cluster =
             Cluster::start(&options, &mut |_| {}).map_err(WorkloadError::new)?;
         Ok(move || {
-            let clients = cluster.start_round(scenario, point.window).map_err(WorkloadError::new)?;
+            let clients = cluster
+                .start_round(scenario, point.window, point.mode)
+                .map_err(WorkloadError::new)?;
             let result = cluster.finish_round(clients).map_err(WorkloadError::new)?;
             if result.acked != scenario.orders() {
                 return Err(WorkloadError::new(format!(
@@ -186,7 +196,7 @@ fn throughput(point: Point, settings: &Settings, latencies: Latencies) -> Worklo
         })
     })
     .param("runtime", "troupe")
-    .param("variant", "request-reply")
+    .param("variant", point.mode.name())
     .param("txlog", point.txlog.name())
     .param("clients", point.clients as u64)
     .param("window", point.window as u64)
