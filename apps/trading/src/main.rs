@@ -98,6 +98,15 @@ enum Cmd {
         /// Kill the standbys' process instead (the primaries go on alone).
         #[arg(long, requires = "kill_after_ms")]
         kill_standby: bool,
+        /// NATS servers, joined as one cluster: one per simulated host
+        /// (engines-a on the first, engines-b on the second, the rest on the
+        /// third); the lease bucket keeps a copy on each (up to 3).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=5))]
+        servers: u64,
+        /// Kill the victim's NATS server with it: its whole host (needs
+        /// --servers 3 or more).
+        #[arg(long, requires = "kill_after_ms")]
+        kill_host: bool,
         /// After the kill, start a fresh engine node that joins as standby.
         #[arg(long)]
         restart_killed: bool,
@@ -202,10 +211,17 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
             work,
             kill_after_ms,
             kill_standby,
+            servers,
+            kill_host,
             restart_killed,
             common,
             json,
         } => {
+            if common.lease_replicas != 1 {
+                return Err("trading cluster copies the lease bucket once per server \
+                            (--servers); --lease-replicas is for `trading node`"
+                    .into());
+            }
             let options = ClusterOptions {
                 node_command: NodeCommand::this_binary("node")?,
                 clients: work.clients,
@@ -217,6 +233,8 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
                 log_dir: work.log_dir,
                 kill_after: kill_after_ms.map(Duration::from_millis),
                 kill_standby,
+                kill_host,
+                servers: servers as usize,
                 restart_killed,
                 threads: common.threads,
                 retry: common.retry(),

@@ -7,7 +7,8 @@
 //! order in the surviving primary's log exactly once, nothing applied
 //! twice, the books equal to a replay of the log, the fresh standby equal
 //! to its primary. The one-way variant (primary and standby each tell the
-//! client) is killed the same way. Last, the launcher is interrupted as by
+//! client) is killed the same way, and so is a whole simulated host (a
+//! node with its NATS server, of three). Last, the launcher is interrupted as by
 //! Ctrl-C and must leave no process and no log directory behind.
 
 use std::process::Command;
@@ -140,6 +141,26 @@ fn one_way_orders_survive_the_primaries_and_then_the_standbys_killed() {
         ],
     );
     assert_exactly_once(&outcome);
+}
+
+#[test]
+fn a_lost_host_takes_its_nats_server_with_it_and_the_standbys_take_over() {
+    // Three NATS servers, one per simulated host; the lease bucket has a
+    // copy on each. The primaries' process and its server die together:
+    // the remaining two servers still decide the leases.
+    let outcome = run_cluster(
+        6000,
+        &[
+            "--servers",
+            "3",
+            "--kill-host",
+            "--kill-after-ms",
+            "400",
+            "--restart-killed",
+        ],
+    );
+    assert_exactly_once(&outcome);
+    assert_eq!(outcome["failover_ms"].as_array().unwrap().len(), 3);
 }
 
 /// The processes whose command line mentions `needle`.

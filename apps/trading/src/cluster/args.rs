@@ -58,6 +58,11 @@ pub struct NodeTuning {
     /// A node silent this long is declared down.
     #[arg(long, default_value_t = 1000)]
     pub heartbeat_timeout_ms: u64,
+    /// Copies of the lease bucket, made by whichever node creates it: the
+    /// NATS servers it can lose and still hand leases over is
+    /// (copies - 1) / 2 (3 on a three-server cluster; at most 5).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=5))]
+    pub lease_replicas: u64,
 }
 
 impl NodeTuning {
@@ -123,6 +128,7 @@ impl NodeArgs {
             retry: self.tuning.retry(),
             heartbeat,
             heartbeat_timeout,
+            lease_replicas: self.tuning.lease_replicas as usize,
         }
     }
 

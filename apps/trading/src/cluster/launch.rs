@@ -1,6 +1,10 @@
-//! A whole distributed trading system on this machine: a nats-server, two
-//! engine nodes (each engine's primary on one, its standby on the other), a
-//! receivers node, and rounds of clients, each node its own process.
+//! A whole distributed trading system on this machine: a nats-server (or a
+//! NATS cluster of several, one per simulated host), two engine nodes (each
+//! engine's primary on one, its standby on the other), a receivers node,
+//! and rounds of clients, each node its own process. With several servers,
+//! `engines-a` is on the first server's host, `engines-b` on the second's,
+//! and everything else on the third's; killing a host kills its node and
+//! its server together.
 //! [`Cluster`] is the system between rounds (what a benchmark drives);
 //! [`run_cluster`] is `trading cluster`: one round, optionally a SIGKILL
 //! of the primaries' (or the standbys') process mid-load and a fresh engine
@@ -48,6 +52,12 @@ pub struct ClusterOptions {
     pub kill_after: Option<Duration>,
     /// Kill the standbys' process instead of the primaries'.
     pub kill_standby: bool,
+    /// Kill the victim's NATS server with it (its whole host; needs three
+    /// servers or more, so that a majority of them survives).
+    pub kill_host: bool,
+    /// NATS servers joined as one cluster (1: a single server); the lease
+    /// bucket gets a copy on each, up to 3.
+    pub servers: usize,
     /// After a kill, start a fresh engine node that joins as standby.
     pub restart_killed: bool,
     /// Dispatcher threads per node.
@@ -58,6 +68,13 @@ pub struct ClusterOptions {
     pub heartbeat: (Duration, Duration),
     /// How long a round of clients may take.
     pub timeout: Duration,
+}
+
+impl ClusterOptions {
+    /// Copies of the lease bucket: one per server, up to three.
+    pub fn lease_replicas(&self) -> usize {
+        self.servers.clamp(1, 3)
+    }
 }
 
 fn unix_ns() -> u64 {
@@ -83,7 +100,6 @@ const READY_WITHIN: Duration = Duration::from_secs(60);
 /// A running cluster without clients.
 pub struct Cluster {
     options: ClusterOptions,
-    url: String,
     log_root: Option<PathBuf>,
     runtime: tokio::runtime::Runtime,
     system: ActorSystem,
@@ -94,9 +110,20 @@ pub struct Cluster {
     placed: Vec<Placed>,
     rounds: Vec<ClientsResult>,
     killed_at_ns: Option<u64>,
-    // Dropped last: the logs and the server outlive the processes.
+    // Dropped last: the logs and the servers outlive the processes.
     _temp: TempLogs,
-    _server: NatsServer,
+    servers: Vec<NatsServer>,
+}
+
+/// The simulated host (server index) of node `name`: engines-a on the
+/// first, engines-b on the second, everything else on the third.
+fn host_of(name: &str, servers: usize) -> usize {
+    let host = match name {
+        "engines-a" => 0,
+        "engines-b" => 1,
+        _ => 2,
+    };
+    host % servers
 }
 
 impl Cluster {
@@ -106,9 +133,20 @@ impl Cluster {
         options: &ClusterOptions,
         progress: &mut dyn FnMut(&str),
     ) -> Result<Cluster, String> {
-        let server = NatsServer::start()?;
-        let url = server.url();
-        progress(&format!("nats-server on {url}"));
+        if options.servers == 0 || (options.kill_host && options.servers < 3) {
+            return Err(format!(
+                "{} NATS server(s): a run needs one, and killing a host needs three \
+                 (a majority of the servers must survive it)",
+                options.servers
+            ));
+        }
+        let servers = match options.servers {
+            1 => vec![NatsServer::start()?],
+            n => NatsServer::start_cluster(n)?,
+        };
+        let url = servers[host_of("launcher", servers.len())].url();
+        let urls: Vec<String> = servers.iter().map(NatsServer::url).collect();
+        progress(&format!("nats-server on {}", urls.join(", ")));
         let (log_root, temp) = match (&options.log_dir, options.txlog) {
             (_, TxLog::Off) => (None, TempLogs(None)),
             (Some(dir), _) => (Some(dir.clone()), TempLogs(None)),
@@ -140,10 +178,9 @@ impl Cluster {
         let node = runtime
             .block_on(Node::start(&system, config))
             .map_err(|e| format!("launcher node: {e}"))?;
-        let kv = runtime.block_on(open_bucket(&node, "trading"))?;
+        let kv = runtime.block_on(open_bucket(&node, "trading", options.lease_replicas()))?;
         let mut cluster = Cluster {
             options: options.clone(),
-            url,
             log_root,
             runtime,
             system,
@@ -155,7 +192,7 @@ impl Cluster {
             rounds: Vec::new(),
             killed_at_ns: None,
             _temp: temp,
-            _server: server,
+            servers,
         };
         for name in ["engines-a", "engines-b"] {
             cluster.add_engines(name)?;
@@ -164,7 +201,7 @@ impl Cluster {
         let mut receivers = Proc::spawn(
             &cluster.options.node_command,
             "receivers",
-            &cluster.args("receivers"),
+            &cluster.args("receivers", "receivers"),
         )?;
         receivers.expect("ready", READY_WITHIN)?;
         cluster.receivers = Some(receivers);
@@ -172,14 +209,16 @@ impl Cluster {
         Ok(cluster)
     }
 
-    /// The arguments every node of this cluster gets.
-    fn args(&self, role: &str) -> Vec<String> {
+    /// The arguments node `name` of this cluster gets.
+    fn args(&self, role: &str, name: &str) -> Vec<String> {
         let o = &self.options;
         let mut args = vec![
             "--role".into(),
             role.into(),
             "--nats".into(),
-            self.url.clone(),
+            self.servers[host_of(name, self.servers.len())].url(),
+            "--lease-replicas".into(),
+            o.lease_replicas().to_string(),
             "--threads".into(),
             o.threads.to_string(),
             "--txlog".into(),
@@ -201,7 +240,11 @@ impl Cluster {
 
     /// Starts an engine node and waits until it leads or follows.
     fn add_engines(&mut self, name: &str) -> Result<(), String> {
-        let mut p = Proc::spawn(&self.options.node_command, name, &self.args("engines"))?;
+        let mut p = Proc::spawn(
+            &self.options.node_command,
+            name,
+            &self.args("engines", name),
+        )?;
         p.expect("ready", READY_WITHIN)?;
         self.engines.push(p);
         Ok(())
@@ -220,7 +263,8 @@ impl Cluster {
             .placed
             .last()
             .map_or(0, |p| p.client_base + p.scenario.clients);
-        let mut args = self.args("clients");
+        let name = format!("clients-{}", self.placed.len());
+        let mut args = self.args("clients", &name);
         args.extend([
             "--clients".into(),
             scenario.clients.to_string(),
@@ -235,7 +279,6 @@ impl Cluster {
             "--variant".into(),
             mode.name().into(),
         ]);
-        let name = format!("clients-{}", self.placed.len());
         let mut clients = Proc::spawn(&self.options.node_command, &name, &args)?;
         clients.expect("ready", READY_WITHIN)?;
         self.placed.push(Placed {
@@ -256,7 +299,8 @@ impl Cluster {
     }
 
     /// SIGKILLs the engine node holding engine 0's lease (or, with
-    /// `standby`, the other one); returns its name.
+    /// `standby`, the other one), and with `kill_host` its NATS server
+    /// too; returns its name.
     pub fn kill(&mut self, standby: bool) -> Result<String, String> {
         let owner = self
             .runtime
@@ -272,6 +316,10 @@ impl Cluster {
         let victim = self.engines.remove(victim);
         let name = victim.name.clone();
         victim.kill()?;
+        if self.options.kill_host {
+            let host = host_of(&name, self.servers.len());
+            self.servers[host].stop();
+        }
         self.killed_at_ns = Some(unix_ns());
         Ok(name)
     }
@@ -290,12 +338,16 @@ impl Cluster {
                     }
                 }
                 Ok::<_, String>(false)
-            })?;
-            if !held {
+            });
+            // A read error is no answer (after a lost server the bucket
+            // has no leader for a few seconds): ask again.
+            if held == Ok(false) {
                 break;
             }
             if Instant::now() > deadline {
-                return Err(format!("leases still held by the dead {dead} after 30 s"));
+                return Err(format!(
+                    "leases still held by the dead {dead} after 30 s (last read: {held:?})"
+                ));
             }
             interrupt::sleep(Duration::from_millis(20))?;
         }
@@ -389,7 +441,12 @@ pub fn run_cluster(
         } else {
             "primaries"
         };
-        progress(&format!("SIGKILLed {dead} (the {what}' node)"));
+        let host = if options.kill_host {
+            " and its NATS server"
+        } else {
+            ""
+        };
+        progress(&format!("SIGKILLed {dead} (the {what}' node){host}"));
         if options.restart_killed {
             cluster.rejoin(&dead, "engines-c")?;
             progress("engines-c joined as standby");

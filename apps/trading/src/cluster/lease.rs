@@ -14,12 +14,19 @@
 //!   to acknowledge alone (`Solo`), and exits the process the moment the
 //!   key moves to another node (fail-stop: a node that lost a race never
 //!   goes on serving).
+//!
+//! A NATS cluster that lost a server (say, with the dead primary's host)
+//! answers bucket operations with errors or not at all until it has
+//! elected the bucket a new leader. The keeper retries what failed without
+//! a verdict for [`RETRY_WITHIN`], and reads a compare-and-set whose answer
+//! was lost back from the bucket: it won if the key holds its name at a
+//! newer revision.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_nats::jetstream::kv::{Config, Operation, Store};
+use async_nats::jetstream::kv::{Config, CreateErrorKind, Operation, Store, UpdateErrorKind};
 use futures_util::StreamExt;
 use tokio::sync::mpsc::UnboundedReceiver;
 use troupe::ActorRef;
@@ -38,20 +45,44 @@ pub fn engine_name(index: usize) -> String {
     format!("engine-{index}")
 }
 
-/// Opens (or creates) the cluster's lease bucket.
-pub async fn open_bucket(node: &Node, cluster: &str) -> Result<Store, String> {
-    let js = async_nats::jetstream::new(node.nats_client());
+/// How long opening the bucket is retried: a NATS cluster that has just
+/// started elects its JetStream leader first, and refuses until then.
+const BUCKET_WITHIN: Duration = Duration::from_secs(30);
+
+/// Opens the cluster's lease bucket, or creates it with `replicas` copies
+/// (one per NATS server, up to 5: with 3 on a three-server cluster the
+/// leases survive the loss of any one server, and of its host).
+pub async fn open_bucket(node: &Node, cluster: &str, replicas: usize) -> Result<Store, String> {
+    let mut js = async_nats::jetstream::new(node.nats_client());
+    // A request without an answer is retried (see `retrying`): waiting the
+    // default 5 s for each would add as much to a failover that meets a
+    // bucket electing a new leader.
+    js.set_timeout(Duration::from_secs(1));
     let bucket = bucket_name(cluster);
-    if let Ok(store) = js.get_key_value(&bucket).await {
-        return Ok(store);
+    let deadline = tokio::time::Instant::now() + BUCKET_WITHIN;
+    loop {
+        if let Ok(store) = js.get_key_value(&bucket).await {
+            return Ok(store);
+        }
+        let created = js
+            .create_key_value(Config {
+                bucket: bucket.clone(),
+                history: 1,
+                num_replicas: replicas,
+                ..Config::default()
+            })
+            .await;
+        match created {
+            Ok(store) => return Ok(store),
+            Err(e) if tokio::time::Instant::now() > deadline => {
+                return Err(format!(
+                    "cannot create the lease bucket {bucket} with {replicas} replica(s) \
+                     within {BUCKET_WITHIN:?}: {e}"
+                ))
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
     }
-    js.create_key_value(Config {
-        bucket: bucket.clone(),
-        history: 1,
-        ..Config::default()
-    })
-    .await
-    .map_err(|e| format!("cannot create the lease bucket {bucket}: {e}"))
 }
 
 /// Set once the node is leaving on purpose: what its keepers see from then
@@ -66,6 +97,59 @@ fn fail_stop(why: String) -> ! {
     }
     eprintln!("trading node: {why}; exiting");
     std::process::exit(3)
+}
+
+/// How long a keeper retries a bucket operation that failed without a
+/// verdict before it gives up and its node exits.
+pub const RETRY_WITHIN: Duration = Duration::from_secs(30);
+
+/// Runs `op` until it succeeds; exits the process if it has not within
+/// [`RETRY_WITHIN`].
+async fn retrying<T, E, F, Fut>(what: &str, mut op: F) -> T
+where
+    E: std::fmt::Display,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let deadline = tokio::time::Instant::now() + RETRY_WITHIN;
+    loop {
+        match op().await {
+            Ok(v) => return v,
+            Err(e) if tokio::time::Instant::now() > deadline => {
+                fail_stop(format!("{what}: {e} (retried for {RETRY_WITHIN:?})"))
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// Sets `key` to `me` if it is still at revision `from`: the new revision
+/// if this node owns it now, or the error that says it does not.
+async fn take(kv: &Store, key: &str, me: &str, from: u64) -> Result<u64, String> {
+    let deadline = tokio::time::Instant::now() + RETRY_WITHIN;
+    loop {
+        match kv.update(key, me.to_string().into(), from).await {
+            Ok(revision) => return Ok(revision),
+            Err(e) if e.kind() == UpdateErrorKind::WrongLastRevision => {
+                // Moved on since `from`: by someone else, or by an earlier
+                // attempt of ours whose answer was lost (only this node
+                // writes its own name).
+                return match retrying("read lease", || owner(kv, key)).await {
+                    Some((name, revision)) if name == me && revision > from => Ok(revision),
+                    other => Err(format!("{key} moved on from revision {from}: {other:?}")),
+                };
+            }
+            Err(e) if tokio::time::Instant::now() > deadline => {
+                return Err(format!(
+                    "cannot update {key} (retried for {RETRY_WITHIN:?}): {e}"
+                ))
+            }
+            // No verdict (timed out, no leader yet): ask again; if it had
+            // landed, the next answer is WrongLastRevision and the read
+            // above finds our name.
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
 }
 
 /// The current owner and revision of `key`, if it has one.
@@ -103,20 +187,27 @@ impl Keeper {
         let key = engine_name(self.index);
         let mut settled = Some(settled);
         loop {
-            match self.kv.create(&key, me.clone().into()).await {
-                Ok(epoch) => {
-                    self.engine.tell(EngineCmd::Promote { epoch });
-                    return self.lead(epoch, settled.take()).await;
+            let created = retrying("create lease", || async {
+                match self.kv.create(&key, me.clone().into()).await {
+                    Ok(epoch) => Ok(Some(epoch)),
+                    Err(e) if e.kind() == CreateErrorKind::AlreadyExists => Ok(None),
+                    Err(e) => Err(e),
                 }
-                Err(e) if e.kind() == async_nats::jetstream::kv::CreateErrorKind::AlreadyExists => {
-                }
-                Err(e) => fail_stop(format!("cannot create lease {key}: {e}")),
+            })
+            .await;
+            if let Some(epoch) = created {
+                self.engine.tell(EngineCmd::Promote { epoch });
+                return self.lead(epoch, settled.take()).await;
             }
-            let Some((owner_name, epoch)) =
-                owner(&self.kv, &key).await.unwrap_or_else(|e| fail_stop(e))
+            let Some((owner_name, epoch)) = retrying("read lease", || owner(&self.kv, &key)).await
             else {
                 continue; // deleted in between: try to create it again
             };
+            if owner_name == me {
+                // An earlier create of ours landed without an answer.
+                self.engine.tell(EngineCmd::Promote { epoch });
+                return self.lead(epoch, settled.take()).await;
+            }
             let primary = match self.node.lookup::<EngineCmd>(&key).await {
                 Ok(primary) => primary,
                 Err(_) => {
@@ -126,7 +217,7 @@ impl Keeper {
                     continue;
                 }
             };
-            if owner(&self.kv, &key).await.unwrap_or_else(|e| fail_stop(e))
+            if retrying("read lease", || owner(&self.kv, &key)).await
                 != Some((owner_name.clone(), epoch))
             {
                 continue; // it moved while we looked the primary up
@@ -163,7 +254,7 @@ impl Keeper {
                      not a caught-up standby"
                 ));
             }
-            match self.kv.update(&key, me.clone().into(), epoch).await {
+            match take(&self.kv, &key, &me, epoch).await {
                 Ok(epoch) => {
                     self.engine.tell(EngineCmd::Promote { epoch });
                     return self.lead(epoch, None).await;
@@ -177,11 +268,9 @@ impl Keeper {
     async fn lead(mut self, mut epoch: u64, settled: Option<tokio::sync::oneshot::Sender<()>>) {
         let me = self.node.name().to_string();
         let key = engine_name(self.index);
-        let mut watch = self
-            .kv
-            .watch(&key)
-            .await
-            .unwrap_or_else(|e| fail_stop(format!("cannot watch lease {key}: {e}")));
+        // With history: the first entry is the key as it is now, so a
+        // watch made again after an error misses no move.
+        let mut watch = retrying("watch lease", || self.kv.watch_with_history(&key)).await;
         // The previous owner's subscription may linger for a moment after
         // its process died; the name is free once the server noticed.
         let mut tries = 0;
@@ -203,7 +292,7 @@ impl Keeper {
                     Some(LeaseRequest::Solo { epoch: held })
                         if held == epoch && !LEAVING.load(Ordering::Relaxed) =>
                     {
-                        match self.kv.update(&key, me.clone().into(), epoch).await {
+                        match take(&self.kv, &key, &me, epoch).await {
                             Ok(new) => {
                                 epoch = new;
                                 self.engine.tell(EngineCmd::Solo { epoch });
@@ -222,8 +311,11 @@ impl Keeper {
                         ))
                     }
                     Some(Ok(_)) => {}
-                    Some(Err(e)) => fail_stop(format!("lease watch of {key} failed: {e}")),
-                    None => fail_stop(format!("lease watch of {key} ended")),
+                    // The bucket's stream changing leader can end a watch:
+                    // watch again (from the current value on).
+                    Some(Err(_)) | None => {
+                        watch = retrying("watch lease", || self.kv.watch_with_history(&key)).await;
+                    }
                 },
             }
         }

@@ -67,6 +67,8 @@ pub struct NodeOptions {
     pub pattern: Pattern,
     /// When clients resend and give up.
     pub retry: RetryPolicy,
+    /// Copies of the lease bucket if this node creates it.
+    pub lease_replicas: usize,
     /// Heartbeat interval; a node silent for `heartbeat_timeout` is down.
     pub heartbeat: Duration,
     /// See `heartbeat`.
@@ -207,7 +209,7 @@ async fn engines(
     node: &Arc<Node>,
     options: &NodeOptions,
 ) -> Result<(), Box<dyn Error>> {
-    let kv = open_bucket(node, &options.cluster).await?;
+    let kv = open_bucket(node, &options.cluster, options.lease_replicas).await?;
     let root = match (&options.log_dir, options.txlog) {
         (Some(dir), mode) if mode != TxLog::Off => dir.join(&options.name),
         (None, mode) if mode != TxLog::Off => {

@@ -142,6 +142,8 @@ fn options(txlog: TxLog) -> Result<ClusterOptions, WorkloadError> {
         log_dir: None,
         kill_after: None,
         kill_standby: false,
+        kill_host: false,
+        servers: 1,
         restart_killed: false,
         threads: 1,
         retry: RetryPolicy {
