@@ -28,7 +28,9 @@ const KEY_PARAMS: [&str; 6] = [
     "jobs",
 ];
 
-fn key(r: &Row) -> String {
+/// What identifies a row across runs: experiment, variant and the
+/// experiment's key parameters.
+pub fn key(r: &Row) -> String {
     let mut k = format!("{} {}", r.experiment, r.variant);
     let keys = crate::experiments::find(&r.experiment).map_or(&KEY_PARAMS[..], |e| e.keys());
     for &p in keys {

@@ -14,6 +14,7 @@ mod compare;
 mod experiments;
 mod pairing;
 mod peer;
+mod processes;
 mod progress;
 mod readme;
 mod report;
@@ -140,6 +141,12 @@ struct CommonArgs {
     /// Run only the rows whose variant contains TEXT.
     #[arg(long, value_name = "TEXT")]
     filter: Option<String>,
+    /// Run the whole command in N fresh processes, one after the other, and
+    /// report every row over them: the median of the processes' medians,
+    /// the fastest and the slowest process, and their ratio.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    processes: u32,
     /// Rewrite the results section of this README (between its
     /// `<!-- results:start -->` and `<!-- results:end -->` markers).
     #[arg(long, value_name = "FILE")]
@@ -230,9 +237,14 @@ fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
     let experiment = matches
         .subcommand()
         .and_then(|(name, args)| Some((LIST.iter().find(|e| e.name() == name)?, args)));
+    let argv: Vec<String> = std::env::args().skip(1).collect();
     let (common, rows) = if let Some((entry, args)) = experiment {
         let common = CommonArgs::from_arg_matches(args)?;
-        let rows = entry.execute(args, &common.context(common.pekko(false)?, false))?;
+        let rows = if common.processes > 1 {
+            processes::run(common.processes, &argv, false)?
+        } else {
+            entry.execute(args, &common.context(common.pekko(false)?, false))?
+        };
         (common, rows)
     } else {
         match Cli::from_arg_matches(&matches)?.command {
@@ -292,6 +304,10 @@ fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
                 no_report,
             } => {
                 report_dir = (!no_report).then_some(report);
+                if common.processes > 1 {
+                    let rows = processes::run(common.processes, &argv, true)?;
+                    return finish(machine, started, &common, rows, report_dir);
+                }
                 let ctx = common.context(common.pekko(true)?, true);
                 let mut rows = Vec::new();
                 for entry in LIST.iter().filter(|e| e.in_all()) {
@@ -374,6 +390,7 @@ mod tests {
             "troupe-bench pingpong --repetitions 10 --filter tp5",
             "troupe-bench primes --connections 10 --requests 100 --rate 50 --n 20",
             "troupe-bench trading --variants sync,one-way --txlog off --clients 1,10",
+            "troupe-bench trading --variants one-way --clients 10,40 --processes 10",
             "troupe-bench chameneos --meetings 100 --sweep --workers 2 --throughput 5",
             "troupe-bench delayed --jobs 10 --peer pekko",
             "troupe-bench soak --minutes 0.1 --quick",
