@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 mod compare;
+mod core_latency;
 mod experiments;
 mod pairing;
 mod peer;

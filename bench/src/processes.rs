@@ -81,8 +81,13 @@ pub fn run(n: u32, args: &[String], is_all: bool) -> Result<Vec<Row>, String> {
             .iter()
             .map(|ns| format!("{:.0}", 1e9 / ns))
             .collect();
+        let rtts = row
+            .params
+            .get("process_core_rtt_ns")
+            .map(|v| format!("; cache-line round trip (ns, before/after) per process {v}"))
+            .unwrap_or_default();
         println!(
-            "{}: msgs/s per process {}; slowest/fastest {:.2}",
+            "{}: msgs/s per process {}; slowest/fastest {:.2}{rtts}",
             compare::key(row),
             rates.join(", "),
             row.min_ns_per_msg / row.max_ns_per_msg
@@ -139,6 +144,14 @@ fn merge_one(rows: &[&Row], processes: usize) -> Row {
     params.insert("processes".into(), json!(rows.len()));
     params.insert("runs_per_process".into(), json!(first.repeats));
     params.insert("process_ns_per_msg".into(), json!(medians));
+    // The machine's cache-line round trip around each process's row.
+    let rtts: Vec<Value> = rows
+        .iter()
+        .filter_map(|r| r.params.get("core_rtt_ns").cloned())
+        .collect();
+    if !rtts.is_empty() {
+        params.insert("process_core_rtt_ns".into(), Value::Array(rtts));
+    }
     params.insert("process_spread".into(), json!(summary.max / summary.min));
     let failures: Vec<String> = rows
         .iter()

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use troupe::ActorSystem;
 
+use crate::core_latency;
 use crate::progress::Progress;
 use crate::report::Row;
 use crate::runner::{measure, RunOptions, Workload, WorkloadError};
@@ -89,18 +90,25 @@ pub fn run_experiment(
         } = workload;
         progress.start_row(index, &variant);
         let context = format!("{experiment}/{variant}");
+        let before = core_latency::round_trip_ns();
         let result = setup().map_err(|e| e.context("setup")).and_then(|mut run| {
             measure(options.repeats, &mut run, &mut |phase| {
                 progress.phase(phase)
             })
         });
+        let after = core_latency::round_trip_ns();
         // The progress line is cleared before the error travels up, so that
         // the message is not printed over a half-drawn status line.
         let measurement = result.map_err(|e| {
             progress.finish();
             e.context(&context)
         })?;
-        rows.push(Row::new(experiment, &variant, params, &measurement));
+        let mut row = Row::new(experiment, &variant, params, &measurement);
+        row.params.insert(
+            "core_rtt_ns".into(),
+            serde_json::json!([before.round(), after.round()]),
+        );
+        rows.push(row);
     }
     progress.finish();
     Ok(rows)

@@ -155,6 +155,7 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
         // first of `results` are the warm-up.
         let mut results: Vec<trading::RunResult> = Vec::new();
         let mut phases = Phases::new(options.repeats);
+        let rtt_before = crate::core_latency::round_trip_ns();
         let mut run = 0;
         while let Some(phase) = phases.next_phase() {
             run += 1;
@@ -200,7 +201,13 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
             }
             results.push(result);
         }
-        rows.push(row(point, &results, phases.into_warmups_ns(), settings.threads));
+        let mut row = row(point, &results, phases.into_warmups_ns(), settings.threads);
+        let rtt_after = crate::core_latency::round_trip_ns();
+        row.params.insert(
+            "core_rtt_ns".into(),
+            json!([rtt_before.round(), rtt_after.round()]),
+        );
+        rows.push(row);
     }
     Ok(rows)
 }
