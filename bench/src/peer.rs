@@ -104,6 +104,7 @@ fn warmup_args() -> [String; 6] {
 /// with a `failure` field; a run with no RESULT at all is an error.
 pub fn run(args: &[&str]) -> Result<Map<String, Value>, WorkloadError> {
     eprintln!("pekko: {}", args.join(" "));
+    let rtt_before = crate::core_latency::round_trip_ns();
     let output = java()
         .args(args)
         .args(warmup_args())
@@ -124,7 +125,7 @@ pub fn run(args: &[&str]) -> Result<Map<String, Value>, WorkloadError> {
             output.status
         )));
     };
-    let map = match serde_json::from_str(line) {
+    let mut map = match serde_json::from_str(line) {
         Ok(Value::Object(map)) => map,
         _ => {
             return Err(WorkloadError::new(format!(
@@ -132,6 +133,13 @@ pub fn run(args: &[&str]) -> Result<Map<String, Value>, WorkloadError> {
             )))
         }
     };
+    // The machine's cross-CPU cost around the peer's run (see
+    // `core_latency`), as troupe's rows carry it.
+    let rtt_after = crate::core_latency::round_trip_ns();
+    map.insert(
+        "core_rtt_ns".into(),
+        json!([rtt_before.round(), rtt_after.round()]),
+    );
     if !output.status.success() && !map.contains_key("failure") {
         return Err(WorkloadError::new(format!(
             "pekko {}: exited with {} without saying why: {last}",
@@ -201,9 +209,11 @@ pub fn suffixed(result: &Map<String, Value>, suffix: &str) -> Map<String, Value>
         .collect()
 }
 
-/// The fields `keys` of a RESULT object, as a row's params.
+/// The fields `keys` of a RESULT object, as a row's params, and the
+/// machine's cross-CPU cost around the run (`core_rtt_ns`, see [`run`]).
 pub fn params(result: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
     keys.iter()
+        .chain(&["core_rtt_ns"])
         .filter_map(|k| Some((k.to_string(), result.get(*k)?.clone())))
         .collect()
 }
