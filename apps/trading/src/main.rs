@@ -125,7 +125,12 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("trading: {e}");
-            ExitCode::FAILURE
+            // As a shell reports a process ended by Ctrl-C (128 + SIGINT).
+            if trading::cluster::interrupt::interrupted() {
+                ExitCode::from(130)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

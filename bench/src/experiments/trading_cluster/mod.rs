@@ -271,7 +271,9 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
         workloads.push(throughput(point, settings, l.clone()));
         latencies.push((point.variant(), l));
     }
-    let mut rows = run_experiment(EXPERIMENT, workloads, options)?;
+    let rows = run_experiment(EXPERIMENT, workloads, options);
+    exit_if_interrupted();
+    let mut rows = rows?;
     for row in &mut rows {
         let Some((_, l)) = latencies.iter().find(|(v, _)| *v == row.variant) else {
             continue;
@@ -294,7 +296,20 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
         .as_deref()
         .is_none_or(|f| "failover".contains(f));
     if settings.kills >= 2 && wanted {
-        rows.push(failover_row(settings)?);
+        let failover = failover_row(settings);
+        exit_if_interrupted();
+        rows.push(failover?);
     }
     Ok(rows)
+}
+
+/// A cluster replaces the default action of Ctrl-C and SIGTERM so that it
+/// can stop its processes and remove its logs first (see
+/// `trading::cluster::interrupt`); once it has, the bench stops as the
+/// signal would have stopped it, instead of going on to the next rows.
+fn exit_if_interrupted() {
+    if trading::cluster::interrupt::interrupted() {
+        eprintln!("{EXPERIMENT}: interrupted; the cluster's processes are stopped");
+        std::process::exit(130);
+    }
 }
