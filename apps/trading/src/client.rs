@@ -3,10 +3,16 @@
 //! A receiver is stateless: it looks up the primary engine that owns the
 //! order's book and forwards the order with its completion.
 //!
-//! A client is an actor that places the scenario's orders one at a time:
-//! it sends an order, and only when told the order is complete does it
-//! record the latency and send the next. No thread ever blocks waiting for
-//! a reply; the client simply has nothing to do until the reply comes.
+//! A client is an actor that places the scenario's orders with up to a
+//! window of them in flight (1: one at a time, the original's closed loop):
+//! it sends orders until the window is full, and each time it is told an
+//! order is complete it records that order's latency (from its send) and
+//! sends the next. No thread ever blocks waiting for a reply; the client
+//! simply has nothing to do until a reply comes.
+//!
+//! A client's orders reach the engines in the order it sent them, with any
+//! window: one receiver forwards them, in order, to the primary of each
+//! book, which forwards them, in order, to its standby.
 
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
@@ -63,55 +69,72 @@ pub struct Client {
     receiver: ActorRef<ReceiverMsg>,
     answer: Answer,
     scenario: Scenario,
+    window: usize,
     sent: usize,
     failed: u64,
     first_sent: Option<Instant>,
-    sent_at: Instant,
+    /// Orders sent and not yet ended: id, when it was sent, and the token
+    /// slot it holds (one-way). A window is small and orders mostly end in
+    /// the order they were sent: a search from the front beats hashing.
+    in_flight: Vec<(u64, Instant, usize)>,
     latency_ns: Option<Histogram<u64>>,
-    token: Option<Arc<Token>>,
+    /// One-way: a token per slot of the window, made on first use, and the
+    /// slots free to arm.
+    tokens: Vec<Arc<Token>>,
+    free: Vec<usize>,
     report: Sender<ClientReport>,
 }
 
 impl Client {
-    /// Client `index`, placing its orders of `scenario` through `receiver`,
-    /// reporting to `report` when done.
+    /// Client `index`, placing its orders of `scenario` through `receiver`
+    /// with up to `window` (at least 1) in flight, reporting to `report`
+    /// when done.
     pub fn new(
         index: usize,
         receiver: ActorRef<ReceiverMsg>,
         answer: Answer,
         scenario: Scenario,
+        window: usize,
         report: Sender<ClientReport>,
     ) -> Self {
+        let window = window.max(1);
         Client {
             index,
             receiver,
             answer,
             scenario,
+            window,
             sent: 0,
             failed: 0,
             first_sent: None,
-            sent_at: Instant::now(),
+            in_flight: Vec::with_capacity(window),
             latency_ns: Some(new_histogram()),
-            token: None,
+            tokens: Vec::new(),
+            free: Vec::new(),
             report,
         }
     }
 
-    fn send_next(&mut self, ctx: &mut Context<'_, Self>) {
-        let order = self.scenario.order(self.index, self.sent);
-        self.sent += 1;
-        let completion = match self.answer {
-            Answer::Reply => Completion::Reply(ctx.myself()),
-            Answer::Token => {
-                let token = self
-                    .token
-                    .get_or_insert_with(|| Arc::new(Token::new(ctx.myself())));
-                Completion::Token(token.arm())
-            }
-        };
-        self.sent_at = Instant::now();
-        self.first_sent.get_or_insert(self.sent_at);
-        self.receiver.tell(ReceiverMsg { order, completion });
+    /// Sends orders until the window is full or none is left.
+    fn fill(&mut self, ctx: &mut Context<'_, Self>) {
+        while self.in_flight.len() < self.window && self.sent < self.scenario.orders_per_client() {
+            let order = self.scenario.order(self.index, self.sent);
+            self.sent += 1;
+            let (completion, slot) = match self.answer {
+                Answer::Reply => (Completion::Reply(ctx.myself()), 0),
+                Answer::Token => {
+                    let slot = self.free.pop().unwrap_or_else(|| {
+                        self.tokens.push(Arc::new(Token::new(ctx.myself())));
+                        self.tokens.len() - 1
+                    });
+                    (Completion::Token(self.tokens[slot].arm(order.id)), slot)
+                }
+            };
+            let now = Instant::now();
+            self.first_sent.get_or_insert(now);
+            self.in_flight.push((order.id, now, slot));
+            self.receiver.tell(ReceiverMsg { order, completion });
+        }
     }
 }
 
@@ -125,18 +148,28 @@ impl Actor for Client {
 
     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: ClientMsg) {
         match msg {
-            ClientMsg::Start => self.send_next(ctx),
-            ClientMsg::Completed | ClientMsg::Failed => {
+            ClientMsg::Start => self.fill(ctx),
+            ClientMsg::Completed { id } | ClientMsg::Failed { id } => {
                 let now = Instant::now();
-                if let ClientMsg::Failed = msg {
+                // Each order ends once (a token tells its client once).
+                let Some(at) = self.in_flight.iter().position(|f| f.0 == id) else {
+                    return;
+                };
+                let (_, sent_at, slot) = self.in_flight.remove(at);
+                if self.answer == Answer::Token {
+                    self.free.push(slot);
+                }
+                if let ClientMsg::Failed { .. } = msg {
                     self.failed += 1;
                 } else if let Some(h) = self.latency_ns.as_mut() {
-                    let ns = now.duration_since(self.sent_at).as_nanos() as u64;
+                    let ns = now.duration_since(sent_at).as_nanos() as u64;
                     h.saturating_record(ns.max(1));
                 }
-                if self.sent < self.scenario.orders_per_client() {
-                    self.send_next(ctx);
-                } else if let Some(latency_ns) = self.latency_ns.take() {
+                self.fill(ctx);
+                if !self.in_flight.is_empty() {
+                    return;
+                }
+                if let Some(latency_ns) = self.latency_ns.take() {
                     // The receiving end may be gone if the run was abandoned;
                     // nothing else is waiting for this report then.
                     let _ = self.report.send(ClientReport {

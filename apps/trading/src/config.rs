@@ -66,6 +66,9 @@ pub struct RunConfig {
     pub log_root: Option<PathBuf>,
     /// Dispatcher threads for the actor variants.
     pub threads: usize,
+    /// Orders each client keeps in flight (actor variants; 1: one at a
+    /// time, the original's closed loop).
+    pub window: usize,
     /// Give up (and report) if the clients are not done by then.
     pub timeout: Duration,
 }

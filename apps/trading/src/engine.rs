@@ -57,6 +57,7 @@ pub enum Role {
 
 struct Pending {
     client: ActorRef<ClientMsg>,
+    id: u64,
     own_durable: bool,
     standby_done: bool,
 }
@@ -198,6 +199,7 @@ impl Engine {
                 self.next_seq += 1;
                 self.pending.push_back(Pending {
                     client,
+                    id: order.id,
                     own_durable,
                     standby_done: false,
                 });
@@ -247,7 +249,9 @@ impl Engine {
                 Source::Order(Completion::Token(token)) | Source::Replicate(Ack::Token(token)) => {
                     token.fail()
                 }
-                Source::Order(Completion::Reply(client)) => client.tell(ClientMsg::Failed),
+                Source::Order(Completion::Reply(client)) => {
+                    client.tell(ClientMsg::Failed { id: order.order.id })
+                }
                 // The primary's table of pending orders is not told: see
                 // docs/semantics.md, trading (request-reply).
                 Source::Replicate(Ack::Primary { .. }) => {}
@@ -267,7 +271,7 @@ impl Engine {
             }
             let front = self.pending.pop_front().expect("front exists");
             self.first_pending += 1;
-            front.client.tell(ClientMsg::Completed);
+            front.client.tell(ClientMsg::Completed { id: front.id });
         }
     }
 

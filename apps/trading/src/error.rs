@@ -94,6 +94,9 @@ impl From<JournalError> for LogError {
 pub enum RunError {
     /// The log is on but no directory was given.
     NoLogDirectory,
+    /// A window of more than one order in flight for the sync variant,
+    /// whose client thread calls the engines itself.
+    WindowNeedsActors,
     /// An engine's log could not be opened.
     Log(LogError),
     /// The actor system could not be built, or an actor spawned.
@@ -122,6 +125,10 @@ impl fmt::Display for RunError {
             RunError::NoLogDirectory => {
                 f.write_str("a log directory is needed when the transaction log is on")
             }
+            RunError::WindowNeedsActors => f.write_str(
+                "a window of more than one order in flight needs an actor variant \
+                 (request-reply or one-way): a sync client calls the engines itself",
+            ),
             RunError::Log(e) => write!(f, "transaction log: {e}"),
             RunError::System(e) => write!(f, "actor system: {e}"),
             RunError::Timeout {

@@ -85,6 +85,9 @@ enum Cmd {
         /// Dispatcher threads.
         #[arg(long, default_value_t = 2)]
         threads: usize,
+        /// Orders each client keeps in flight (request-reply and one-way).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        window: u64,
     },
     /// Run the distributed system on this machine: a nats-server, two
     /// engine nodes (primaries on one, standbys on the other), a receivers
@@ -179,6 +182,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
             txlog,
             log_dir,
             threads,
+            window,
         } => {
             let config = RunConfig {
                 variant,
@@ -186,6 +190,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
                 txlog,
                 log_root: log_dir,
                 threads,
+                window: window as usize,
                 timeout: Duration::from_secs(600),
             };
             let r = run(&config)?;

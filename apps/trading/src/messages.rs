@@ -15,12 +15,18 @@ use crate::engine_core::EngineSummary;
 pub enum ClientMsg {
     /// Begin placing orders.
     Start,
-    /// The current order is complete: both engines processed (and, if the
-    /// log is on, logged) it.
-    Completed,
-    /// The current order failed: an engine could not process it even after
-    /// its restart (see docs/semantics.md, trading).
-    Failed,
+    /// Order `id` is complete: both engines processed (and, if the log is
+    /// on, logged) it.
+    Completed {
+        /// The order.
+        id: u64,
+    },
+    /// Order `id` failed: an engine could not process it even after its
+    /// restart (see docs/semantics.md, trading).
+    Failed {
+        /// The order.
+        id: u64,
+    },
 }
 
 /// How the client learns that its order is complete.
@@ -124,8 +130,9 @@ impl DoneMsg {
 /// A one-way client's completion token. Two parties must complete an
 /// order (the second one tells the client), or one party fails it (the
 /// client is told at once, and a completion after that is ignored). A
-/// client has one order in flight at a time, so it keeps one token and
-/// re-arms it for each order; each arming is a new *generation*, and a
+/// client keeps one token per order it may have in flight (its window) and
+/// re-arms a token for the next order once its order ended; each arming is
+/// a new *generation*, and a
 /// completion or failure counts only for the generation it was armed for,
 /// so a late one for an earlier order (say the standby's, after the primary
 /// failed that order) never counts towards the next order.
@@ -141,6 +148,8 @@ pub struct Token {
 pub struct Armed {
     token: Arc<Token>,
     generation: u64,
+    /// The order it is armed for (what the client is told).
+    id: u64,
 }
 
 /// The low byte of a token's state once its order failed.
@@ -160,12 +169,13 @@ impl Token {
     /// the returned [`Armed`] publishes the store. A late completion of an
     /// earlier generation racing with it either lands before the store
     /// (and is overwritten) or sees the new generation and is ignored.
-    pub fn arm(self: &Arc<Self>) -> Armed {
+    pub fn arm(self: &Arc<Self>, id: u64) -> Armed {
         let generation = (self.state.load(Ordering::Relaxed) >> 8) + 1;
         self.state.store(generation << 8 | 2, Ordering::Relaxed);
         Armed {
             token: self.clone(),
             generation,
+            id,
         }
     }
 }
@@ -186,7 +196,7 @@ impl Armed {
                     }
                 });
         if matches!(before, Ok(s) if s & 0xff == 1) {
-            self.token.client.tell(ClientMsg::Completed);
+            self.token.client.tell(ClientMsg::Completed { id: self.id });
         }
     }
 
@@ -204,7 +214,7 @@ impl Armed {
                     }
                 });
         if failed.is_ok() {
-            self.token.client.tell(ClientMsg::Failed);
+            self.token.client.tell(ClientMsg::Failed { id: self.id });
         }
     }
 }

@@ -61,6 +61,9 @@ pub fn run(config: &RunConfig) -> Result<RunResult, RunError> {
     if config.txlog != TxLog::Off && config.log_root.is_none() {
         return Err(RunError::NoLogDirectory);
     }
+    if config.variant == Variant::Sync && config.window > 1 {
+        return Err(RunError::WindowNeedsActors);
+    }
     let raw = match config.variant {
         Variant::Sync => locked::run(config)?,
         Variant::RequestReply | Variant::OneWay => actors::run(config)?,

@@ -28,7 +28,7 @@ impl Actor for Probe {
     type Msg = ClientMsg;
 
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: ClientMsg) {
-        if let ClientMsg::Completed = msg {
+        if let ClientMsg::Completed { .. } = msg {
             let _ = self.0.send(());
         }
     }
@@ -108,6 +108,7 @@ impl Rig {
             txlog,
             log_root: Some(root.clone()),
             threads: 2,
+            window: 1,
             timeout: PATIENCE,
         };
         let system = ActorSystem::builder().threads(2).build().unwrap();
@@ -204,7 +205,7 @@ fn an_engine_failing_under_load_loses_and_duplicates_no_order() {
                 let token = Arc::new(Token::new(probe.clone()));
                 primary.tell(EngineMsg::Order {
                     order: order(id, book, side),
-                    completion: Completion::Token(token.arm()),
+                    completion: Completion::Token(token.arm(id)),
                 });
                 id += 1;
             };

@@ -96,6 +96,7 @@ fn run(txlog: TxLog, victim: Victim, fault: Fault, scenario: Scenario) -> Outcom
         txlog,
         log_root: Some(root.clone()),
         threads: 2,
+        window: 1,
         timeout: PATIENCE,
     };
     let refused_before = REFUSED.load(Ordering::SeqCst);
@@ -122,7 +123,7 @@ fn run(txlog: TxLog, victim: Victim, fault: Fault, scenario: Scenario) -> Outcom
             let (receiver, tx) = (receiver.clone(), tx.clone());
             system
                 .spawn(Props::new(move || {
-                    Client::new(i, receiver.clone(), Answer::Token, scenario, tx.clone())
+                    Client::new(i, receiver.clone(), Answer::Token, scenario, 1, tx.clone())
                 }))
                 .unwrap()
         })
@@ -252,8 +253,10 @@ impl Actor for Recorder {
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: ClientMsg) {
         let _ = self.0.send(match msg {
             ClientMsg::Start => "marker",
-            ClientMsg::Completed => "completed",
-            ClientMsg::Failed => "failed",
+            ClientMsg::Completed { id: 1 } => "completed 1",
+            ClientMsg::Completed { .. } => "completed",
+            ClientMsg::Failed { id: 1 } => "failed 1",
+            ClientMsg::Failed { .. } => "failed",
         });
     }
 }
@@ -266,15 +269,16 @@ fn a_late_completion_for_a_failed_order_does_not_count_for_the_next_one() {
         .spawn(Props::new(move || Recorder(tx.clone())))
         .unwrap();
     let token = Arc::new(Token::new(client.clone()));
-    let first = token.arm();
+    let first = token.arm(1);
     first.fail(); // the primary gave the order up
-    let second = token.arm(); // the client goes on with its next order
+    let second = token.arm(2); // the client goes on with its next order
     first.complete(); // the standby's completion of the first, late
     second.complete(); // one of the second order's two
     client.tell(ClientMsg::Start); // a marker: nothing may come before it
     second.complete(); // the other one
     let seen: Vec<_> = (0..3).map(|_| rx.recv_timeout(PATIENCE).unwrap()).collect();
-    assert_eq!(seen, ["failed", "marker", "completed"]);
+    // Each end names its own order.
+    assert_eq!(seen, ["failed 1", "marker", "completed"]);
     system.shutdown();
     system.await_termination().unwrap();
     assert!(rx.try_recv().is_err(), "nothing more");

@@ -58,7 +58,7 @@ impl Actor for Probe {
     type Msg = ClientMsg;
 
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: ClientMsg) {
-        if let ClientMsg::Completed = msg {
+        if let ClientMsg::Completed { .. } = msg {
             let _ = self.0.send(());
         }
     }
@@ -102,7 +102,7 @@ fn run_pair(pattern: Pattern, swap: bool) -> (EngineSummary, EngineSummary) {
         let token = Arc::new(Token::new(probe.clone()));
         primary.tell(EngineMsg::Order {
             order: *order,
-            completion: Completion::Token(token.arm()),
+            completion: Completion::Token(token.arm(order.id)),
         });
     }
     for n in 0..orders.len() {

@@ -15,6 +15,7 @@ fn config(variant: Variant, clients: usize, pattern: Pattern) -> RunConfig {
         txlog: TxLog::Off,
         log_root: None,
         threads: 2,
+        window: 1,
         timeout: Duration::from_secs(120),
     }
 }
@@ -47,4 +48,35 @@ fn a_log_mode_without_a_directory_is_refused() {
     let mut c = config(Variant::OneWay, 1, Pattern::Seed);
     c.txlog = TxLog::Buffered;
     assert!(matches!(run(&c), Err(RunError::NoLogDirectory)));
+}
+
+#[test]
+fn clients_with_many_orders_in_flight_verify_and_time_every_order() {
+    for variant in [Variant::RequestReply, Variant::OneWay] {
+        for (window, pattern, txlog) in [
+            (16, Pattern::Seed, TxLog::Off),
+            (64, Pattern::Resting, TxLog::Off),
+            (32, Pattern::Seed, TxLog::GroupCommit),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut config = config(variant, 7, pattern);
+            config.window = window;
+            config.txlog = txlog;
+            config.log_root = Some(dir.path().to_path_buf());
+            let result = run(&config).unwrap();
+            let case = format!("{variant} {pattern} {txlog} window {window}");
+            assert!(result.verified(), "{case}: {:?}", result.problems);
+            assert_eq!(result.trades, result.orders() / 2, "{case}");
+            assert_eq!(result.resting, config.scenario.resting(), "{case}");
+            // Every order ended once and was timed from its own send.
+            assert_eq!(result.latency_ns.len(), result.orders(), "{case}");
+        }
+    }
+}
+
+#[test]
+fn a_window_for_the_sync_variant_is_refused() {
+    let mut c = config(Variant::Sync, 1, Pattern::Seed);
+    c.window = 2;
+    assert!(matches!(run(&c), Err(RunError::WindowNeedsActors)));
 }

@@ -117,6 +117,7 @@ fn drive(system: &ActorSystem, config: &RunConfig) -> Result<RawRun, RunError> {
     };
     let (report_tx, report_rx) = mpsc::channel();
     let scenario = config.scenario;
+    let window = config.window;
     let clients: Vec<ActorRef<ClientMsg>> = (0..config.scenario.clients)
         .map(|i| {
             let receiver = receivers[i % RECEIVERS].clone();
@@ -124,7 +125,7 @@ fn drive(system: &ActorSystem, config: &RunConfig) -> Result<RawRun, RunError> {
             system
                 .spawn(
                     Props::new(move || {
-                        Client::new(i, receiver.clone(), answer, scenario, tx.clone())
+                        Client::new(i, receiver.clone(), answer, scenario, window, tx.clone())
                     })
                     .name(format!("client-{i}")),
                 )

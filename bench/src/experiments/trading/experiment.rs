@@ -46,6 +46,11 @@ pub struct TradingArgs {
     /// Directory under which each run's logs are written (and removed).
     #[arg(long, value_name = "DIR")]
     log_dir: Option<PathBuf>,
+    /// Orders each client keeps in flight, comma-separated: every
+    /// request-reply and one-way point runs with each (default: 1, plus 64
+    /// for request-reply and one-way under group commit with 10 clients).
+    #[arg(long, value_name = "W,W,..", value_delimiter = ',')]
+    window: Option<Vec<usize>>,
 }
 
 impl Experiment for Trading {
@@ -91,6 +96,25 @@ impl Experiment for Trading {
             }
             settings.points = points;
         }
+        if let Some(windows) = args.window {
+            if windows.contains(&0) {
+                return Err("--window: every window must be at least 1".into());
+            }
+            let mut points = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            for p in &settings.points {
+                if !seen.insert((p.variant, p.txlog, p.clients, p.pattern)) {
+                    continue;
+                }
+                if p.variant == ::trading::Variant::Sync {
+                    // A sync client calls the engines itself: one at a time.
+                    points.push(Point { window: 1, ..*p });
+                } else {
+                    points.extend(windows.iter().map(|&window| Point { window, ..*p }));
+                }
+            }
+            settings.points = points;
+        }
         if let Some(n) = args.orders {
             settings.orders = n;
         }
@@ -119,6 +143,7 @@ impl Experiment for Trading {
                 r.num("clients").map_or_else(String::new, |c| format!("{c:.0}"))
             }),
             Column::text("scenario", "scenario"),
+            Column::param("window", "window"),
             Column::with("orders", |r| crate::shared::group_thousands(r.msgs)),
             Column::with("duration s", |r| {
                 r.num("duration_s").map_or_else(String::new, |d| format!("{d:.2}"))
@@ -127,6 +152,7 @@ impl Experiment for Trading {
                 crate::shared::group_thousands(r.msgs_per_s.round() as u64)
             }),
             Column::with("orders/s min-max", spread_rate),
+            Column::param("fdatasync us", "fdatasync_us"),
             Column::param("mean us", "mean_us"),
             Column::param("p5 us", "p5_us"),
             Column::param("p25 us", "p25_us"),

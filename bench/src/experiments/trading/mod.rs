@@ -22,6 +22,7 @@
 //! benchmark's exit status. Logs are written under a fresh directory per
 //! run, deleted afterwards.
 
+mod disk;
 mod experiment;
 pub mod peer;
 
@@ -53,6 +54,8 @@ pub struct Point {
     pub clients: usize,
     /// The scenario's pattern.
     pub pattern: Pattern,
+    /// Orders each client keeps in flight (1 for the sync variant).
+    pub window: usize,
 }
 
 /// What to run.
@@ -97,9 +100,21 @@ impl Settings {
                         txlog,
                         clients: c,
                         pattern: Pattern::Seed,
+                        window: 1,
                     });
                 }
             }
+        }
+        // Durable orders with many in flight per client, as real clients
+        // keep them: 10 clients with 64 each under group commit.
+        for variant in [Variant::RequestReply, Variant::OneWay] {
+            points.push(Point {
+                variant,
+                txlog: TxLog::GroupCommit,
+                clients: 10,
+                pattern: Pattern::Seed,
+                window: WINDOW,
+            });
         }
         // The resting scenario once per variant, so the published results
         // exercise the replica check where the books do not end empty.
@@ -109,6 +124,7 @@ impl Settings {
                 txlog: TxLog::Off,
                 clients: 10,
                 pattern: Pattern::Resting,
+                window: 1,
             });
         }
         Settings {
@@ -121,10 +137,17 @@ impl Settings {
     }
 }
 
+/// The window of the default pipelined rows.
+pub const WINDOW: usize = 64;
+
 fn label(p: &Point) -> String {
-    match p.pattern {
+    let base = match p.pattern {
         Pattern::Seed => format!("{}/{}", p.variant, p.txlog),
         pattern => format!("{}/{}/{pattern}", p.variant, p.txlog),
+    };
+    match p.window {
+        1 => base,
+        w => format!("{base}/w{w}"),
     }
 }
 
@@ -156,6 +179,12 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
         let mut results: Vec<trading::RunResult> = Vec::new();
         let mut phases = Phases::new(options.repeats);
         let rtt_before = crate::core_latency::round_trip_ns();
+        // The disk's own flush time, next to the rows that wait for it.
+        let fdatasync_us = if point.txlog == TxLog::GroupCommit {
+            Some(disk::fdatasync_us(&settings.log_root).map_err(WorkloadError::new)?)
+        } else {
+            None
+        };
         let mut run = 0;
         while let Some(phase) = phases.next_phase() {
             run += 1;
@@ -169,6 +198,7 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
                 txlog: point.txlog,
                 log_root: (point.txlog != TxLog::Off).then(|| dir.clone()),
                 threads: settings.threads,
+                window: point.window,
                 timeout: Duration::from_secs(600),
             };
             let outcome = trading::run(&config);
@@ -207,6 +237,9 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
             "core_rtt_ns".into(),
             json!([rtt_before.round(), rtt_after.round()]),
         );
+        if let Some(us) = fdatasync_us {
+            row.params.insert("fdatasync_us".into(), json!(us));
+        }
         rows.push(row);
     }
     Ok(rows)
@@ -242,6 +275,7 @@ fn row(point: &Point, results: &[trading::RunResult], warmups_ns: Vec<f64>, thre
     params.insert("variant".into(), json!(point.variant.name()));
     params.insert("txlog".into(), json!(point.txlog.name()));
     params.insert("clients".into(), json!(point.clients));
+    params.insert("window".into(), json!(point.window));
     params.insert("scenario".into(), json!(point.pattern.name()));
     // Threads that ran the workload: the dispatcher's for the actor
     // variants, one per client for the sync variant (no dispatcher).
@@ -312,6 +346,7 @@ mod tests {
             txlog: TxLog::Off,
             clients: 2,
             pattern: Pattern::Resting,
+            window: 1,
         }
     }
 
@@ -322,6 +357,7 @@ mod tests {
             txlog: TxLog::Off,
             log_root: None,
             threads: 2,
+            window: 1,
             timeout: Duration::from_secs(60),
         };
         (0..2).map(|_| trading::run(&config).unwrap()).collect()
