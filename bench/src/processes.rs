@@ -57,7 +57,7 @@ pub fn run(n: u32, args: &[String], is_all: bool) -> Result<Vec<Row>, String> {
         let json = dir.path().join(format!("process-{i}.json"));
         let mut command = Command::new(&program);
         command.args(&base).arg("--json").arg(&json);
-        if is_all {
+        if is_all && !base.iter().any(|a| a == "--no-report") {
             command.arg("--no-report");
         }
         // The children's tables would repeat what the merged one says.
