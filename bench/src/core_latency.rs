@@ -12,6 +12,29 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+/// The row parameter that carries the probes: `[before, after]` in ns.
+pub const PARAM: &str = "core_rtt_ns";
+
+/// The probe taken before a piece of work; [`Around::finish`] takes the
+/// one after it and gives the parameter's value.
+pub struct Around {
+    before: f64,
+}
+
+impl Around {
+    /// Probes now, before the work.
+    pub fn start() -> Around {
+        Around {
+            before: round_trip_ns(),
+        }
+    }
+
+    /// Probes again and returns `[before, after]`, rounded to whole ns.
+    pub fn finish(self) -> serde_json::Value {
+        serde_json::json!([self.before.round(), round_trip_ns().round()])
+    }
+}
+
 /// Round trips per probe: a few tens of milliseconds in either mode.
 const ROUND_TRIPS: u64 = 100_000;
 

@@ -104,7 +104,7 @@ fn warmup_args() -> [String; 6] {
 /// with a `failure` field; a run with no RESULT at all is an error.
 pub fn run(args: &[&str]) -> Result<Map<String, Value>, WorkloadError> {
     eprintln!("pekko: {}", args.join(" "));
-    let rtt_before = crate::core_latency::round_trip_ns();
+    let rtt = crate::core_latency::Around::start();
     let output = java()
         .args(args)
         .args(warmup_args())
@@ -135,11 +135,7 @@ pub fn run(args: &[&str]) -> Result<Map<String, Value>, WorkloadError> {
     };
     // The machine's cross-CPU cost around the peer's run (see
     // `core_latency`), as troupe's rows carry it.
-    let rtt_after = crate::core_latency::round_trip_ns();
-    map.insert(
-        "core_rtt_ns".into(),
-        json!([rtt_before.round(), rtt_after.round()]),
-    );
+    map.insert(crate::core_latency::PARAM.into(), rtt.finish());
     if !output.status.success() && !map.contains_key("failure") {
         return Err(WorkloadError::new(format!(
             "pekko {}: exited with {} without saying why: {last}",
@@ -213,7 +209,7 @@ pub fn suffixed(result: &Map<String, Value>, suffix: &str) -> Map<String, Value>
 /// machine's cross-CPU cost around the run (`core_rtt_ns`, see [`run`]).
 pub fn params(result: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
     keys.iter()
-        .chain(&["core_rtt_ns"])
+        .chain(&[crate::core_latency::PARAM])
         .filter_map(|k| Some((k.to_string(), result.get(*k)?.clone())))
         .collect()
 }

@@ -12,7 +12,6 @@
 //! plus `--json` to a file of its own and, for `all`, `--no-report`.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::{json, Map, Value};
@@ -67,7 +66,8 @@ pub fn run(n: u32, args: &[String], is_all: bool) -> Result<Vec<Row>, String> {
             .map_err(|e| format!("cannot start process {i}: {e}"))?;
         // A failed row still writes its JSON (and fails the child): merge
         // what was measured and let the merged row carry the failure.
-        let rows = load_rows(&json)
+        let rows = compare::load(&json)
+            .map(|r| r.rows)
             .map_err(|e| format!("process {i} wrote no results ({status}): {e}"))?;
         runs.push(rows);
     }
@@ -94,10 +94,6 @@ pub fn run(n: u32, args: &[String], is_all: bool) -> Result<Vec<Row>, String> {
         );
     }
     Ok(merged)
-}
-
-fn load_rows(path: &Path) -> Result<Vec<Row>, String> {
-    compare::load(path).map(|r| r.rows)
 }
 
 /// Every row of `runs` (one list per process) merged by workload (the
@@ -147,7 +143,7 @@ fn merge_one(rows: &[&Row], processes: usize) -> Row {
     // The machine's cache-line round trip around each process's row.
     let rtts: Vec<Value> = rows
         .iter()
-        .filter_map(|r| r.params.get("core_rtt_ns").cloned())
+        .filter_map(|r| r.params.get(crate::core_latency::PARAM).cloned())
         .collect();
     if !rtts.is_empty() {
         params.insert("process_core_rtt_ns".into(), Value::Array(rtts));

@@ -90,13 +90,13 @@ pub fn run_experiment(
         } = workload;
         progress.start_row(index, &variant);
         let context = format!("{experiment}/{variant}");
-        let before = core_latency::round_trip_ns();
+        let rtt = core_latency::Around::start();
         let result = setup().map_err(|e| e.context("setup")).and_then(|mut run| {
             measure(options.repeats, &mut run, &mut |phase| {
                 progress.phase(phase)
             })
         });
-        let after = core_latency::round_trip_ns();
+        let rtt = rtt.finish();
         // The progress line is cleared before the error travels up, so that
         // the message is not printed over a half-drawn status line.
         let measurement = result.map_err(|e| {
@@ -104,10 +104,7 @@ pub fn run_experiment(
             e.context(&context)
         })?;
         let mut row = Row::new(experiment, &variant, params, &measurement);
-        row.params.insert(
-            "core_rtt_ns".into(),
-            serde_json::json!([before.round(), after.round()]),
-        );
+        row.params.insert(core_latency::PARAM.into(), rtt);
         rows.push(row);
     }
     progress.finish();

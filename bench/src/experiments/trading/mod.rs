@@ -178,7 +178,7 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
         // first of `results` are the warm-up.
         let mut results: Vec<trading::RunResult> = Vec::new();
         let mut phases = Phases::new(options.repeats);
-        let rtt_before = crate::core_latency::round_trip_ns();
+        let rtt = crate::core_latency::Around::start();
         // The disk's own flush time, next to the rows that wait for it.
         let fdatasync_us = if point.txlog == TxLog::GroupCommit {
             Some(disk::fdatasync_us(&settings.log_root).map_err(WorkloadError::new)?)
@@ -232,11 +232,8 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
             results.push(result);
         }
         let mut row = row(point, &results, phases.into_warmups_ns(), settings.threads);
-        let rtt_after = crate::core_latency::round_trip_ns();
-        row.params.insert(
-            "core_rtt_ns".into(),
-            json!([rtt_before.round(), rtt_after.round()]),
-        );
+        row.params
+            .insert(crate::core_latency::PARAM.into(), rtt.finish());
         if let Some(us) = fdatasync_us {
             row.params.insert("fdatasync_us".into(), json!(us));
         }
