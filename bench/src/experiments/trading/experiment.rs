@@ -76,7 +76,7 @@ impl Experiment for Trading {
             let mut points = Vec::new();
             let mut seen = std::collections::HashSet::new();
             for p in &settings.points {
-                if seen.insert((p.variant, p.txlog, p.pattern)) {
+                if seen.insert((p.variant, p.txlog, p.pattern, p.window)) {
                     for &c in &clients {
                         points.push(Point { clients: c, ..*p });
                     }
@@ -88,7 +88,7 @@ impl Experiment for Trading {
             let mut points = Vec::new();
             let mut seen = std::collections::HashSet::new();
             for p in &settings.points {
-                if seen.insert((p.variant, p.txlog, p.clients)) {
+                if seen.insert((p.variant, p.txlog, p.clients, p.window)) {
                     for &pattern in &patterns {
                         points.push(Point { pattern, ..*p });
                     }
