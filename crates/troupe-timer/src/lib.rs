@@ -62,8 +62,10 @@
 //! `Box` per timer) and each slot's timers form an intrusive doubly-linked
 //! list by `u32` index. A timer costs [`Wheel::ENTRY_SIZE`] bytes: 24 of
 //! bookkeeping ([`Wheel::ENTRY_OVERHEAD`]: deadline, two links, generation,
-//! level) plus the value, so 32 bytes for a `u64` and 40 for a boxed
-//! closure (a fat pointer). Ten million `u64` timers take 320 MB of slab (up
+//! level) plus the value, so 32 bytes for a `u64`, 40 for a boxed closure
+//! (a fat pointer, plus the closure's own allocation), and 64 for the troupe
+//! scheduler's actions (a function pointer and 32 bytes of closure kept
+//! inline, no allocation). Ten million `u64` timers take 320 MB of slab (up
 //! to 537 MB of capacity while the `Vec` grows by doubling; use
 //! [`Wheel::with_capacity`] to avoid the slack). The wheel itself is a fixed
 //! 53 KiB with 4,096 first-level slots, plus 8 bytes per key for the

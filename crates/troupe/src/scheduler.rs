@@ -12,6 +12,10 @@
 //! the lock released. A one-shot entry is cancelled by removing it from the
 //! wheel; a repeating one by a flag its next firing checks.
 //!
+//! An entry's action is stored in the wheel itself when it is small (a
+//! scheduled `tell` of a message up to 16 bytes: see `scheduler/action.rs`),
+//! so a pending timer costs one wheel entry of 64 bytes and no allocation.
+//!
 //! Messages are delivered through the ordinary `tell` path, so a timer
 //! message is ordered after everything its sender told the target before
 //! scheduling it, and goes to dead letters if the target has stopped.
@@ -32,7 +36,12 @@ use troupe_timer::{TimerKey, Wheel};
 
 use crate::actor_ref::ActorRef;
 
-type Action = Box<dyn FnOnce() + Send>;
+mod action;
+
+use action::Action;
+
+// A pending timer is one wheel entry and nothing else (see `action.rs`).
+const _: () = assert!(Wheel::<Action>::ENTRY_SIZE <= 64);
 
 /// Slots of the wheel: one second of 1 ms ticks fits in one rotation.
 const SLOTS: usize = 4096;
@@ -182,7 +191,7 @@ impl Scheduler {
         deadline: Instant,
         action: impl FnOnce() + Send + 'static,
     ) -> Cancellable {
-        let key = self.insert(deadline, Box::new(action));
+        let key = self.insert(deadline, Action::new(action));
         Cancellable {
             how: Cancel::Entry {
                 scheduler: Arc::downgrade(&self.inner),
@@ -230,7 +239,7 @@ impl Scheduler {
             };
             scheduler.repeat(next, period, fixed_rate, cancelled, fire);
         };
-        self.insert(first, Box::new(action));
+        self.insert(first, Action::new(action));
     }
 
     /// Runs `fire` at `first` and then every `period` (fixed rate) until it
@@ -357,7 +366,7 @@ fn drive(inner: &Inner) {
         if !due.is_empty() {
             drop(state);
             for action in due.drain(..) {
-                action();
+                action.run();
             }
             state = inner.lock();
             continue;
