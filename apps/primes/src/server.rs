@@ -99,9 +99,11 @@ impl Config {
 
     /// Dispatcher threads of the actor system (actor server). The HTTP
     /// runtime has a thread per core already; one dispatcher thread keeps
-    /// the two from competing on a small machine.
+    /// the two from competing on a small machine. 0: no threads of its
+    /// own, the prime workers run as tasks on the HTTP runtime (troupe's
+    /// tokio dispatcher), so a request and its answer never change threads.
     pub fn dispatcher_threads(mut self, threads: usize) -> Self {
-        self.dispatcher_threads = threads.max(1);
+        self.dispatcher_threads = threads;
         self
     }
 
@@ -181,11 +183,18 @@ impl Server {
         let runtime = builder.thread_name("primes-http").enable_all().build()?;
         let (system, service) = match kind {
             Kind::Actor => {
-                let system = ActorSystem::builder()
-                    .name("primes")
-                    .threads(config.dispatcher_threads)
-                    .build()
-                    .map_err(|e| other("actor system", e))?;
+                let builder = ActorSystem::builder().name("primes");
+                let builder = match config.dispatcher_threads {
+                    // The pool's default throughput, so that only where the
+                    // actors run differs.
+                    0 => builder.tokio_dispatcher(
+                        "default",
+                        runtime.handle().clone(),
+                        troupe::system::DEFAULT_THROUGHPUT,
+                    ),
+                    threads => builder.threads(threads),
+                };
+                let system = builder.build().map_err(|e| other("actor system", e))?;
                 let workers = workers.unwrap_or(DEFAULT_ACTOR_WORKERS);
                 #[cfg(feature = "faults")]
                 let service =
@@ -281,12 +290,15 @@ impl Server {
             } => {
                 let served = runtime.block_on(done);
                 drop(stop);
-                drop(runtime);
-                if let Some(system) = system {
+                // The actor system ends first: on the tokio dispatcher its
+                // actors run on this runtime, which must outlive them.
+                let ended = system.map(|system| {
                     system.shutdown();
-                    system
-                        .await_termination()
-                        .map_err(|e| other("actor system", e))?;
+                    system.await_termination()
+                });
+                drop(runtime);
+                if let Some(ended) = ended {
+                    ended.map_err(|e| other("actor system", e))?;
                 }
                 served.map_err(|e| other("server task", e))?
             }

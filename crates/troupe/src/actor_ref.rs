@@ -11,6 +11,7 @@ use crate::cell::{self, TypedCell};
 use crate::mailbox::bound::Overflow;
 use crate::system::DeadLetterReason;
 
+pub(crate) mod adapter;
 mod external;
 mod waiting;
 pub use external::{ExternalTarget, Watcher};

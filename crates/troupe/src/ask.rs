@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::Backoff;
 
 use crate::actor_ref::ActorId;
-use crate::dispatch::pool::on_worker_thread;
+use crate::dispatch::on_shared_thread;
 use crate::scheduler::{Cancellable, Scheduler};
 use crate::system::SystemInner;
 
@@ -343,7 +343,7 @@ impl<R: Send + 'static> Ask<R> {
     /// request. Spins briefly first, so a quick answer costs no context switch.
     /// Refused on a dispatcher worker thread (see [`AskError::WouldBlockDispatcher`]).
     pub fn wait(self) -> Result<R, AskError> {
-        if on_worker_thread() {
+        if on_shared_thread() {
             return Err(AskError::WouldBlockDispatcher);
         }
         let backoff = Backoff::new();

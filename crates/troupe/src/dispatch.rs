@@ -1,22 +1,43 @@
 //! Dispatchers: what runs scheduled actors on which threads.
 //!
 //! A dispatcher is an [`Executor`]: it receives runnable actors ([`Task`]s)
-//! and runs each for one batch on one of its threads. Two kinds exist:
+//! and runs each for one batch on one of its threads. Three kinds exist:
 //!
 //! * [`pool::Pool`]: a fixed set of worker threads with per-worker run queues,
 //!   work stealing, a LIFO slot and spin-then-park idling (the default).
 //! * [`pinned::PinnedThread`]: one thread per actor, for actors that must own
 //!   a thread (blocking IO, a hot loop that should not share its core).
+//! * `tokio_dispatcher::TokioExecutor` (feature `tokio`): each run is a task
+//!   on a tokio runtime the system is given, for actors serving async code.
 //!
 //! Dispatchers know nothing about actors: a task is anything [`Runnable`].
 //! The actor cell (`cell.rs`) decides how many messages one run handles (the
 //! dispatcher's `throughput`) and whether to come back ([`Executor::reschedule`]).
 //! A queued [`Task`] does not own its actor; see its docs for why that is sound.
 
+use std::ptr::NonNull;
+
 pub(crate) mod pinned;
 pub(crate) mod pool;
+#[cfg(feature = "tokio")]
+pub(crate) mod tokio_dispatcher;
 
-use std::ptr::NonNull;
+/// Whether the current thread is one that many actors share: a pool worker,
+/// or a thread running an actor for a tokio dispatcher. A blocking wait
+/// here can deadlock the dispatcher (a pinned thread is an actor's own).
+pub(crate) fn on_shared_thread() -> bool {
+    let tokio = {
+        #[cfg(feature = "tokio")]
+        {
+            tokio_dispatcher::on_tokio_dispatcher()
+        }
+        #[cfg(not(feature = "tokio"))]
+        {
+            false
+        }
+    };
+    tokio || pool::on_worker_thread()
+}
 
 /// Something a dispatcher can run: one batch of an actor's mailbox.
 pub(crate) trait Runnable: Send + Sync + 'static {
@@ -75,6 +96,23 @@ impl Task {
         // returns. `self` is the pointee's own task, and the caller holds the
         // right to run it (this function's contract).
         unsafe { self.0.as_ref().run(self) }
+    }
+}
+
+/// The executor of a cell that is never scheduled (an external ref, a
+/// message adapter): it answers every offer with `Request::Owned`, so
+/// nothing asks to run it.
+pub(crate) struct NeverScheduled;
+
+impl Executor for NeverScheduled {
+    fn execute(&self, _task: Task) {
+        debug_assert!(false, "a cell without a mailbox was scheduled");
+    }
+    fn reschedule(&self, _task: Task) {
+        debug_assert!(false, "a cell without a mailbox was rescheduled");
+    }
+    fn throughput(&self) -> usize {
+        1
     }
 }
 

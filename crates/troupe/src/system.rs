@@ -31,13 +31,14 @@ use std::time::{Duration, Instant};
 use crate::actor::Actor;
 use crate::actor_ref::{ActorId, ActorRef};
 use crate::cell::{send_system, ActorCell, Cell, Parent, SystemMsg};
+use crate::dispatch::on_shared_thread;
 use crate::dispatch::pinned::{on_pinned_thread, PinnedThread};
-use crate::dispatch::pool::{on_worker_thread, Pool, PoolSettings};
+use crate::dispatch::pool::{Pool, PoolSettings};
 use crate::dispatch::Executor;
 use crate::props::Props;
 use crate::scheduler::Scheduler;
 use crate::supervision::{Directive, Failure};
-pub use config::{ConfigError, DispatcherConfig, DispatcherKind};
+pub use config::{ConfigError, DispatcherConfig, DispatcherKind, DEFAULT_THROUGHPUT};
 use dead_letters::DeadLetters;
 pub use dead_letters::{DeadLetter, DeadLetterReason};
 
@@ -120,7 +121,14 @@ impl std::error::Error for AwaitError {}
 
 enum Dispatcher {
     Pool(Arc<Pool>),
-    Pinned { throughput: usize, spin: u32 },
+    Pinned {
+        throughput: usize,
+        spin: u32,
+    },
+    /// Runs actors as tasks on a runtime the system was given; nothing to
+    /// start or stop.
+    #[cfg(feature = "tokio")]
+    Tokio(Arc<crate::dispatch::tokio_dispatcher::TokioExecutor>),
 }
 
 /// The parent of the top-level actors.
@@ -181,6 +189,8 @@ impl SystemInner {
         let name = name.unwrap_or("default");
         match self.dispatchers.get(name) {
             Some(Dispatcher::Pool(pool)) => Ok(pool.clone()),
+            #[cfg(feature = "tokio")]
+            Some(Dispatcher::Tokio(exec)) => Ok(exec.clone()),
             Some(Dispatcher::Pinned { throughput, spin }) => {
                 let label = actor_name.map_or_else(|| id.0.to_string(), str::to_string);
                 let (exec, handle) = PinnedThread::start(&label, *throughput, *spin)
@@ -459,7 +469,7 @@ impl ActorSystem {
         &self,
         deadline: Option<Instant>,
     ) -> Result<TerminationReason, AwaitError> {
-        if on_worker_thread() || on_pinned_thread() {
+        if on_shared_thread() || on_pinned_thread() {
             return Err(AwaitError::WouldDeadlock);
         }
         let mut t = self
@@ -540,6 +550,9 @@ fn cell_name<A: Actor>(cell: &ActorCell<A>) -> Option<&str> {
 pub struct ActorSystemBuilder {
     name: String,
     dispatchers: Vec<(String, DispatcherConfig)>,
+    /// Tokio dispatchers: name, runtime, throughput.
+    #[cfg(feature = "tokio")]
+    tokio_dispatchers: Vec<(String, tokio::runtime::Handle, usize)>,
     scheduler_tick: Duration,
 }
 
@@ -551,6 +564,8 @@ impl ActorSystemBuilder {
                 ("default".to_string(), DispatcherConfig::pool_per_core()),
                 ("pinned".to_string(), DispatcherConfig::pinned()),
             ],
+            #[cfg(feature = "tokio")]
+            tokio_dispatchers: Vec::new(),
             scheduler_tick: config::DEFAULT_SCHEDULER_TICK,
         }
     }
@@ -572,7 +587,58 @@ impl ActorSystemBuilder {
     pub fn dispatcher(mut self, name: impl Into<String>, config: DispatcherConfig) -> Self {
         let name = name.into();
         self.dispatchers.retain(|(n, _)| *n != name);
+        #[cfg(feature = "tokio")]
+        self.tokio_dispatchers.retain(|(n, _, _)| *n != name);
         self.dispatchers.push((name, config));
+        self
+    }
+
+    /// Adds or replaces a dispatcher that runs its actors as tasks on the
+    /// tokio runtime of `handle`, each run handling at most `throughput`
+    /// messages (feature `tokio`; see `dispatch/tokio_dispatcher.rs`). Name
+    /// it `"default"` to run every actor there. For actors that serve async
+    /// code on that runtime: their turns and the tasks awaiting their
+    /// replies share its threads, with no hand-off between thread pools.
+    /// The runtime must outlive the actor system.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use troupe::{Actor, ActorSystem, Context, Props, ReplyTo};
+    ///
+    /// struct Doubler;
+    /// impl Actor for Doubler {
+    ///     type Msg = (u64, ReplyTo<u64>);
+    ///     fn receive(&mut self, _ctx: &mut Context<'_, Self>, (n, reply): Self::Msg) {
+    ///         reply.reply(2 * n);
+    ///     }
+    /// }
+    ///
+    /// let runtime = tokio::runtime::Builder::new_multi_thread()
+    ///     .worker_threads(2)
+    ///     .build()
+    ///     .unwrap();
+    /// let system = ActorSystem::builder()
+    ///     .tokio_dispatcher("default", runtime.handle().clone(), 5)
+    ///     .build()
+    ///     .unwrap();
+    /// let doubler = system.spawn(Props::new(|| Doubler)).unwrap();
+    /// let answer = runtime.block_on(doubler.ask(|r| (21, r), Duration::from_secs(5)));
+    /// assert_eq!(answer.unwrap(), 42);
+    /// system.shutdown();
+    /// system.await_termination().unwrap();
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub fn tokio_dispatcher(
+        mut self,
+        name: impl Into<String>,
+        handle: tokio::runtime::Handle,
+        throughput: usize,
+    ) -> Self {
+        let name = name.into();
+        self.dispatchers.retain(|(n, _)| *n != name);
+        self.tokio_dispatchers.retain(|(n, _, _)| *n != name);
+        self.tokio_dispatchers
+            .push((name, handle, throughput.max(1)));
         self
     }
 
@@ -649,6 +715,11 @@ impl ActorSystemBuilder {
                 },
             };
             dispatchers.insert(name.clone(), dispatcher);
+        }
+        #[cfg(feature = "tokio")]
+        for (name, handle, throughput) in self.tokio_dispatchers {
+            let exec = crate::dispatch::tokio_dispatcher::TokioExecutor::new(handle, throughput);
+            dispatchers.insert(name, Dispatcher::Tokio(Arc::new(exec)));
         }
         if self.scheduler_tick.is_zero() {
             return Err(ConfigError(

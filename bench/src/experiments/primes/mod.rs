@@ -98,7 +98,10 @@ impl Setup {
 /// runtime: 40 K req/s with two, 52-63 K with one). `actor-http1`: one HTTP
 /// thread and one dispatcher thread, two threads in all, as many as the
 /// Pekko server's pool, so that the two are compared on equal threads.
-pub const SETUPS: [Setup; 4] = [
+/// `actor-tokio`: two HTTP threads and no dispatcher threads: the prime
+/// workers run as tasks on the HTTP runtime (troupe's tokio dispatcher), as
+/// many threads as the plain server, with no hand-off between threads.
+pub const SETUPS: [Setup; 5] = [
     Setup {
         label: "actor",
         kind: Kind::Actor,
@@ -110,6 +113,12 @@ pub const SETUPS: [Setup; 4] = [
         kind: Kind::Actor,
         http_threads: 1,
         dispatcher_threads: 1,
+    },
+    Setup {
+        label: "actor-tokio",
+        kind: Kind::Actor,
+        http_threads: 2,
+        dispatcher_threads: 0,
     },
     Setup {
         label: "plain",

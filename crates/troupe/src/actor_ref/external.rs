@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use crate::actor_ref::{ActorId, ActorRef};
 use crate::cell::{Cell, SystemMsg, TypedCell};
-use crate::dispatch::{Executor, Runnable, Task};
+use crate::dispatch::{Executor, NeverScheduled, Runnable, Task};
 use crate::mailbox::bound::Bound;
 use crate::mailbox::{Offer, Request};
 use crate::system::{ActorSystem, DeadLetterReason, SystemInner};
@@ -165,26 +165,11 @@ struct ExternalCell<M, T> {
     _msg: PhantomData<fn(M)>,
 }
 
-/// The executor an external cell reports. Never used: an external cell
-/// answers every offer with `Request::Owned`, so nothing asks to schedule it.
-struct NeverScheduled;
-
-impl Executor for NeverScheduled {
-    fn execute(&self, _task: Task) {
-        debug_assert!(false, "an external cell was scheduled");
-    }
-    fn reschedule(&self, _task: Task) {
-        debug_assert!(false, "an external cell was rescheduled");
-    }
-    fn throughput(&self) -> usize {
-        1
-    }
-}
-
 impl<M: Send + 'static, T: ExternalTarget<M>> Runnable for ExternalCell<M, T> {
     unsafe fn run(&self, _me: Task) -> bool {
-        // Never scheduled (see `NeverScheduled`); finishing at once is the
-        // harmless answer if it ever were.
+        // Never scheduled: every offer is answered `Owned` (see
+        // `NeverScheduled`); finishing at once is the harmless answer if it
+        // ever were.
         true
     }
 }

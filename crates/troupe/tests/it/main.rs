@@ -14,16 +14,20 @@
 mod probe;
 
 mod actor_lifecycle;
+mod adapter_messages;
 mod ask_reply;
 mod deathwatch_terminated;
 mod delivery_ordering;
 mod dispatch_fairness;
 mod dispatch_pinned;
+#[cfg(feature = "tokio")]
+mod dispatch_tokio;
 mod mailbox_bounded;
 mod mailbox_overload;
 mod router_routing;
 mod scheduler_once;
 mod scheduler_timers;
+mod stash_unstash;
 mod supervision_directives;
 mod supervision_restart_storm;
 mod supervision_under_load;

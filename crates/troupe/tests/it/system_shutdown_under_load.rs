@@ -73,11 +73,18 @@ fn every_message_is_handled_or_a_dead_letter_and_no_thread_survives() {
     }
     let sent = Arc::new(AtomicU64::new(0));
     let halfway = Arc::new(Barrier::new(3));
+    // Released once the system has terminated: a last round then is sure to
+    // be dead letters, however fast the first 200 rounds went.
+    let after = Arc::new(Barrier::new(3));
     let producers: Vec<_> = (0..2)
         .map(|p| {
-            let (sinks, sent, halfway) = (sinks.clone(), sent.clone(), halfway.clone());
+            let (sinks, sent, halfway, after) =
+                (sinks.clone(), sent.clone(), halfway.clone(), after.clone());
             thread::spawn(move || {
-                for round in 0..200u64 {
+                for round in 0..201u64 {
+                    if round == 200 {
+                        after.wait();
+                    }
                     for (i, sink) in sinks.iter().enumerate() {
                         if (i + p) % 2 == 0 {
                             sink.tell(round);
@@ -94,13 +101,14 @@ fn every_message_is_handled_or_a_dead_letter_and_no_thread_survives() {
     // Shut down while both producers are mid-flood.
     halfway.wait();
     terminate(&system);
+    after.wait();
     for p in producers {
         p.join().unwrap();
     }
     let sent = sent.load(Ordering::Relaxed);
     let handled = handled.load(Ordering::Relaxed);
     let dead = system.dead_letter_count();
-    assert_eq!(sent, 2 * 200 * 500);
+    assert_eq!(sent, 2 * 201 * 500);
     assert!(handled > 0 && dead > 0, "handled {handled}, dead {dead}");
     assert_eq!(
         handled + dead,
