@@ -108,6 +108,10 @@ enum Command {
         /// The folder to write.
         #[arg(long, value_name = "DIR", default_value = "report")]
         out: PathBuf,
+        /// Also rewrite the results section of this README from the saved
+        /// run (as `all --readme` does at the end of a run).
+        #[arg(long, value_name = "FILE")]
+        readme: Option<PathBuf>,
     },
     /// Prints the change of every row between two saved runs.
     #[command(display_order = 100)]
@@ -281,9 +285,14 @@ fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
                 println!("{}", serde_json::to_string(&probe)?);
                 return Ok(());
             }
-            Command::Report { from, out } => {
+            Command::Report { from, out, readme } => {
                 let report = compare::load(&from)?;
                 site::write(&out, &report)?;
+                if let Some(path) = readme {
+                    let section = readme::render(&report.machine, &report.run, &report.rows);
+                    readme::update(&path, &section)?;
+                    eprintln!("troupe-bench: rewrote the results of {}", path.display());
+                }
                 eprintln!(
                     "troupe-bench: wrote {}/index.html, summary.md and results.json",
                     out.display()

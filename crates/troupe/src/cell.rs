@@ -33,7 +33,7 @@
 //! gets `ChildTerminated`. A send that later finds the mailbox closed drains
 //! it to dead letters itself.
 
-use std::any::{type_name, Any};
+use std::any::type_name;
 use std::collections::HashMap;
 use std::fmt;
 use std::mem::ManuallyDrop;
@@ -50,10 +50,8 @@ use crate::mailbox::{Mailbox, Offer, Request};
 use crate::props::{Factory, Props};
 use crate::supervision::{Directive, Failure, SupervisorStrategy};
 use crate::system::{validate_name, DeadLetterReason, SpawnError, SystemInner};
-use stash::Stash;
 
 mod lifecycle;
-pub(crate) mod stash;
 pub(crate) mod timers;
 
 /// Lifecycle traffic, carried on the system lane.
@@ -209,8 +207,6 @@ struct Links {
     deferred: Vec<Signal>,
     /// Restarts in the supervisor strategy's current window.
     restarts: Option<RestartWindow>,
-    /// The stash (a `Stash<A::Msg>`), for actors given a capacity.
-    stash: Option<Box<dyn Any + Send>>,
     /// Per-actor timers by key, and the generation counter they share with
     /// the receive timeout.
     timers: HashMap<&'static str, timers::TimerSlot>,
@@ -226,9 +222,6 @@ pub(crate) struct CellStatus {
     pub(crate) stop_requested: bool,
     /// Whether a receive timeout is set (spares the hot path a lookup).
     has_receive_timeout: bool,
-    /// Whether unstashed messages wait in the stash (spares the hot path a
-    /// lookup; kept by the stash methods below).
-    pub(crate) stash_due: bool,
     phase: Phase,
     links: Option<Box<Links>>,
 }
@@ -236,33 +229,6 @@ pub(crate) struct CellStatus {
 impl CellStatus {
     fn links(&mut self) -> &mut Links {
         self.links.get_or_insert_with(Default::default)
-    }
-
-    /// The actor's stash, if it was given a capacity.
-    pub(crate) fn stash<M: Send + 'static>(&mut self) -> Option<&mut Stash<M>> {
-        self.links.as_mut()?.stash.as_mut()?.downcast_mut()
-    }
-
-    /// Runs `f` on the stash (if any) and refreshes `stash_due`.
-    pub(crate) fn with_stash<M: Send + 'static, R>(
-        &mut self,
-        f: impl FnOnce(Option<&mut Stash<M>>) -> R,
-    ) -> R {
-        let stash = self.stash::<M>();
-        let (result, due) = match stash {
-            Some(stash) => {
-                let result = f(Some(&mut *stash));
-                (result, stash.has_due())
-            }
-            None => (f(None), false),
-        };
-        self.stash_due = due;
-        result
-    }
-
-    /// The next unstashed message.
-    fn next_due<M: Send + 'static>(&mut self) -> Option<M> {
-        self.with_stash(|s: Option<&mut Stash<M>>| s?.next_due())
     }
 
     pub(crate) fn stop_child(&mut self, id: ActorId) -> bool {
@@ -358,14 +324,7 @@ impl<A: Actor> ActorCell<A> {
                     stop_requested: false,
                     has_receive_timeout: false,
                     phase: Phase::Starting,
-                    stash_due: false,
-                    // Only an actor given a stash capacity has a stash.
-                    links: (props.stash_capacity > 0).then(|| {
-                        Box::new(Links {
-                            stash: Some(Box::new(Stash::<A::Msg>::new(props.stash_capacity))),
-                            ..Links::default()
-                        })
-                    }),
+                    links: None,
                 },
             }),
         }))
@@ -448,17 +407,6 @@ impl<A: Actor> Runnable for ActorCell<A> {
             if matches!(run.status.phase, Phase::Running) {
                 let mut handled = 0;
                 while handled < budget && !this.mailbox.state.system_pending() {
-                    // Unstashed messages go before the mailbox (`cell/stash.rs`).
-                    if run.status.stash_due {
-                        if let Some(msg) = run.status.next_due::<A::Msg>() {
-                            this.invoke(run, msg);
-                            handled += 1;
-                            if !matches!(run.status.phase, Phase::Running) {
-                                break;
-                            }
-                            continue;
-                        }
-                    }
                     // SAFETY: this run owns the mailbox (it holds `SCHEDULED`),
                     // so it is the user queue's single consumer.
                     if let Some(oldest) = unsafe { this.mailbox.pop_overflowed() } {
@@ -478,10 +426,9 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 }
                 if handled == budget
                     && matches!(run.status.phase, Phase::Running)
-                    && (run.status.stash_due
-                        // SAFETY: this run still owns the mailbox (it has not
-                        // released `SCHEDULED`): the queue's single consumer.
-                        || !unsafe { this.mailbox.user_is_empty() })
+                    // SAFETY: this run still owns the mailbox (it has not
+                    // released `SCHEDULED`): the queue's single consumer.
+                    && !unsafe { this.mailbox.user_is_empty() }
                 {
                     // Budget spent with work left: yield the thread, keep ownership.
                     this.executor.reschedule(me);
@@ -489,10 +436,6 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 }
             }
             let user_runnable = matches!(run.status.phase, Phase::Running);
-            if user_runnable && run.status.stash_due {
-                // Unstashed work the mailbox cannot see: never release with it.
-                continue;
-            }
             // SAFETY: this run still owns the mailbox (it holds `SCHEDULED`;
             // nothing above released it). After a successful release this run
             // touches nothing of the cell again.

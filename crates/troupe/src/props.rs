@@ -37,7 +37,6 @@ pub struct Props<A: Actor> {
     pub(crate) dispatcher: Option<String>,
     pub(crate) strategy: Option<Arc<SupervisorStrategy>>,
     pub(crate) mailbox: MailboxConfig,
-    pub(crate) stash_capacity: usize,
 }
 
 impl<A: Actor> Props<A> {
@@ -49,15 +48,7 @@ impl<A: Actor> Props<A> {
             dispatcher: None,
             strategy: None,
             mailbox: MailboxConfig::Unbounded,
-            stash_capacity: 0,
         }
-    }
-
-    /// How many messages the actor may stash (`Context::stash`); 0, the
-    /// default, refuses every stash.
-    pub fn stash_capacity(mut self, capacity: usize) -> Self {
-        self.stash_capacity = capacity;
-        self
     }
 
     /// The actor's name, unique among its siblings. Unnamed actors are shown
@@ -96,7 +87,6 @@ impl<A: Actor> Clone for Props<A> {
             dispatcher: self.dispatcher.clone(),
             strategy: self.strategy.clone(),
             mailbox: self.mailbox,
-            stash_capacity: self.stash_capacity,
         }
     }
 }

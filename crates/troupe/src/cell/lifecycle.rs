@@ -12,10 +12,8 @@ use std::time::Instant;
 
 use super::{
     send_system, timers, ActorCell, After, Cell, Parent, Phase, RestartWindow, RunState, SystemMsg,
-    TypedCell,
 };
 use crate::actor::{Actor, Signal};
-use crate::cell::stash::Stash;
 use crate::supervision::{Directive, Failure};
 use crate::system::DeadLetterReason;
 
@@ -66,9 +64,6 @@ impl<A: Actor> ActorCell<A> {
                 }
                 run.actor = None;
                 timers::cancel_all(&mut run.status);
-                // The fresh instance handles the stashed messages first.
-                run.status
-                    .with_stash(|s: Option<&mut Stash<A::Msg>>| s.map(Stash::unstash_all));
                 run.status.phase = Phase::Terminating(After::Restart(Box::new(failure.clone())));
                 self.stop_children(run);
                 self.children_gone(run);
@@ -191,12 +186,6 @@ impl<A: Actor> ActorCell<A> {
         run.actor = None;
         run.factory = None;
         timers::cancel_all(&mut run.status);
-        let stashed: Vec<A::Msg> = run.status.with_stash(|s: Option<&mut Stash<A::Msg>>| {
-            s.map(|s| s.drain().collect()).unwrap_or_default()
-        });
-        for msg in stashed {
-            TypedCell::dead_letter(&**self, msg, DeadLetterReason::RecipientStopped);
-        }
         let keep_alive: Arc<dyn Cell> = self.clone();
         run.status.phase = Phase::Stopped(Some(Box::new(keep_alive)));
         self.mailbox.state.close();

@@ -27,7 +27,6 @@ mod mailbox_overload;
 mod router_routing;
 mod scheduler_once;
 mod scheduler_timers;
-mod stash_unstash;
 mod supervision_directives;
 mod supervision_restart_storm;
 mod supervision_under_load;
