@@ -26,17 +26,11 @@ pub(crate) mod tokio_dispatcher;
 /// or a thread running an actor for a tokio dispatcher. A blocking wait
 /// here can deadlock the dispatcher (a pinned thread is an actor's own).
 pub(crate) fn on_shared_thread() -> bool {
-    let tokio = {
-        #[cfg(feature = "tokio")]
-        {
-            tokio_dispatcher::on_tokio_dispatcher()
-        }
-        #[cfg(not(feature = "tokio"))]
-        {
-            false
-        }
-    };
-    tokio || pool::on_worker_thread()
+    #[cfg(feature = "tokio")]
+    if tokio_dispatcher::on_tokio_dispatcher() {
+        return true;
+    }
+    pool::on_worker_thread()
 }
 
 /// Something a dispatcher can run: one batch of an actor's mailbox.
