@@ -213,6 +213,63 @@ impl<A: Actor> Context<'_, A> {
         crate::actor_ref::adapter::adapter(self.cell.clone(), convert)
     }
 
+    /// Runs `future` on the system's async runtime and delivers its output
+    /// to this actor as the message `map(Ok(output))` (feature `tokio`).
+    /// A panic inside the future arrives as `map(Err(failure))`, as does a
+    /// runtime that could not be started. The handler does not wait: it
+    /// returns at once and the actor goes on with other messages.
+    ///
+    /// Futures are cancelled (aborted at their next await point) when the
+    /// actor stops or restarts, and a result that was already on its way
+    /// then is dropped: a restarted instance never sees the outcome of work
+    /// its predecessor started. The runtime is the one given to
+    /// [`ActorSystemBuilder::async_runtime`](crate::ActorSystemBuilder::async_runtime),
+    /// or one the system starts on first use.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    /// use troupe::{Actor, ActorSystem, Context, Failure, Props};
+    ///
+    /// enum Msg { Fetch, Fetched(Result<u64, Failure>) }
+    /// struct Fetcher { out: mpsc::Sender<u64> }
+    /// impl Actor for Fetcher {
+    ///     type Msg = Msg;
+    ///     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: Msg) {
+    ///         match msg {
+    ///             Msg::Fetch => ctx.pipe_to_self(
+    ///                 async {
+    ///                     // Any async client would be awaited here.
+    ///                     tokio::time::sleep(Duration::from_millis(1)).await;
+    ///                     42
+    ///                 },
+    ///                 Msg::Fetched,
+    ///             ),
+    ///             Msg::Fetched(answer) => self.out.send(answer.unwrap()).unwrap(),
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let system = ActorSystem::builder().threads(1).build().unwrap();
+    /// let (out, answers) = mpsc::channel();
+    /// let fetcher = system.spawn(Props::new(move || Fetcher { out: out.clone() })).unwrap();
+    /// fetcher.tell(Msg::Fetch);
+    /// assert_eq!(answers.recv_timeout(Duration::from_secs(5)).unwrap(), 42);
+    /// system.shutdown();
+    /// system.await_termination().unwrap();
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub fn pipe_to_self<F>(
+        &mut self,
+        future: F,
+        map: impl FnOnce(Result<F::Output, Failure>) -> A::Msg + Send + 'static,
+    ) where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.cell.pipe_to_self(self.status, future, map);
+    }
+
     /// Stops watching `other`; no `Terminated` for it is delivered afterwards.
     pub fn unwatch<M: Send + 'static>(&mut self, other: &ActorRef<M>) {
         crate::cell::unwatch(self.cell, self.status, other.cell.clone());

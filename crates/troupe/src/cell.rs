@@ -52,6 +52,8 @@ use crate::supervision::{Directive, Failure, SupervisorStrategy};
 use crate::system::{validate_name, DeadLetterReason, SpawnError, SystemInner};
 
 mod lifecycle;
+#[cfg(feature = "tokio")]
+mod pipes;
 pub(crate) mod timers;
 
 /// Lifecycle traffic, carried on the system lane.
@@ -82,6 +84,12 @@ pub(crate) enum SystemMsg {
     },
     /// The receive-timeout check came due.
     ReceiveTimeout { generation: u64 },
+    /// A piped future completed (see `cell/pipes.rs`); `msg` is an `A::Msg`.
+    #[cfg(feature = "tokio")]
+    Piped {
+        id: u64,
+        msg: Box<dyn std::any::Any + Send>,
+    },
 }
 
 /// A cell with its actor type erased: what parents, watchers and
@@ -212,6 +220,9 @@ struct Links {
     timers: HashMap<&'static str, timers::TimerSlot>,
     next_timer_generation: u64,
     receive_timeout: Option<timers::ReceiveTimeout>,
+    /// Futures this instance started and that have not reported back.
+    #[cfg(feature = "tokio")]
+    pipes: pipes::Pipes,
 }
 
 /// Where the actor stands, as its mailbox owner keeps it: its phase, a stop

@@ -17,6 +17,8 @@
 //! its children, so an actor lives until it stops even with no `ActorRef`
 //! left; after shutdown nothing refers back to the system.
 
+#[cfg(feature = "tokio")]
+mod async_runtime;
 pub(crate) mod config;
 pub(crate) mod dead_letters;
 
@@ -159,7 +161,7 @@ struct Threads {
 
 /// State shared by the system handle, every cell and every ask.
 pub(crate) struct SystemInner {
-    name: String,
+    pub(crate) name: String,
     pub(crate) scheduler: Scheduler,
     dispatchers: HashMap<String, Dispatcher>,
     next_id: AtomicU64,
@@ -172,6 +174,9 @@ pub(crate) struct SystemInner {
     termination: Mutex<Termination>,
     terminated: Condvar,
     threads: Mutex<Threads>,
+    /// Where actors' futures run (`Context::pipe_to_self`).
+    #[cfg(feature = "tokio")]
+    pub(crate) async_runtime: async_runtime::AsyncRuntime,
 }
 
 impl SystemInner {
@@ -281,6 +286,8 @@ impl SystemInner {
             pinned.stop();
         }
         self.scheduler.shutdown();
+        #[cfg(feature = "tokio")]
+        self.async_runtime.shutdown();
         let mut t = self.termination.lock().unwrap_or_else(|e| e.into_inner());
         t.finished = true;
         drop(t);
@@ -553,6 +560,12 @@ pub struct ActorSystemBuilder {
     /// Tokio dispatchers: name, runtime, throughput.
     #[cfg(feature = "tokio")]
     tokio_dispatchers: Vec<(String, tokio::runtime::Handle, usize)>,
+    /// The runtime for actors' futures, if given.
+    #[cfg(feature = "tokio")]
+    async_runtime: Option<tokio::runtime::Handle>,
+    /// Worker threads of the runtime the system starts when none is given.
+    #[cfg(feature = "tokio")]
+    async_threads: usize,
     scheduler_tick: Duration,
 }
 
@@ -566,6 +579,10 @@ impl ActorSystemBuilder {
             ],
             #[cfg(feature = "tokio")]
             tokio_dispatchers: Vec::new(),
+            #[cfg(feature = "tokio")]
+            async_runtime: None,
+            #[cfg(feature = "tokio")]
+            async_threads: 1,
             scheduler_tick: config::DEFAULT_SCHEDULER_TICK,
         }
     }
@@ -639,6 +656,26 @@ impl ActorSystemBuilder {
         self.tokio_dispatchers.retain(|(n, _, _)| *n != name);
         self.tokio_dispatchers
             .push((name, handle, throughput.max(1)));
+        self
+    }
+
+    /// The tokio runtime that actors' futures run on
+    /// ([`Context::pipe_to_self`](crate::Context::pipe_to_self); feature
+    /// `tokio`). Without one, the system starts its own multi-thread
+    /// runtime (of [`async_threads`](Self::async_threads) workers) the
+    /// first time an actor pipes a future, and shuts it down when the
+    /// system terminates. A given runtime must outlive the system.
+    #[cfg(feature = "tokio")]
+    pub fn async_runtime(mut self, handle: tokio::runtime::Handle) -> Self {
+        self.async_runtime = Some(handle);
+        self
+    }
+
+    /// Worker threads of the async runtime the system starts on first use
+    /// when none is given (default 1: actors' futures mostly wait on I/O).
+    #[cfg(feature = "tokio")]
+    pub fn async_threads(mut self, threads: usize) -> Self {
+        self.async_threads = threads;
         self
     }
 
@@ -721,6 +758,10 @@ impl ActorSystemBuilder {
             let exec = crate::dispatch::tokio_dispatcher::TokioExecutor::new(handle, throughput);
             dispatchers.insert(name, Dispatcher::Tokio(Arc::new(exec)));
         }
+        #[cfg(feature = "tokio")]
+        if self.async_threads == 0 {
+            return Err(ConfigError("async_threads must be at least 1".into()));
+        }
         if self.scheduler_tick.is_zero() {
             return Err(ConfigError(
                 "scheduler_tick must be longer than zero".into(),
@@ -743,6 +784,8 @@ impl ActorSystemBuilder {
                 scheduler: Some(scheduler_thread),
                 pinned: Vec::new(),
             }),
+            #[cfg(feature = "tokio")]
+            async_runtime: async_runtime::AsyncRuntime::new(self.async_runtime, self.async_threads),
         });
         Ok(ActorSystem { inner })
     }

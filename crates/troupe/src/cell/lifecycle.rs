@@ -64,6 +64,8 @@ impl<A: Actor> ActorCell<A> {
                 }
                 run.actor = None;
                 timers::cancel_all(&mut run.status);
+                #[cfg(feature = "tokio")]
+                super::pipes::cancel_all(&mut run.status);
                 run.status.phase = Phase::Terminating(After::Restart(Box::new(failure.clone())));
                 self.stop_children(run);
                 self.children_gone(run);
@@ -119,6 +121,9 @@ impl<A: Actor> ActorCell<A> {
             _ => self.stop_children(run),
         }
         run.status.phase = Phase::Terminating(After::Stop);
+        // Work the actor started is of no use once it stops.
+        #[cfg(feature = "tokio")]
+        super::pipes::cancel_all(&mut run.status);
         self.children_gone(run);
     }
 
@@ -186,6 +191,8 @@ impl<A: Actor> ActorCell<A> {
         run.actor = None;
         run.factory = None;
         timers::cancel_all(&mut run.status);
+        #[cfg(feature = "tokio")]
+        super::pipes::cancel_all(&mut run.status);
         let keep_alive: Arc<dyn Cell> = self.clone();
         run.status.phase = Phase::Stopped(Some(Box::new(keep_alive)));
         self.mailbox.state.close();
@@ -318,6 +325,17 @@ impl<A: Actor> ActorCell<A> {
             SystemMsg::ReceiveTimeout { generation } => {
                 if self.receive_timeout_due(&mut run.status, generation) {
                     self.signal(run, Signal::ReceiveTimeout);
+                }
+            }
+            #[cfg(feature = "tokio")]
+            SystemMsg::Piped { id, msg } => {
+                if matches!(run.status.phase, Phase::Running)
+                    && super::pipes::take_if_current(&mut run.status, id)
+                {
+                    match msg.downcast::<A::Msg>() {
+                        Ok(msg) => self.invoke(run, *msg),
+                        Err(_) => unreachable!("a pipe carries its actor's message type"),
+                    }
                 }
             }
             SystemMsg::Recreate => {

@@ -16,6 +16,8 @@ mod probe;
 mod actor_lifecycle;
 mod adapter_messages;
 mod ask_reply;
+#[cfg(feature = "tokio")]
+mod async_pipes;
 mod deathwatch_terminated;
 mod delivery_ordering;
 mod dispatch_fairness;

@@ -1,0 +1,244 @@
+//! Async work from actors (`Context::pipe_to_self`, feature `tokio`): the
+//! output comes back as a message, a panic inside the future comes back as
+//! a failure, futures are cancelled when their actor stops or restarts,
+//! the system's own runtime starts on first use (or a given one is used),
+//! and the other direction: a tokio task awaiting an ask.
+
+use std::time::Duration;
+
+use crate::probe::{quiet_panics, terminate, Probe, ProbeRef, PATIENCE};
+use tokio::sync::oneshot;
+use troupe::{Actor, ActorSystem, Context, Failure, Props, ReplyTo, SupervisorStrategy};
+
+/// Tells its probe when it is dropped: the future holding it was cancelled
+/// (or finished).
+struct DropSignal(ProbeRef<&'static str>);
+
+impl Drop for DropSignal {
+    fn drop(&mut self) {
+        self.0.send("dropped");
+    }
+}
+
+enum Msg {
+    /// Pipe a future that answers `n + 1` and names its thread.
+    Compute(u64),
+    /// Pipe a future that panics.
+    PanicInside,
+    /// Pipe a future that waits for `gate` and holds `signal` meanwhile;
+    /// reply once it is started.
+    Wait {
+        gate: oneshot::Receiver<()>,
+        signal: DropSignal,
+        started: ReplyTo<()>,
+    },
+    /// Fail the handler (a restart under the test's strategy).
+    Fail,
+    /// What a piped future produced.
+    Done(Result<(u64, String), Failure>),
+}
+
+struct Piper {
+    out: ProbeRef<Result<(u64, String), String>>,
+    instances: ProbeRef<()>,
+}
+
+impl Actor for Piper {
+    type Msg = Msg;
+
+    fn started(&mut self, _ctx: &mut Context<'_, Self>) {
+        self.instances.send(());
+    }
+
+    fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: Msg) {
+        match msg {
+            Msg::Compute(n) => ctx.pipe_to_self(
+                async move {
+                    tokio::task::yield_now().await;
+                    let thread = std::thread::current().name().unwrap_or("").to_string();
+                    (n + 1, thread)
+                },
+                Msg::Done,
+            ),
+            Msg::PanicInside => ctx.pipe_to_self(
+                async {
+                    tokio::task::yield_now().await;
+                    if true {
+                        panic!("pipe-test: the future broke");
+                    }
+                    (0, String::new())
+                },
+                Msg::Done,
+            ),
+            Msg::Wait {
+                gate,
+                signal,
+                started,
+            } => {
+                ctx.pipe_to_self(
+                    async move {
+                        let _signal = signal;
+                        let _ = gate.await;
+                        (0, "released".to_string())
+                    },
+                    Msg::Done,
+                );
+                started.reply(());
+            }
+            Msg::Fail => panic!("pipe-test: the handler broke"),
+            Msg::Done(result) => self.out.send(result.map_err(|f| f.message)),
+        }
+    }
+}
+
+struct Setup {
+    system: ActorSystem,
+    piper: troupe::ActorRef<Msg>,
+    results: Probe<Result<(u64, String), String>>,
+    instances: Probe<()>,
+}
+
+fn setup(builder: troupe::ActorSystemBuilder) -> Setup {
+    let system = builder.threads(1).build().unwrap();
+    let results = Probe::new("piped results");
+    let instances = Probe::new("instances started");
+    let (out, started) = (results.sender(), instances.sender());
+    let piper = system
+        .spawn(
+            Props::new(move || Piper {
+                out: out.clone(),
+                instances: started.clone(),
+            })
+            .supervisor(SupervisorStrategy::restart()),
+        )
+        .unwrap();
+    instances.expect();
+    Setup {
+        system,
+        piper,
+        results,
+        instances,
+    }
+}
+
+#[test]
+fn the_output_arrives_as_a_message_from_the_systems_own_runtime() {
+    let s = setup(ActorSystem::builder().name("pipes-own"));
+    s.piper.tell(Msg::Compute(41));
+    let (answer, thread) = s.results.expect().unwrap();
+    assert_eq!(answer, 42);
+    assert_eq!(
+        thread, "pipes-own-async",
+        "ran on the runtime started on first use"
+    );
+    terminate(&s.system);
+}
+
+#[test]
+fn a_given_runtime_runs_the_futures() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("given-rt")
+        .build()
+        .unwrap();
+    let s = setup(ActorSystem::builder().async_runtime(runtime.handle().clone()));
+    s.piper.tell(Msg::Compute(1));
+    assert_eq!(s.results.expect().unwrap(), (2, "given-rt".to_string()));
+    terminate(&s.system);
+}
+
+#[test]
+fn a_panic_inside_the_future_reaches_the_actor_as_a_failure() {
+    quiet_panics(&["pipe-test: the future broke"]);
+    let s = setup(ActorSystem::builder());
+    s.piper.tell(Msg::PanicInside);
+    let failure = s.results.expect().unwrap_err();
+    assert_eq!(failure, "pipe-test: the future broke");
+    // The actor itself did not fail: the same instance goes on piping.
+    s.piper.tell(Msg::Compute(9));
+    assert_eq!(s.results.expect().unwrap().0, 10);
+    terminate(&s.system);
+    assert!(s.instances.received().is_empty(), "no restart happened");
+}
+
+/// Starts a future that waits for the returned gate, and waits until it
+/// is running.
+fn start_waiting(s: &Setup) -> (oneshot::Sender<()>, Probe<&'static str>) {
+    let (gate_tx, gate) = oneshot::channel();
+    let dropped = Probe::new("waiting future dropped");
+    let signal = DropSignal(dropped.sender());
+    s.piper
+        .ask(
+            |started| Msg::Wait {
+                gate,
+                signal,
+                started,
+            },
+            PATIENCE,
+        )
+        .wait()
+        .unwrap();
+    (gate_tx, dropped)
+}
+
+#[test]
+fn a_stopped_actors_pending_future_is_cancelled() {
+    let s = setup(ActorSystem::builder());
+    let (gate, dropped) = start_waiting(&s);
+    s.system.stop(&s.piper);
+    assert_eq!(dropped.expect(), "dropped", "the future was dropped");
+    assert!(gate.send(()).is_err(), "nobody waits on the gate any more");
+    terminate(&s.system);
+    assert!(s.results.received().is_empty(), "no result was delivered");
+}
+
+#[test]
+fn a_restart_cancels_the_futures_of_the_failed_instance() {
+    quiet_panics(&["pipe-test: the handler broke"]);
+    let s = setup(ActorSystem::builder());
+    let (gate, dropped) = start_waiting(&s);
+    s.piper.tell(Msg::Fail);
+    s.instances.expect();
+    assert_eq!(dropped.expect(), "dropped", "the future was dropped");
+    assert!(gate.send(()).is_err(), "nobody waits on the gate any more");
+    // The new instance pipes as usual, and it is the first result it sees.
+    s.piper.tell(Msg::Compute(1));
+    assert_eq!(s.results.expect().unwrap().0, 2);
+    terminate(&s.system);
+    assert!(
+        s.results.received().is_empty(),
+        "the old future's result never came"
+    );
+}
+
+#[test]
+fn a_tokio_task_awaits_an_ask() {
+    struct Doubler;
+    impl Actor for Doubler {
+        type Msg = (u64, ReplyTo<u64>);
+        fn receive(&mut self, _ctx: &mut Context<'_, Self>, (n, reply): Self::Msg) {
+            reply.reply(2 * n);
+        }
+    }
+    let system = ActorSystem::builder().threads(1).build().unwrap();
+    let doubler = system.spawn(Props::new(|| Doubler)).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let answers = Probe::new("answers from a task");
+    let out = answers.sender();
+    runtime.spawn(async move {
+        let answer = doubler.ask(|r| (21, r), Duration::from_secs(5)).await;
+        out.send(answer.unwrap());
+    });
+    assert_eq!(answers.expect(), 42);
+    terminate(&system);
+}
+
+#[test]
+fn zero_async_threads_is_refused() {
+    let err = ActorSystem::builder().async_threads(0).build().unwrap_err();
+    assert!(err.to_string().contains("async_threads"), "{err}");
+}
