@@ -60,8 +60,9 @@ pub use router::{Router, Routing};
 pub use scheduler::{Cancellable, Scheduler};
 pub use supervision::{Directive, Failure, SupervisorStrategy};
 pub use system::{
-    ActorSystem, ActorSystemBuilder, AwaitError, ConfigError, DeadLetter, DeadLetterReason,
-    DispatcherConfig, DispatcherKind, SpawnError, TerminationReason,
+    ActorEvent, ActorEventKind, ActorSystem, ActorSystemBuilder, AwaitError, ConfigError,
+    DeadLetter, DeadLetterReason, DispatcherConfig, DispatcherKind, EventStream, SpawnError,
+    TerminationReason,
 };
 
 /// The names most programs need.

@@ -21,6 +21,7 @@
 mod async_runtime;
 pub(crate) mod config;
 pub(crate) mod dead_letters;
+mod event_stream;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -43,6 +44,7 @@ use crate::supervision::{Directive, Failure};
 pub use config::{ConfigError, DispatcherConfig, DispatcherKind, DEFAULT_THROUGHPUT};
 use dead_letters::DeadLetters;
 pub use dead_letters::{DeadLetter, DeadLetterReason};
+pub use event_stream::{ActorEvent, ActorEventKind, EventStream};
 
 /// Why an actor could not be spawned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,6 +173,8 @@ pub(crate) struct SystemInner {
     pub(crate) live_asks: Arc<AtomicUsize>,
     guardian: Mutex<Guardian>,
     dead_letters: DeadLetters,
+    /// The event stream's topics (`system/event_stream.rs`).
+    pub(crate) events: event_stream::Topics,
     termination: Mutex<Termination>,
     terminated: Condvar,
     threads: Mutex<Threads>,
@@ -219,6 +223,12 @@ impl SystemInner {
         reason: DeadLetterReason,
     ) {
         self.dead_letters.record(recipient, name, ty, reason);
+        self.events.dead_letter(|| DeadLetter {
+            reason,
+            recipient,
+            recipient_name: name.map(str::to_string),
+            message_type: ty,
+        });
     }
 
     /// A top-level actor has stopped.
@@ -400,6 +410,14 @@ impl ActorSystem {
     /// Messages dropped because their recipient had stopped, so far.
     pub fn dead_letter_count(&self) -> u64 {
         self.inner.dead_letters.count()
+    }
+
+    /// The system's event stream: publish/subscribe by message type; the
+    /// runtime publishes [`DeadLetter`]s and [`ActorEvent`]s there.
+    pub fn event_stream(&self) -> EventStream {
+        EventStream {
+            inner: self.inner.clone(),
+        }
     }
 
     /// Calls `listener` for every dead letter from now on (on the thread that
@@ -778,6 +796,7 @@ impl ActorSystemBuilder {
             live_asks: Arc::new(AtomicUsize::new(0)),
             guardian: Mutex::new(Guardian::default()),
             dead_letters: DeadLetters::default(),
+            events: event_stream::Topics::default(),
             termination: Mutex::new(Termination::default()),
             terminated: Condvar::new(),
             threads: Mutex::new(Threads {

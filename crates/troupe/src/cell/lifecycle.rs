@@ -15,7 +15,7 @@ use super::{
 };
 use crate::actor::{Actor, Signal};
 use crate::supervision::{Directive, Failure};
-use crate::system::DeadLetterReason;
+use crate::system::{ActorEventKind, DeadLetterReason};
 
 impl<A: Actor> ActorCell<A> {
     pub(super) fn start(self: &Arc<Self>, run: &mut RunState<A>) {
@@ -27,8 +27,9 @@ impl<A: Actor> ActorCell<A> {
             Ok(actor) => {
                 run.actor = Some(actor);
                 run.status.phase = Phase::Running;
-                if let Err(failure) = self.call(run, |a, ctx| a.started(ctx)) {
-                    self.fail(run, failure);
+                match self.call(run, |a, ctx| a.started(ctx)) {
+                    Ok(()) => self.publish_event(|| ActorEventKind::Started),
+                    Err(failure) => self.fail(run, failure),
                 }
                 self.after_handler(run);
                 self.deliver_deferred(run);
@@ -173,8 +174,9 @@ impl<A: Actor> ActorCell<A> {
             Ok(actor) => {
                 run.actor = Some(actor);
                 run.status.phase = Phase::Running;
-                if let Err(again) = self.call(run, |a, ctx| a.after_restart(ctx, &failure)) {
-                    self.fail(run, again);
+                match self.call(run, |a, ctx| a.after_restart(ctx, &failure)) {
+                    Ok(()) => self.publish_event(|| ActorEventKind::Restarted { failure }),
+                    Err(again) => self.fail(run, again),
                 }
                 self.after_handler(run);
                 self.deliver_deferred(run);
@@ -206,6 +208,7 @@ impl<A: Actor> ActorCell<A> {
                 send_system(watched, SystemMsg::Unwatch(self.id));
             }
         }
+        self.publish_event(|| ActorEventKind::Stopped);
         match &self.parent {
             Parent::Actor(parent) => send_system(parent, SystemMsg::ChildTerminated(self.id)),
             Parent::Guardian { slot } => self
@@ -380,6 +383,13 @@ impl<A: Actor> ActorCell<A> {
         for signal in deferred {
             self.signal(run, signal);
         }
+    }
+
+    /// Publishes a lifecycle event of this actor, if anyone listens.
+    fn publish_event(&self, kind: impl FnOnce() -> ActorEventKind) {
+        self.system
+            .events
+            .actor_event(self.id, self.name.as_deref(), kind);
     }
 
     /// Gives up ownership of a closed mailbox, draining late arrivals.

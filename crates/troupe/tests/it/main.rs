@@ -24,6 +24,7 @@ mod dispatch_fairness;
 mod dispatch_pinned;
 #[cfg(feature = "tokio")]
 mod dispatch_tokio;
+mod events_stream;
 mod mailbox_bounded;
 mod mailbox_overload;
 mod router_routing;
