@@ -173,6 +173,8 @@ pub(crate) struct SystemInner {
     pub(crate) live_asks: Arc<AtomicUsize>,
     guardian: Mutex<Guardian>,
     dead_letters: DeadLetters,
+    /// The receptionist actor, spawned on first use (`receptionist.rs`).
+    receptionist: Mutex<Option<ActorRef<crate::receptionist::Command>>>,
     /// The event stream's topics (`system/event_stream.rs`).
     pub(crate) events: event_stream::Topics,
     termination: Mutex<Termination>,
@@ -410,6 +412,26 @@ impl ActorSystem {
     /// Messages dropped because their recipient had stopped, so far.
     pub fn dead_letter_count(&self) -> u64 {
         self.inner.dead_letters.count()
+    }
+
+    /// The system's receptionist: register actors under typed keys, look
+    /// them up, subscribe to listings (see [`crate::receptionist`]). Its
+    /// actor is spawned on first use, as a top-level actor of the system.
+    pub fn receptionist(&self) -> crate::receptionist::Receptionist {
+        let mut slot = self
+            .inner
+            .receptionist
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = self
+                .spawn(Props::new(crate::receptionist::ReceptionistActor::new))
+                .ok();
+        }
+        crate::receptionist::Receptionist {
+            actor: slot.clone(),
+            system: self.clone(),
+        }
     }
 
     /// The system's event stream: publish/subscribe by message type; the
@@ -797,6 +819,7 @@ impl ActorSystemBuilder {
             guardian: Mutex::new(Guardian::default()),
             dead_letters: DeadLetters::default(),
             events: event_stream::Topics::default(),
+            receptionist: Mutex::new(None),
             termination: Mutex::new(Termination::default()),
             terminated: Condvar::new(),
             threads: Mutex::new(Threads {

@@ -27,6 +27,7 @@ mod dispatch_tokio;
 mod events_stream;
 mod mailbox_bounded;
 mod mailbox_overload;
+mod receptionist_listing;
 mod router_routing;
 mod scheduler_once;
 mod scheduler_timers;
