@@ -48,7 +48,7 @@ use crate::dispatch::{Executor, Runnable, Task};
 use crate::mailbox::bound::Bound;
 use crate::mailbox::{Mailbox, Offer, Request};
 use crate::props::{Factory, Props};
-use crate::supervision::{Directive, Failure, SupervisorStrategy};
+use crate::supervision::{Directive, Failure, Scope, SupervisorStrategy};
 use crate::system::{validate_name, DeadLetterReason, SpawnError, SystemInner};
 
 mod lifecycle;
@@ -68,12 +68,19 @@ pub(crate) enum SystemMsg {
     Terminated(ActorId),
     /// A child finished stopping.
     ChildTerminated(ActorId),
-    /// A child failed and applied `directive`.
+    /// A child failed and applied `directive`; `scope` says which of its
+    /// siblings the directive reaches, `restarts` its restart count (for
+    /// their backoff).
     ChildFailed {
         child: ActorId,
         failure: Failure,
         directive: Directive,
+        scope: Scope,
+        restarts: u32,
     },
+    /// Restart because a sibling failed under an all-for-one or
+    /// rest-for-one strategy (its failure, its restart count).
+    GroupRestart { failure: Failure, restarts: u32 },
     /// The restart backoff delay has passed.
     Recreate,
     /// A per-actor timer came due (see `cell/timers.rs`).
@@ -189,7 +196,14 @@ enum Phase {
 enum After {
     Stop,
     /// Boxed: a failure is rare, and an idle actor should stay small.
-    Restart(Box<Failure>),
+    Restart(Box<Restarting>),
+}
+
+/// A restart under way: why, and which restart it is in the window (the
+/// backoff doubles with it).
+struct Restarting {
+    failure: Failure,
+    count: u32,
 }
 
 /// Restarts counted in the strategy's current window.

@@ -21,6 +21,14 @@
 //! The message that was being handled when the panic happened is not
 //! redelivered. Restart limits: at most `max_restarts` restarts within `within`;
 //! one more failure in the window stops the actor instead.
+//!
+//! A strategy's [`Scope`] says which of the parent's children the directive
+//! reaches: the failing child only (one-for-one, the default), all its
+//! siblings too (all-for-one), or the siblings spawned after it
+//! (rest-for-one). Siblings restart (or stop) when the parent learns of the
+//! failure, with the failing child's restart count for their backoff; the
+//! limit is counted by the failing child, so once it is exceeded the child
+//! stops and takes its group with it. Top-level actors have no group.
 
 use std::any::Any;
 use std::fmt;
@@ -70,6 +78,27 @@ pub enum Directive {
     Escalate,
 }
 
+/// Which of the parent's children a failure's directive applies to.
+///
+/// ```
+/// use troupe::supervision::Scope;
+/// use troupe::SupervisorStrategy;
+///
+/// let strategy = SupervisorStrategy::restart().all_for_one();
+/// assert_eq!(strategy.scope(), Scope::AllForOne);
+/// assert_eq!(SupervisorStrategy::restart().scope(), Scope::OneForOne);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Scope {
+    /// Only the failing child (the default).
+    #[default]
+    OneForOne,
+    /// The failing child and every sibling: they restart (or stop) with it.
+    AllForOne,
+    /// The failing child and the siblings spawned after it.
+    RestForOne,
+}
+
 /// Exponential backoff between restarts.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Backoff {
@@ -98,6 +127,7 @@ pub struct SupervisorStrategy {
     max_restarts: Option<u32>,
     within: Duration,
     backoff: Option<Backoff>,
+    scope: Scope,
 }
 
 impl fmt::Debug for SupervisorStrategy {
@@ -106,6 +136,7 @@ impl fmt::Debug for SupervisorStrategy {
             .field("max_restarts", &self.max_restarts)
             .field("within", &self.within)
             .field("backoff", &self.backoff)
+            .field("scope", &self.scope)
             .finish_non_exhaustive()
     }
 }
@@ -117,6 +148,7 @@ impl SupervisorStrategy {
             max_restarts: None,
             within: Duration::from_secs(60),
             backoff: None,
+            scope: Scope::OneForOne,
         }
     }
 
@@ -165,6 +197,25 @@ impl SupervisorStrategy {
             max: max.max(min),
         });
         self
+    }
+
+    /// A restart or stop of the child applies to all its siblings too
+    /// (see [`Scope::AllForOne`]).
+    pub fn all_for_one(mut self) -> Self {
+        self.scope = Scope::AllForOne;
+        self
+    }
+
+    /// A restart or stop of the child applies to the siblings spawned after
+    /// it too (see [`Scope::RestForOne`]).
+    pub fn rest_for_one(mut self) -> Self {
+        self.scope = Scope::RestForOne;
+        self
+    }
+
+    /// Which children a directive applies to.
+    pub fn scope(&self) -> Scope {
+        self.scope
     }
 
     /// The directive for a failure.

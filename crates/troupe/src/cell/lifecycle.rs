@@ -11,10 +11,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{
-    send_system, timers, ActorCell, After, Cell, Parent, Phase, RestartWindow, RunState, SystemMsg,
+    send_system, timers, ActorCell, After, Cell, Parent, Phase, RestartWindow, Restarting,
+    RunState, SystemMsg,
 };
 use crate::actor::{Actor, Signal};
-use crate::supervision::{Directive, Failure};
+use crate::actor_ref::ActorId;
+use crate::supervision::{Directive, Failure, Scope};
 use crate::system::{ActorEventKind, DeadLetterReason};
 
 impl<A: Actor> ActorCell<A> {
@@ -46,38 +48,48 @@ impl<A: Actor> ActorCell<A> {
     ) {
         let failure = Failure::from_panic(self.id, payload);
         tracing::error!(actor = %self, "actor factory panicked, stopping: {}", failure.message);
-        self.notify_parent_failed(failure, Directive::Stop);
+        self.notify_parent_failed(run, failure, Directive::Stop, 0);
         self.begin_stop(run);
     }
 
     /// Applies the supervisor strategy to a failure.
     pub(super) fn fail(self: &Arc<Self>, run: &mut RunState<A>, failure: Failure) {
         let mut directive = run.strategy.decide(&failure);
-        if directive == Directive::Restart && !self.count_restart(run) {
-            directive = Directive::Stop;
+        let mut count = 0;
+        if directive == Directive::Restart {
+            match self.count_restart(run) {
+                Some(n) => count = n,
+                None => directive = Directive::Stop,
+            }
         }
         tracing::error!(actor = %self, ?directive, "{failure}");
         match directive {
             Directive::Resume => {}
-            Directive::Restart => {
-                if let Err(again) = self.call(run, |a, ctx| a.before_restart(ctx, &failure)) {
-                    tracing::error!(actor = %self, "before_restart panicked: {}", again.message);
-                }
-                run.actor = None;
-                timers::cancel_all(&mut run.status);
-                #[cfg(feature = "tokio")]
-                super::pipes::cancel_all(&mut run.status);
-                run.status.phase = Phase::Terminating(After::Restart(Box::new(failure.clone())));
-                self.stop_children(run);
-                self.children_gone(run);
-            }
+            Directive::Restart => self.begin_restart(run, failure.clone(), count),
             Directive::Stop | Directive::Escalate => self.begin_stop(run),
         }
-        self.notify_parent_failed(failure, directive);
+        self.notify_parent_failed(run, failure, directive, count);
     }
 
-    /// Counts a restart in the strategy's window; false if over the limit.
-    fn count_restart(&self, run: &mut RunState<A>) -> bool {
+    /// Drops the instance (after `before_restart`), stops the children, and
+    /// rebuilds once they are gone (after the backoff for restart `count`).
+    fn begin_restart(self: &Arc<Self>, run: &mut RunState<A>, failure: Failure, count: u32) {
+        if let Err(again) = self.call(run, |a, ctx| a.before_restart(ctx, &failure)) {
+            tracing::error!(actor = %self, "before_restart panicked: {}", again.message);
+        }
+        run.actor = None;
+        timers::cancel_all(&mut run.status);
+        #[cfg(feature = "tokio")]
+        super::pipes::cancel_all(&mut run.status);
+        run.status.phase =
+            Phase::Terminating(After::Restart(Box::new(Restarting { failure, count })));
+        self.stop_children(run);
+        self.children_gone(run);
+    }
+
+    /// Counts a restart in the strategy's window: its number, or `None` if
+    /// that is over the limit.
+    fn count_restart(&self, run: &mut RunState<A>) -> Option<u32> {
         let now = Instant::now();
         let within = run.strategy.within();
         let window = run.status.links().restarts.get_or_insert(RestartWindow {
@@ -90,10 +102,19 @@ impl<A: Actor> ActorCell<A> {
         }
         window.count += 1;
         let count = window.count;
-        run.strategy.max_restarts().is_none_or(|max| count <= max)
+        run.strategy
+            .max_restarts()
+            .is_none_or(|max| count <= max)
+            .then_some(count)
     }
 
-    fn notify_parent_failed(&self, failure: Failure, directive: Directive) {
+    fn notify_parent_failed(
+        &self,
+        run: &RunState<A>,
+        failure: Failure,
+        directive: Directive,
+        restarts: u32,
+    ) {
         match &self.parent {
             Parent::Actor(parent) => send_system(
                 parent,
@@ -101,9 +122,48 @@ impl<A: Actor> ActorCell<A> {
                     child: self.id,
                     failure,
                     directive,
+                    scope: run.strategy.scope(),
+                    restarts,
                 },
             ),
             Parent::Guardian { .. } => self.system.guardian_child_failed(failure, directive),
+        }
+    }
+
+    /// A child failed under an all-for-one or rest-for-one strategy: its
+    /// restart or stop reaches the siblings in its group.
+    fn apply_to_group(
+        &self,
+        run: &mut RunState<A>,
+        child: ActorId,
+        failure: &Failure,
+        directive: Directive,
+        scope: Scope,
+        restarts: u32,
+    ) {
+        let Some(links) = run.status.links.as_ref() else {
+            return;
+        };
+        // Ids grow with every spawn, so "spawned after" is "a larger id".
+        let in_group = |id: &ActorId| match scope {
+            Scope::OneForOne => false,
+            Scope::AllForOne => *id != child,
+            Scope::RestForOne => id.0 > child.0,
+        };
+        for (_, sibling) in links.children.iter().filter(|(id, _)| in_group(id)) {
+            match directive {
+                Directive::Restart => send_system(
+                    sibling,
+                    SystemMsg::GroupRestart {
+                        failure: failure.clone(),
+                        restarts,
+                    },
+                ),
+                Directive::Stop => send_system(sibling, SystemMsg::Stop),
+                // Resume leaves the siblings alone; an escalation fails this
+                // actor, whose restart or stop takes every child with it.
+                Directive::Resume | Directive::Escalate => {}
+            }
         }
     }
 
@@ -135,20 +195,15 @@ impl<A: Actor> ActorCell<A> {
         }
         match std::mem::replace(&mut run.status.phase, Phase::Running) {
             Phase::Terminating(After::Stop) => self.finalize(run),
-            Phase::Terminating(After::Restart(failure)) => {
+            Phase::Terminating(After::Restart(restarting)) => {
                 // The new instance is built when the `Recreate` comes back
                 // through the system lane, from the run loop: a restart that
                 // fails again then starts over from the loop instead of
                 // nesting inside the failed one (no stack growth in a
                 // restart storm).
-                run.status.phase = Phase::Suspended(failure);
+                let Restarting { failure, count } = *restarting;
+                run.status.phase = Phase::Suspended(Box::new(failure));
                 let me: Arc<dyn Cell> = self.clone();
-                let count = run
-                    .status
-                    .links
-                    .as_ref()
-                    .and_then(|l| l.restarts.as_ref())
-                    .map_or(1, |w| w.count);
                 match run.strategy.backoff_delay(count) {
                     Some(delay) => {
                         self.system
@@ -292,7 +347,12 @@ impl<A: Actor> ActorCell<A> {
                 child,
                 failure,
                 directive,
+                scope,
+                restarts,
             } => {
+                if scope != Scope::OneForOne && matches!(run.status.phase, Phase::Running) {
+                    self.apply_to_group(run, child, &failure, directive, scope, restarts);
+                }
                 let escalated = directive == Directive::Escalate;
                 let message = failure.message.clone();
                 self.signal(
@@ -328,6 +388,12 @@ impl<A: Actor> ActorCell<A> {
             SystemMsg::ReceiveTimeout { generation } => {
                 if self.receive_timeout_due(&mut run.status, generation) {
                     self.signal(run, Signal::ReceiveTimeout);
+                }
+            }
+            SystemMsg::GroupRestart { failure, restarts } => {
+                // An actor already restarting or stopping is left to it.
+                if matches!(run.status.phase, Phase::Running) {
+                    self.begin_restart(run, failure, restarts);
                 }
             }
             #[cfg(feature = "tokio")]

@@ -32,6 +32,7 @@ mod router_routing;
 mod scheduler_once;
 mod scheduler_timers;
 mod supervision_directives;
+mod supervision_groups;
 mod supervision_restart_storm;
 mod supervision_under_load;
 mod system_shutdown;
