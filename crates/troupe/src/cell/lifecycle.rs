@@ -263,6 +263,8 @@ impl<A: Actor> ActorCell<A> {
                 send_system(watched, SystemMsg::Unwatch(self.id));
             }
         }
+        // After the watchers: whoever hears of the stop here can rely on
+        // the watchers' `Terminated` being on its way already.
         self.publish_event(|| ActorEventKind::Stopped);
         match &self.parent {
             Parent::Actor(parent) => send_system(parent, SystemMsg::ChildTerminated(self.id)),
