@@ -272,7 +272,7 @@ pub(crate) fn pair<R: Send + 'static>(
         promise,
         target,
         timeout,
-        deadline: Instant::now() + timeout,
+        deadline: system.scheduler.now() + timeout,
         scheduler: system.scheduler.clone(),
         timer: None,
         handed_off: false,
@@ -342,7 +342,7 @@ impl<R: Send + 'static> Ask<R> {
     /// Blocks the calling thread until the answer, the timeout, or a dropped
     /// request. Spins briefly first, so a quick answer costs no context switch.
     /// Refused on a dispatcher worker thread (see [`AskError::WouldBlockDispatcher`]).
-    pub fn wait(self) -> Result<R, AskError> {
+    pub fn wait(mut self) -> Result<R, AskError> {
         if on_shared_thread() {
             return Err(AskError::WouldBlockDispatcher);
         }
@@ -359,6 +359,18 @@ impl<R: Send + 'static> Ask<R> {
             }
             if let Some(answer) = self.promise.take(self.target, self.timeout) {
                 return answer;
+            }
+            if self.scheduler.is_manual() {
+                // Virtual time: the timeout is a scheduler entry that the
+                // test's clock fires; until then, wait for any answer.
+                if self.timer.is_none() {
+                    let promise = self.promise.clone();
+                    self.timer = Some(self.scheduler.run_at(self.deadline, move || {
+                        let _ = promise.complete(State::Expired);
+                    }));
+                }
+                thread::park();
+                continue;
             }
             let now = Instant::now();
             if now >= self.deadline {

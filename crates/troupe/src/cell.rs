@@ -379,7 +379,7 @@ impl<A: Actor> ActorCell<A> {
     }
 
     fn invoke(self: &Arc<Self>, run: &mut RunState<A>, msg: A::Msg) {
-        Self::touch_receive_timeout(&mut run.status);
+        self.touch_receive_timeout(&mut run.status);
         if let Err(failure) = self.call(run, |a, ctx| a.receive(ctx, msg)) {
             self.fail(run, failure);
         }

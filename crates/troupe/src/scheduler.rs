@@ -37,8 +37,11 @@ use troupe_timer::{TimerKey, Wheel};
 use crate::actor_ref::ActorRef;
 
 mod action;
+mod clock;
 
 use action::Action;
+pub(crate) use clock::Clock;
+pub use clock::ManualClock;
 
 // A pending timer is one wheel entry and nothing else (see `action.rs`).
 const _: () = assert!(Wheel::<Action>::ENTRY_SIZE <= 64);
@@ -59,6 +62,8 @@ struct Inner {
     /// Tick 0.
     epoch: Instant,
     tick: Duration,
+    /// Where now comes from (see `scheduler/clock.rs`).
+    clock: Clock,
 }
 
 impl Inner {
@@ -157,11 +162,15 @@ impl fmt::Debug for Scheduler {
 }
 
 impl Scheduler {
-    /// Starts the driver thread with ticks of `tick`.
+    /// Starts the scheduler with ticks of `tick`: on the real clock with a
+    /// driver thread; on a manual clock without one (the clock's `advance`
+    /// fires the entries).
     pub(crate) fn start(
         system_name: &str,
         tick: Duration,
-    ) -> std::io::Result<(Scheduler, JoinHandle<()>)> {
+        manual: Option<&ManualClock>,
+    ) -> std::io::Result<(Scheduler, Option<JoinHandle<()>>)> {
+        let clock = manual.map_or(Clock::Real, |m| Clock::Manual(m.time.clone()));
         let inner = Arc::new(Inner {
             state: Mutex::new(State {
                 wheel: Wheel::new(SLOTS, 0),
@@ -169,14 +178,35 @@ impl Scheduler {
                 shutdown: false,
             }),
             wake: Condvar::new(),
-            epoch: Instant::now(),
+            epoch: clock.now(),
             tick: tick.max(Duration::from_micros(1)),
+            clock,
         });
+        if let Some(manual) = manual {
+            manual
+                .time
+                .attach(&inner)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+            return Ok((Scheduler { inner }, None));
+        }
         let driver = inner.clone();
         let handle = thread::Builder::new()
             .name(format!("troupe-{system_name}-scheduler"))
             .spawn(move || drive(&driver))?;
-        Ok((Scheduler { inner }, handle))
+        Ok((Scheduler { inner }, Some(handle)))
+    }
+
+    /// The scheduler's now: the real monotonic clock, or the manual clock
+    /// the system was built with. Deadlines for the scheduler are measured
+    /// from it.
+    #[inline]
+    pub fn now(&self) -> Instant {
+        self.inner.clock.now()
+    }
+
+    /// Whether time is driven by a manual clock.
+    pub(crate) fn is_manual(&self) -> bool {
+        matches!(self.inner.clock, Clock::Manual(_))
     }
 
     /// The tick length.
@@ -235,7 +265,7 @@ impl Scheduler {
             let next = if fixed_rate {
                 first + period
             } else {
-                Instant::now() + period
+                scheduler.now() + period
             };
             scheduler.repeat(next, period, fixed_rate, cancelled, fire);
         };
@@ -295,7 +325,7 @@ impl Scheduler {
         // A zero period would fire in a busy loop.
         let period = period.max(Duration::from_micros(1));
         self.repeat(
-            Instant::now() + initial,
+            self.now() + initial,
             period,
             fixed_rate,
             flag,
@@ -319,7 +349,7 @@ impl Scheduler {
         msg: M,
     ) -> Cancellable {
         let target = target.clone();
-        self.run_at(Instant::now() + delay, move || target.tell(msg))
+        self.run_at(self.now() + delay, move || target.tell(msg))
     }
 
     /// Like [`schedule_once`](Self::schedule_once), but the message is made
@@ -332,7 +362,7 @@ impl Scheduler {
         make: impl FnOnce() -> M + Send + 'static,
     ) -> Cancellable {
         let target = target.clone();
-        self.run_at(Instant::now() + delay, move || target.tell(make()))
+        self.run_at(self.now() + delay, move || target.tell(make()))
     }
 
     /// Entries not yet fired or cancelled.

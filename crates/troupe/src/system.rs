@@ -607,6 +607,8 @@ pub struct ActorSystemBuilder {
     #[cfg(feature = "tokio")]
     async_threads: usize,
     scheduler_tick: Duration,
+    /// Virtual time for tests, if set.
+    manual_clock: Option<crate::scheduler::ManualClock>,
 }
 
 impl ActorSystemBuilder {
@@ -624,6 +626,7 @@ impl ActorSystemBuilder {
             #[cfg(feature = "tokio")]
             async_threads: 1,
             scheduler_tick: config::DEFAULT_SCHEDULER_TICK,
+            manual_clock: None,
         }
     }
 
@@ -631,6 +634,15 @@ impl ActorSystemBuilder {
     /// about one tick late at most (default 1 ms).
     pub fn scheduler_tick(mut self, tick: Duration) -> Self {
         self.scheduler_tick = tick;
+        self
+    }
+
+    /// Runs the system's scheduler on `clock`: time moves only when the
+    /// test advances it, and timers, ask timeouts, receive timeouts and
+    /// restart backoff fire then, in order (see
+    /// [`ManualClock`](crate::scheduler::ManualClock)). For tests.
+    pub fn manual_clock(mut self, clock: &crate::scheduler::ManualClock) -> Self {
+        self.manual_clock = Some(clock.clone());
         self
     }
 
@@ -807,8 +819,9 @@ impl ActorSystemBuilder {
                 "scheduler_tick must be longer than zero".into(),
             ));
         }
-        let (scheduler, scheduler_thread) = Scheduler::start(&self.name, self.scheduler_tick)
-            .map_err(|e| ConfigError(format!("cannot start the scheduler: {e}")))?;
+        let (scheduler, scheduler_thread) =
+            Scheduler::start(&self.name, self.scheduler_tick, self.manual_clock.as_ref())
+                .map_err(|e| ConfigError(format!("cannot start the scheduler: {e}")))?;
         let inner = Arc::new(SystemInner {
             name: self.name,
             scheduler,
@@ -823,7 +836,7 @@ impl ActorSystemBuilder {
             termination: Mutex::new(Termination::default()),
             terminated: Condvar::new(),
             threads: Mutex::new(Threads {
-                scheduler: Some(scheduler_thread),
+                scheduler: scheduler_thread,
                 pinned: Vec::new(),
             }),
             #[cfg(feature = "tokio")]

@@ -8,7 +8,6 @@
 use std::any::type_name;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::{
     send_system, timers, ActorCell, After, Cell, Parent, Phase, RestartWindow, Restarting,
@@ -90,7 +89,7 @@ impl<A: Actor> ActorCell<A> {
     /// Counts a restart in the strategy's window: its number, or `None` if
     /// that is over the limit.
     fn count_restart(&self, run: &mut RunState<A>) -> Option<u32> {
-        let now = Instant::now();
+        let now = self.system.scheduler.now();
         let within = run.strategy.within();
         let window = run.status.links().restarts.get_or_insert(RestartWindow {
             count: 0,
@@ -208,7 +207,7 @@ impl<A: Actor> ActorCell<A> {
                     Some(delay) => {
                         self.system
                             .scheduler
-                            .run_at(Instant::now() + delay, move || {
+                            .run_at(self.system.scheduler.now() + delay, move || {
                                 send_system(&me, SystemMsg::Recreate)
                             });
                     }

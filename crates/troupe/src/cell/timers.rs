@@ -74,15 +74,14 @@ impl<A: Actor> Timers<'_, A> {
     pub fn start_single(&mut self, key: &'static str, delay: Duration, msg: A::Msg) {
         let (generation, cell) = self.arm(key);
         let mut msg = Some(msg);
-        let handle = self
-            .cell
-            .system
-            .scheduler
-            .run_at(Instant::now() + delay, move || {
+        let handle = self.cell.system.scheduler.run_at(
+            self.cell.system.scheduler.now() + delay,
+            move || {
                 if let Some(msg) = msg.take() {
                     fire(&cell, key, generation, Box::new(msg));
                 }
-            });
+            },
+        );
         self.store(key, generation, false, handle);
     }
 
@@ -94,7 +93,7 @@ impl<A: Actor> Timers<'_, A> {
     {
         let (generation, cell) = self.arm(key);
         let handle = self.cell.system.scheduler.every(
-            Instant::now() + interval,
+            self.cell.system.scheduler.now() + interval,
             interval,
             Arc::new(move || {
                 if cell.is_closed() {
@@ -210,7 +209,7 @@ impl<A: Actor> ActorCell<A> {
         let links = status.links();
         links.next_timer_generation += 1;
         let generation = links.next_timer_generation;
-        let now = Instant::now();
+        let now = self.system.scheduler.now();
         let handle = self.arm_receive_timeout(now + timeout, generation);
         links.receive_timeout = Some(ReceiveTimeout {
             timeout,
@@ -230,14 +229,14 @@ impl<A: Actor> ActorCell<A> {
 
     /// A user message was handled: the actor is not idle.
     #[inline]
-    pub(super) fn touch_receive_timeout(status: &mut CellStatus) {
+    pub(super) fn touch_receive_timeout(&self, status: &mut CellStatus) {
         if status.has_receive_timeout {
             if let Some(rt) = status
                 .links
                 .as_mut()
                 .and_then(|l| l.receive_timeout.as_mut())
             {
-                rt.last = Instant::now();
+                rt.last = self.system.scheduler.now();
             }
         }
     }
@@ -259,7 +258,7 @@ impl<A: Actor> ActorCell<A> {
         if rt.generation != generation {
             return false;
         }
-        let now = Instant::now();
+        let now = self.system.scheduler.now();
         let idle_since = rt.last;
         let due = now.duration_since(idle_since) >= rt.timeout;
         let next = if due {
