@@ -268,13 +268,23 @@ pub(crate) fn pair<R: Send + 'static>(
     let reply_to = ReplyTo {
         promise: Some(promise.clone()),
     };
+    let deadline = system.scheduler.now() + timeout;
+    // On a manual clock the timeout is armed now, at the virtual time of
+    // the ask: armed later (by `wait` or `poll`), it could miss an advance
+    // that the test made in between.
+    let timer = system.scheduler.is_manual().then(|| {
+        let expire = promise.clone();
+        system.scheduler.run_at(deadline, move || {
+            let _ = expire.complete(State::Expired);
+        })
+    });
     let ask = Ask {
         promise,
         target,
         timeout,
-        deadline: system.scheduler.now() + timeout,
+        deadline,
         scheduler: system.scheduler.clone(),
-        timer: None,
+        timer,
         handed_off: false,
     };
     (reply_to, ask)
@@ -342,7 +352,7 @@ impl<R: Send + 'static> Ask<R> {
     /// Blocks the calling thread until the answer, the timeout, or a dropped
     /// request. Spins briefly first, so a quick answer costs no context switch.
     /// Refused on a dispatcher worker thread (see [`AskError::WouldBlockDispatcher`]).
-    pub fn wait(mut self) -> Result<R, AskError> {
+    pub fn wait(self) -> Result<R, AskError> {
         if on_shared_thread() {
             return Err(AskError::WouldBlockDispatcher);
         }
@@ -361,14 +371,9 @@ impl<R: Send + 'static> Ask<R> {
                 return answer;
             }
             if self.scheduler.is_manual() {
-                // Virtual time: the timeout is a scheduler entry that the
-                // test's clock fires; until then, wait for any answer.
-                if self.timer.is_none() {
-                    let promise = self.promise.clone();
-                    self.timer = Some(self.scheduler.run_at(self.deadline, move || {
-                        let _ = promise.complete(State::Expired);
-                    }));
-                }
+                // Virtual time: the timeout is the scheduler entry armed
+                // with the ask, fired by the test's clock; until then, wait
+                // for any answer.
                 thread::park();
                 continue;
             }

@@ -29,6 +29,7 @@ mod mailbox_bounded;
 mod mailbox_overload;
 mod receptionist_listing;
 mod router_routing;
+mod scheduler_manual_clock;
 mod scheduler_once;
 mod scheduler_timers;
 mod supervision_directives;

@@ -10,27 +10,29 @@
 
 use std::time::{Duration, Instant};
 
-use crate::probe::{system, terminate, Probe, ProbeRef};
+use crate::probe::{system, terminate, PATIENCE};
+use troupe::ActorRef;
 use troupe::{Actor, Context, Props};
+use troupe_testkit::TestProbe;
 
 /// Reports each message with the moment it was handled.
 struct Stamp {
-    out: ProbeRef<(&'static str, Instant)>,
+    out: ActorRef<(&'static str, Instant)>,
 }
 
 impl Actor for Stamp {
     type Msg = &'static str;
 
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, label: &'static str) {
-        self.out.send((label, Instant::now()));
+        self.out.tell((label, Instant::now()));
     }
 }
 
 #[test]
 fn a_timer_delivers_no_earlier_than_its_delay_and_in_deadline_order() {
     let system = system();
-    let arrivals = Probe::new("timer arrivals");
-    let out = arrivals.sender();
+    let arrivals = TestProbe::new(&system, "timer arrivals");
+    let out = arrivals.actor_ref();
     let actor = system
         .spawn(Props::new(move || Stamp { out: out.clone() }))
         .unwrap();
@@ -42,7 +44,7 @@ fn a_timer_delivers_no_earlier_than_its_delay_and_in_deadline_order() {
             .scheduler()
             .schedule_once(Duration::from_millis(ms), &actor, label);
     }
-    let got = arrivals.expect_n(3);
+    let got = arrivals.receive_n(3, PATIENCE);
     let order: Vec<_> = got.iter().map(|(label, _)| *label).collect();
     assert_eq!(order, ["soon", "middle", "late"], "timers fire by deadline");
     for ((label, at), (_, ms)) in got.iter().zip([("soon", 10), ("middle", 30), ("late", 50)]) {
@@ -60,8 +62,8 @@ fn a_timer_delivers_no_earlier_than_its_delay_and_in_deadline_order() {
 #[test]
 fn a_timer_cancelled_before_its_deadline_never_delivers() {
     let system = system();
-    let arrivals = Probe::new("timer arrivals");
-    let out = arrivals.sender();
+    let arrivals = TestProbe::new(&system, "timer arrivals");
+    let out = arrivals.actor_ref();
     let actor = system
         .spawn(Props::new(move || Stamp { out: out.clone() }))
         .unwrap();
@@ -74,7 +76,7 @@ fn a_timer_cancelled_before_its_deadline_never_delivers() {
     assert!(!cancelled.is_pending());
     assert!(fence.is_pending());
 
-    let (label, _) = arrivals.expect();
+    let (label, _) = arrivals.expect_msg(PATIENCE);
     assert_eq!(label, "fence", "the cancelled timer delivered");
     assert!(!fence.is_pending(), "a fired timer is no longer pending");
     terminate(&system);

@@ -5,8 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::probe::{system, terminate, Probe, ProbeRef};
+use crate::probe::{system, terminate, PATIENCE};
+use troupe::ActorRef;
 use troupe::{Actor, Context, Props, Signal};
+use troupe_testkit::TestProbe;
 
 #[derive(Clone, Debug, PartialEq)]
 enum Msg {
@@ -17,13 +19,13 @@ enum Msg {
 
 /// Reports every message with the time it arrived.
 struct Recorder {
-    seen: ProbeRef<(Msg, Instant)>,
+    seen: ActorRef<(Msg, Instant)>,
 }
 
 impl Actor for Recorder {
     type Msg = Msg;
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: Msg) {
-        self.seen.send((msg, Instant::now()));
+        self.seen.tell((msg, Instant::now()));
     }
 }
 
@@ -31,8 +33,8 @@ impl Actor for Recorder {
 fn fixed_rate_and_fixed_delay_repeat_and_are_never_early() {
     let system = system();
     for fixed_rate in [true, false] {
-        let seen = Probe::new("ticks");
-        let sender = seen.sender();
+        let seen = TestProbe::new(&system, "ticks");
+        let sender = seen.actor_ref();
         let actor = system
             .spawn(Props::new(move || Recorder {
                 seen: sender.clone(),
@@ -49,7 +51,7 @@ fn fixed_rate_and_fixed_delay_repeat_and_are_never_early() {
                 .scheduler()
                 .schedule_with_fixed_delay(interval, interval, &actor, Msg::Tick)
         };
-        let ticks = seen.expect_n(5);
+        let ticks = seen.receive_n(5, PATIENCE);
         handle.cancel();
         for (k, (msg, at)) in ticks.iter().enumerate() {
             assert_eq!(*msg, Msg::Tick);
@@ -86,8 +88,8 @@ impl Clone for DriverMsg {
 
 /// Starts timers on command and reports the timer messages it handles.
 struct Driver {
-    seen: ProbeRef<Msg>,
-    report: ProbeRef<u32>,
+    seen: ActorRef<Msg>,
+    report: ActorRef<u32>,
     cancel_after: Option<u32>,
     ticks: u32,
     cancelled: bool,
@@ -123,18 +125,18 @@ impl Actor for Driver {
                     );
                 }
             }
-            DriverMsg::Timer(Msg::Fence) => self.report.send(self.ticks_after_cancel),
-            DriverMsg::Timer(other) => self.seen.send(other),
+            DriverMsg::Timer(Msg::Fence) => self.report.tell(self.ticks_after_cancel),
+            DriverMsg::Timer(other) => self.seen.tell(other),
         }
     }
 }
 
 fn spawn_driver(
     system: &troupe::ActorSystem,
-) -> (troupe::ActorRef<DriverMsg>, Probe<Msg>, Probe<u32>) {
-    let seen = Probe::new("timer messages");
-    let report = Probe::new("ticks after cancel");
-    let (s, r) = (seen.sender(), report.sender());
+) -> (troupe::ActorRef<DriverMsg>, TestProbe<Msg>, TestProbe<u32>) {
+    let seen = TestProbe::new(system, "timer messages");
+    let report = TestProbe::new(system, "ticks after cancel");
+    let (s, r) = (seen.actor_ref(), report.actor_ref());
     let actor = system
         .spawn(Props::new(move || Driver {
             seen: s.clone(),
@@ -156,7 +158,11 @@ fn a_cancelled_periodic_timer_delivers_nothing_more() {
     actor.tell(DriverMsg::Command(Command::Periodic(
         Duration::from_millis(1),
     )));
-    assert_eq!(report.expect(), 0, "a tick came after the cancel");
+    assert_eq!(
+        report.expect_msg(PATIENCE),
+        0,
+        "a tick came after the cancel"
+    );
     terminate(&system);
 }
 
@@ -180,16 +186,16 @@ fn a_single_timer_fires_once_and_a_replaced_one_never() {
         Duration::from_millis(40),
         Msg::Other("fence"),
     )));
-    assert_eq!(seen.expect(), Msg::Other("kept"));
+    assert_eq!(seen.expect_msg(PATIENCE), Msg::Other("kept"));
     assert!(start.elapsed() >= Duration::from_millis(15));
-    assert_eq!(seen.expect(), Msg::Other("fence"));
+    assert_eq!(seen.expect_msg(PATIENCE), Msg::Other("fence"));
     terminate(&system);
     assert!(seen.received().is_empty(), "the replaced timer fired");
 }
 
 /// Sets a receive timeout in `started` and reports when it fires.
 struct Idle {
-    fired: ProbeRef<Instant>,
+    fired: ActorRef<Instant>,
 }
 
 impl Actor for Idle {
@@ -200,7 +206,7 @@ impl Actor for Idle {
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, _msg: ()) {}
     fn signal(&mut self, ctx: &mut Context<'_, Self>, signal: Signal) {
         if signal == Signal::ReceiveTimeout {
-            self.fired.send(Instant::now());
+            self.fired.tell(Instant::now());
             ctx.set_receive_timeout(None);
         }
     }
@@ -209,8 +215,8 @@ impl Actor for Idle {
 #[test]
 fn the_receive_timeout_fires_after_silence() {
     let system = system();
-    let fired = Probe::new("receive timeout");
-    let sender = fired.sender();
+    let fired = TestProbe::new(&system, "receive timeout");
+    let sender = fired.actor_ref();
     let start = Instant::now();
     let actor = system
         .spawn(Props::new(move || Idle {
@@ -221,7 +227,7 @@ fn the_receive_timeout_fires_after_silence() {
     for _ in 0..3 {
         actor.tell(());
     }
-    let at = fired.expect();
+    let at = fired.expect_msg(PATIENCE);
     assert!(at.duration_since(start) >= Duration::from_millis(30));
     terminate(&system);
     assert!(

@@ -1,0 +1,63 @@
+//! Testing troupe actors without sleeping: a [`TestProbe`] stands in for an
+//! actor the code under test talks to, and a [`ManualClock`] makes the
+//! system's time virtual, so timers, ask timeouts, receive timeouts and
+//! restart backoff fire when the test says so, in order.
+//!
+//! # A worked example
+//!
+//! A reminder actor answers each `Remind` after a delay. The test hands it
+//! a probe as the reply address, moves virtual time, and checks what came,
+//! and that nothing came early, without waiting an hour:
+//!
+//! ```
+//! use std::time::Duration;
+//! use troupe::{Actor, ActorRef, ActorSystem, Context, Props, ReplyTo};
+//! use troupe_testkit::{ManualClock, TestProbe};
+//!
+//! enum Msg {
+//!     Remind { after: Duration, note: &'static str, to: ActorRef<&'static str> },
+//!     /// Answered once everything before it was handled.
+//!     Sync(ReplyTo<()>),
+//! }
+//!
+//! struct Reminder;
+//! impl Actor for Reminder {
+//!     type Msg = Msg;
+//!     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: Msg) {
+//!         match msg {
+//!             Msg::Remind { after, note, to } => {
+//!                 ctx.system().scheduler().schedule_once(after, &to, note);
+//!             }
+//!             Msg::Sync(done) => { done.reply(()); }
+//!         }
+//!     }
+//! }
+//!
+//! let clock = ManualClock::new();
+//! let system = ActorSystem::builder().manual_clock(&clock).build().unwrap();
+//! let reminder = system.spawn(Props::new(|| Reminder)).unwrap();
+//! let probe = TestProbe::<&'static str>::new(&system, "inbox");
+//!
+//! let hour = Duration::from_secs(3600);
+//! reminder.tell(Msg::Remind { after: hour, note: "stand up", to: probe.actor_ref() });
+//! // The reminder is armed once the actor has handled the request.
+//! reminder.ask(Msg::Sync, Duration::from_secs(5)).wait().unwrap();
+//! clock.advance(hour - Duration::from_secs(1));
+//! probe.expect_no_msg(Duration::from_millis(20));
+//! clock.advance(Duration::from_secs(1));
+//! probe.expect_msg_eq("stand up", Duration::from_secs(5));
+//!
+//! system.shutdown();
+//! system.await_termination().unwrap();
+//! ```
+//!
+//! Probe timeouts are real time: they bound how long the test waits for
+//! actors on their dispatcher threads, and a probe that waits in vain fails
+//! with what it expected, what came instead, and after how long.
+
+mod condition;
+mod probe;
+
+pub use condition::await_condition;
+pub use probe::TestProbe;
+pub use troupe::scheduler::ManualClock;
