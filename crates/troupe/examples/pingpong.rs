@@ -1,6 +1,10 @@
 //! Two actors bounce a counter back and forth; prints ns per one-way hop.
 //!
 //! `cargo run --release -p troupe --example pingpong -- [hops] [threads] [throughput]`
+//!
+//! With `PINGPONG_SUBSCRIBER=registry`, a `tracing` registry is installed
+//! first, so that with the `tracing-spans` feature every hop opens and
+//! enters a span: the feature's cost per message with spans recorded.
 
 use std::sync::mpsc;
 use std::time::Instant;
@@ -33,6 +37,10 @@ impl Actor for Player {
 }
 
 fn main() {
+    if std::env::var("PINGPONG_SUBSCRIBER").as_deref() == Ok("registry") {
+        tracing::subscriber::set_global_default(tracing_subscriber::registry())
+            .expect("the first subscriber");
+    }
     let args: Vec<u64> = std::env::args()
         .skip(1)
         .map(|a| a.parse().expect("a number"))

@@ -51,6 +51,7 @@ use crate::props::{Factory, Props};
 use crate::supervision::{Directive, Failure, Scope, SupervisorStrategy};
 use crate::system::{validate_name, DeadLetterReason, SpawnError, SystemInner};
 
+mod envelope;
 mod lifecycle;
 #[cfg(feature = "tokio")]
 mod pipes;
@@ -293,7 +294,7 @@ pub(crate) struct ActorCell<A: Actor> {
     pub(crate) system: Arc<SystemInner>,
     parent: Parent,
     executor: Arc<dyn Executor>,
-    mailbox: Mailbox<A::Msg, SystemMsg>,
+    mailbox: Mailbox<envelope::Envelope<A::Msg>, SystemMsg>,
     run: std::cell::UnsafeCell<RunState<A>>,
 }
 
@@ -378,6 +379,25 @@ impl<A: Actor> ActorCell<A> {
             .map_err(|payload| Failure::from_panic(self.id, payload))
     }
 
+    /// Handles a message from the user queue (inside a span whose parent is
+    /// the sender's, with feature `tracing-spans`).
+    #[inline(always)]
+    fn invoke_sealed(self: &Arc<Self>, run: &mut RunState<A>, sealed: envelope::Envelope<A::Msg>) {
+        #[cfg(feature = "tracing-spans")]
+        {
+            let span = tracing::info_span!(
+                parent: &sealed.span,
+                "receive",
+                actor = %self,
+                message = type_name::<A::Msg>()
+            );
+            let _entered = span.enter();
+            self.invoke(run, sealed.msg);
+        }
+        #[cfg(not(feature = "tracing-spans"))]
+        self.invoke(run, sealed);
+    }
+
     fn invoke(self: &Arc<Self>, run: &mut RunState<A>, msg: A::Msg) {
         self.touch_receive_timeout(&mut run.status);
         if let Err(failure) = self.call(run, |a, ctx| a.receive(ctx, msg)) {
@@ -435,15 +455,15 @@ impl<A: Actor> Runnable for ActorCell<A> {
                     // SAFETY: this run owns the mailbox (it holds `SCHEDULED`),
                     // so it is the user queue's single consumer.
                     if let Some(oldest) = unsafe { this.mailbox.pop_overflowed() } {
-                        this.dead_letter(oldest, DeadLetterReason::MailboxFull);
+                        this.dead_letter(envelope::open(oldest), DeadLetterReason::MailboxFull);
                         continue;
                     }
                     // SAFETY: this run owns the mailbox (it holds `SCHEDULED`),
                     // so it is the user queue's single consumer.
-                    let Some(msg) = (unsafe { this.mailbox.pop_user() }) else {
+                    let Some(sealed) = (unsafe { this.mailbox.pop_user() }) else {
                         break;
                     };
-                    this.invoke(run, msg);
+                    this.invoke_sealed(run, sealed);
                     handled += 1;
                     if !matches!(run.status.phase, Phase::Running) {
                         break;
@@ -504,7 +524,10 @@ impl<A: Actor> Cell for ActorCell<A> {
 impl<A: Actor> TypedCell<A::Msg> for ActorCell<A> {
     #[inline]
     fn offer_user(&self, msg: A::Msg) -> Offer<A::Msg> {
-        self.mailbox.offer_user(msg)
+        match self.mailbox.offer_user(envelope::seal(msg)) {
+            Offer::Pushed(request) => Offer::Pushed(request),
+            Offer::Full(sealed) => Offer::Full(envelope::open(sealed)),
+        }
     }
 
     fn bound(&self) -> Option<&Bound> {

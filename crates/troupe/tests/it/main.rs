@@ -38,3 +38,5 @@ mod supervision_restart_storm;
 mod supervision_under_load;
 mod system_shutdown;
 mod system_shutdown_under_load;
+#[cfg(feature = "tracing-spans")]
+mod tracing_spans;
