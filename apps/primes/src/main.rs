@@ -51,7 +51,50 @@ enum Command {
         /// an unread response, before it is closed (every server).
         #[arg(long, default_value = "60s", value_parser = parse_duration)]
         idle_timeout: Duration,
+        /// Log format on stdout: `text`, `json` (one object per line, with
+        /// every span's close and its timing: each request and each actor
+        /// message), or `off`. The level filter is `RUST_LOG` (default
+        /// `info`).
+        #[arg(long, value_enum, default_value_t = Log::Text)]
+        log: Log,
     },
+}
+
+/// Where the service's `tracing` output goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Log {
+    Off,
+    Text,
+    Json,
+}
+
+/// Installs the subscriber for `log`, filtered by `RUST_LOG` (default
+/// `info`). An invalid `RUST_LOG` is an error, not silence.
+fn install_logging(log: Log) -> Result<(), String> {
+    use tracing_subscriber::fmt::format::FmtSpan;
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(text) => EnvFilter::try_new(&text).map_err(|e| format!("RUST_LOG={text:?}: {e}"))?,
+        Err(_) => EnvFilter::new("info"),
+    };
+    use std::io::IsTerminal;
+    let fmt = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stdout().is_terminal());
+    match log {
+        Log::Off => Ok(()),
+        Log::Text => fmt
+            .with_span_events(FmtSpan::CLOSE)
+            .try_init()
+            .map_err(|e| e.to_string()),
+        Log::Json => fmt
+            .json()
+            .with_span_events(FmtSpan::CLOSE)
+            .with_current_span(true)
+            .with_span_list(true)
+            .try_init()
+            .map_err(|e| e.to_string()),
+    }
 }
 
 /// `<n>s` or `<n>ms`, n > 0.
@@ -80,7 +123,12 @@ fn main() -> ExitCode {
         dispatcher_threads,
         header_read_timeout,
         idle_timeout,
+        log,
     } = Cli::parse().command;
+    if let Err(e) = install_logging(log) {
+        eprintln!("primes: error: {e}");
+        return ExitCode::FAILURE;
+    }
     let timeouts = Timeouts {
         header_read: header_read_timeout,
         idle: idle_timeout,

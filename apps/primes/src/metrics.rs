@@ -1,23 +1,107 @@
-//! Request counters and a latency histogram, rendered in the Prometheus
-//! text format for `GET /metrics`.
+//! The service's request metrics, and `GET /metrics`: the Prometheus text
+//! of the process, rendered by `metrics-exporter-prometheus` from the
+//! `metrics` facade. It holds this module's request metrics and, when the
+//! runtime is built with its `metrics` feature (this crate's default
+//! feature `runtime-metrics`), the actor runtime's own (`troupe_*`, see
+//! docs/operations.md).
+//!
+//! The exporter is installed as the process's recorder the first time a
+//! server starts (or `Metrics` is made): in one process every server shares
+//! it, so `/metrics` is the process's view, as a scraper expects. Each
+//! `Metrics` also keeps its own counts, for the server's API and its tests.
 
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 
-/// Upper bounds of the latency buckets, in seconds.
-const BUCKETS: [f64; 8] = [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0];
+use metrics::{counter, histogram, Counter, Histogram};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-/// Counters shared by every request handler.
-#[derive(Debug, Default)]
+/// Upper bounds of the request latency buckets, in seconds.
+const REQUEST_BUCKETS: [f64; 8] = [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0];
+/// Upper bounds of the runtime's handler-time buckets, in seconds.
+const HANDLER_BUCKETS: [f64; 8] = [1e-6, 1e-5, 1e-4, 0.001, 0.01, 0.1, 1.0, 10.0];
+/// Upper bounds of the runtime's mailbox-depth buckets, in messages.
+const DEPTH_BUCKETS: [f64; 8] = [0.0, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6];
+
+/// The process's exporter: installed once, as the global recorder.
+pub fn exporter() -> &'static PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE.get_or_init(|| {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets_for_metric(
+                Matcher::Full("primes_request_seconds".into()),
+                &REQUEST_BUCKETS,
+            )
+            .and_then(|b| {
+                b.set_buckets_for_metric(
+                    Matcher::Full("troupe_message_seconds".into()),
+                    &HANDLER_BUCKETS,
+                )
+            })
+            .and_then(|b| {
+                b.set_buckets_for_metric(
+                    Matcher::Full("troupe_mailbox_depth".into()),
+                    &DEPTH_BUCKETS,
+                )
+            })
+            .expect("the bucket lists are not empty")
+            .build_recorder();
+        let handle = recorder.handle();
+        if metrics::set_global_recorder(recorder).is_err() {
+            tracing::warn!(
+                "another metrics recorder is installed: /metrics shows only what reaches this one"
+            );
+        }
+        handle
+    })
+}
+
+/// The Prometheus text exposition of the process (`GET /metrics`).
+pub fn render() -> String {
+    exporter().render()
+}
+
+/// Request metrics of one server: the process's series, and this server's
+/// own counts.
+#[derive(Debug)]
 pub struct Metrics {
     requests: AtomicU64,
-    client_errors: AtomicU64,
-    server_errors: AtomicU64,
-    latency_sum_us: AtomicU64,
-    buckets: [AtomicU64; BUCKETS.len()],
     header_read_timeouts: AtomicU64,
     idle_timeouts: AtomicU64,
+    series: Series,
+}
+
+/// Handles of the facade series, looked up once.
+#[derive(Debug)]
+struct Series {
+    requests: Counter,
+    client_errors: Counter,
+    server_errors: Counter,
+    seconds: Histogram,
+    header_read_timeouts: Counter,
+    idle_timeouts: Counter,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        exporter();
+        let cutoff =
+            |kind: &'static str| counter!("primes_connections_timed_out_total", "timeout" => kind);
+        Metrics {
+            requests: AtomicU64::new(0),
+            header_read_timeouts: AtomicU64::new(0),
+            idle_timeouts: AtomicU64::new(0),
+            series: Series {
+                requests: counter!("primes_requests_total"),
+                client_errors: counter!("primes_errors_total", "class" => "4xx"),
+                server_errors: counter!("primes_errors_total", "class" => "5xx"),
+                seconds: histogram!("primes_request_seconds"),
+                header_read_timeouts: cutoff("header_read"),
+                idle_timeouts: cutoff("idle"),
+            },
+        }
+    }
 }
 
 /// Why the server closed a connection on its own.
@@ -33,31 +117,29 @@ impl Metrics {
     /// Records one answered request.
     pub fn record(&self, status: u16, latency: Duration) {
         self.requests.fetch_add(1, Ordering::Relaxed);
+        self.series.requests.increment(1);
         match status {
-            400..=499 => self.client_errors.fetch_add(1, Ordering::Relaxed),
-            500..=599 => self.server_errors.fetch_add(1, Ordering::Relaxed),
-            _ => 0,
-        };
-        let secs = latency.as_secs_f64();
-        self.latency_sum_us
-            .fetch_add(latency.as_micros() as u64, Ordering::Relaxed);
-        for (bound, count) in BUCKETS.iter().zip(&self.buckets) {
-            if secs <= *bound {
-                count.fetch_add(1, Ordering::Relaxed);
-            }
+            400..=499 => self.series.client_errors.increment(1),
+            500..=599 => self.series.server_errors.increment(1),
+            _ => {}
         }
+        self.series.seconds.record(latency.as_secs_f64());
     }
 
     /// Records a connection closed by one of the async servers' timeouts.
     pub fn record_cutoff(&self, cutoff: Cutoff) {
-        let counter = match cutoff {
-            Cutoff::HeaderRead => &self.header_read_timeouts,
-            Cutoff::Idle => &self.idle_timeouts,
+        let (own, series) = match cutoff {
+            Cutoff::HeaderRead => (
+                &self.header_read_timeouts,
+                &self.series.header_read_timeouts,
+            ),
+            Cutoff::Idle => (&self.idle_timeouts, &self.series.idle_timeouts),
         };
-        counter.fetch_add(1, Ordering::Relaxed);
+        own.fetch_add(1, Ordering::Relaxed);
+        series.increment(1);
     }
 
-    /// Connections closed so far for `cutoff`.
+    /// Connections this server closed so far for `cutoff`.
     pub fn cutoffs(&self, cutoff: Cutoff) -> u64 {
         match cutoff {
             Cutoff::HeaderRead => self.header_read_timeouts.load(Ordering::Relaxed),
@@ -65,81 +147,14 @@ impl Metrics {
         }
     }
 
-    /// Requests answered so far.
+    /// Requests this server answered so far.
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
     }
 
-    /// The Prometheus text exposition.
+    /// The Prometheus text exposition of the process (see [`render`]).
     pub fn render(&self) -> String {
-        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let mut out = String::new();
-        family(
-            &mut out,
-            "primes_requests_total",
-            "counter",
-            "Requests answered.",
-        );
-        sample(&mut out, "primes_requests_total", "", load(&self.requests));
-        family(
-            &mut out,
-            "primes_errors_total",
-            "counter",
-            "Requests answered with an error status.",
-        );
-        let errors = "primes_errors_total";
-        sample(&mut out, errors, "class=\"4xx\"", load(&self.client_errors));
-        sample(&mut out, errors, "class=\"5xx\"", load(&self.server_errors));
-        family(
-            &mut out,
-            "primes_request_seconds",
-            "histogram",
-            "Time to answer a request.",
-        );
-        let bucket = "primes_request_seconds_bucket";
-        for (bound, count) in BUCKETS.iter().zip(&self.buckets) {
-            sample(&mut out, bucket, &format!("le=\"{bound}\""), load(count));
-        }
-        sample(&mut out, bucket, "le=\"+Inf\"", load(&self.requests));
-        let sum = load(&self.latency_sum_us) as f64 / 1e6;
-        let _ = writeln!(out, "primes_request_seconds_sum {sum}");
-        sample(
-            &mut out,
-            "primes_request_seconds_count",
-            "",
-            load(&self.requests),
-        );
-        let cutoffs = "primes_connections_timed_out_total";
-        family(
-            &mut out,
-            cutoffs,
-            "counter",
-            "Connections the async servers closed for a timeout.",
-        );
-        let header_read = load(&self.header_read_timeouts);
-        sample(&mut out, cutoffs, "timeout=\"header_read\"", header_read);
-        sample(
-            &mut out,
-            cutoffs,
-            "timeout=\"idle\"",
-            load(&self.idle_timeouts),
-        );
-        out
-    }
-}
-
-/// A metric family's `# HELP` and `# TYPE` lines.
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-}
-
-/// One sample line, with its labels (`key="value"`, or none).
-fn sample(out: &mut String, name: &str, labels: &str, value: u64) {
-    if labels.is_empty() {
-        let _ = writeln!(out, "{name} {value}");
-    } else {
-        let _ = writeln!(out, "{name}{{{labels}}} {value}");
+        render()
     }
 }
 
@@ -147,18 +162,46 @@ fn sample(out: &mut String, name: &str, labels: &str, value: u64) {
 mod tests {
     use super::*;
 
+    /// The value of the sample `name` with `labels` in a rendering.
+    fn value(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+        let lines = text.lines().map(|l| Ok(l.to_string()));
+        let scrape = prometheus_parse::Scrape::parse(lines).expect("the exposition parses");
+        scrape
+            .samples
+            .iter()
+            .filter(|s| s.metric == name)
+            .find(|s| labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+            .map(|s| match s.value {
+                prometheus_parse::Value::Counter(v)
+                | prometheus_parse::Value::Gauge(v)
+                | prometheus_parse::Value::Untyped(v) => v,
+                _ => panic!("{name} is not a single value"),
+            })
+            .unwrap_or(0.0)
+    }
+
     #[test]
-    fn renders_counts_and_buckets() {
+    fn records_reach_the_process_exposition() {
+        // The exposition is the process's: other tests add to it too, so
+        // the checks are on what this test added.
         let m = Metrics::default();
+        let before = render();
         m.record(200, Duration::from_micros(300));
         m.record(404, Duration::from_millis(20));
         m.record_cutoff(Cutoff::Idle);
-        let text = m.render();
-        assert!(text.contains("primes_requests_total 2"));
-        assert!(text.contains("primes_errors_total{class=\"4xx\"} 1"));
-        assert!(text.contains("primes_request_seconds_bucket{le=\"0.0005\"} 1"));
-        assert!(text.contains("primes_request_seconds_bucket{le=\"0.05\"} 2"));
-        assert!(text.contains("primes_connections_timed_out_total{timeout=\"header_read\"} 0"));
-        assert!(text.contains("primes_connections_timed_out_total{timeout=\"idle\"} 1"));
+        let after = render();
+        let delta = |name, labels: &[(&str, &str)]| {
+            value(&after, name, labels) - value(&before, name, labels)
+        };
+        assert!(delta("primes_requests_total", &[]) >= 2.0);
+        assert!(delta("primes_errors_total", &[("class", "4xx")]) >= 1.0);
+        assert!(delta("primes_connections_timed_out_total", &[("timeout", "idle")]) >= 1.0);
+        assert!(
+            after.contains("primes_request_seconds_bucket{le=\"0.0005\"}"),
+            "{after}"
+        );
+        assert_eq!(m.requests(), 2);
+        assert_eq!(m.cutoffs(Cutoff::Idle), 1);
+        assert_eq!(m.cutoffs(Cutoff::HeaderRead), 0);
     }
 }

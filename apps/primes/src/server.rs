@@ -163,6 +163,9 @@ fn other(what: &str, e: impl std::fmt::Display) -> io::Error {
 impl Server {
     /// Binds `addr` (port 0: any free port) and starts the server.
     pub fn start(addr: SocketAddr, config: &Config) -> io::Result<Server> {
+        // The recorder must be in place before the first actor registers its
+        // runtime metrics, or those would go nowhere.
+        crate::metrics::exporter();
         let socket = listener::bind(addr)?;
         let addr = socket.local_addr()?;
         let kind = config.kind;

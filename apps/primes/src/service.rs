@@ -167,10 +167,14 @@ impl Service {
             Backend::Direct(cache) => Answer::json(200, render_json(&cache.first(n)[..n])),
             Backend::Actors(router) => {
                 let worker = router.next_routee().expect("round-robin routing");
-                match worker
-                    .ask(|reply| WorkerMsg::First { n, reply }, REQUEST_TIMEOUT)
-                    .await
-                {
+                // Sent inside the request's span, so that with message spans
+                // on the worker's handling is a child of the request.
+                let ask = {
+                    let span = tracing::info_span!("request", n);
+                    let _entered = span.enter();
+                    worker.ask(|reply| WorkerMsg::First { n, reply }, REQUEST_TIMEOUT)
+                };
+                match ask.await {
                     Ok(json) => Answer::json(200, json),
                     Err(AskError::Timeout { .. }) => Answer::error(&HttpError {
                         status: 503,

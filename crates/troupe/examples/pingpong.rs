@@ -5,6 +5,8 @@
 //! With `PINGPONG_SUBSCRIBER=registry`, a `tracing` registry is installed
 //! first, so that with the `tracing-spans` feature every hop opens and
 //! enters a span: the feature's cost per message with spans recorded.
+//! With `PINGPONG_RECORDER=prometheus`, a Prometheus recorder is installed,
+//! so that with the `metrics` feature every hop records into it.
 
 use std::sync::mpsc;
 use std::time::Instant;
@@ -40,6 +42,11 @@ fn main() {
     if std::env::var("PINGPONG_SUBSCRIBER").as_deref() == Ok("registry") {
         tracing::subscriber::set_global_default(tracing_subscriber::registry())
             .expect("the first subscriber");
+    }
+    if std::env::var("PINGPONG_RECORDER").as_deref() == Ok("prometheus") {
+        metrics_exporter_prometheus::PrometheusBuilder::new()
+            .install_recorder()
+            .expect("the first recorder");
     }
     let args: Vec<u64> = std::env::args()
         .skip(1)

@@ -161,10 +161,14 @@ impl<R> Promise<R> {
             State::Ready(r) => Some(Ok(r)),
             State::NoReply => Some(Err(AskError::NoReply { target })),
             State::Refused => Some(Err(AskError::MailboxFull { target })),
-            State::Expired => Some(Err(AskError::Timeout {
-                target,
-                after: timeout,
-            })),
+            State::Expired => {
+                #[cfg(feature = "metrics")]
+                crate::runtime_metrics::ask_timed_out();
+                Some(Err(AskError::Timeout {
+                    target,
+                    after: timeout,
+                }))
+            }
             waiting @ State::Waiting(_) => {
                 *state = waiting;
                 None

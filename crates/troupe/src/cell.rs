@@ -296,6 +296,9 @@ pub(crate) struct ActorCell<A: Actor> {
     executor: Arc<dyn Executor>,
     mailbox: Mailbox<envelope::Envelope<A::Msg>, SystemMsg>,
     run: std::cell::UnsafeCell<RunState<A>>,
+    /// This actor's metric handles (feature `metrics`).
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: Box<crate::runtime_metrics::CellMetrics>,
 }
 
 // SAFETY: the cell is shared between threads. Its shared fields are immutable
@@ -333,7 +336,14 @@ impl<A: Actor> ActorCell<A> {
         let executor =
             system.executor_for(props.dispatcher.as_deref(), props.name.as_deref(), id)?;
         system.live_cells.fetch_add(1, Ordering::Relaxed);
+        #[cfg(feature = "metrics")]
+        let metrics = crate::runtime_metrics::CellMetrics::new(
+            type_name::<A>(),
+            props.dispatcher.as_deref().unwrap_or("default"),
+        );
         Ok(Arc::new(ActorCell {
+            #[cfg(feature = "metrics")]
+            metrics,
             id,
             name: props.name.map(String::into_boxed_str),
             system: system.clone(),
@@ -389,7 +399,7 @@ impl<A: Actor> ActorCell<A> {
                 parent: &sealed.span,
                 "receive",
                 actor = %self,
-                message = type_name::<A::Msg>()
+                message_type = type_name::<A::Msg>()
             );
             let _entered = span.enter();
             self.invoke(run, sealed.msg);
@@ -399,11 +409,15 @@ impl<A: Actor> ActorCell<A> {
     }
 
     fn invoke(self: &Arc<Self>, run: &mut RunState<A>, msg: A::Msg) {
+        #[cfg(feature = "metrics")]
+        let started = Instant::now();
         self.touch_receive_timeout(&mut run.status);
         if let Err(failure) = self.call(run, |a, ctx| a.receive(ctx, msg)) {
             self.fail(run, failure);
         }
         self.after_handler(run);
+        #[cfg(feature = "metrics")]
+        self.metrics.handled(started);
     }
 
     fn after_handler(self: &Arc<Self>, run: &mut RunState<A>) {
@@ -429,6 +443,8 @@ impl<A: Actor> Runnable for ActorCell<A> {
         // this is the only `&mut` to it.
         let run = unsafe { &mut *this.run.get() };
         let budget = this.executor.throughput().max(1);
+        #[cfg(feature = "metrics")]
+        this.metrics.run_starts(this.mailbox.len_hint());
         let mut sys = Vec::new();
         loop {
             // SAFETY: this run owns the mailbox (it holds `SCHEDULED`: a task
@@ -628,6 +644,8 @@ mod tests {
             std::mem::size_of::<Phase>(),
             std::mem::size_of::<Mailbox<(), SystemMsg>>()
         );
-        assert!(size <= 200, "ActorCell<Empty> grew to {size} bytes");
+        // The metrics feature adds one pointer to its handles.
+        let bound = if cfg!(feature = "metrics") { 208 } else { 200 };
+        assert!(size <= bound, "ActorCell<Empty> grew to {size} bytes");
     }
 }

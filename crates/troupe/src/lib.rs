@@ -44,6 +44,8 @@ mod mailbox;
 pub mod props;
 pub mod receptionist;
 pub mod router;
+#[cfg(feature = "metrics")]
+mod runtime_metrics;
 pub mod scheduler;
 pub mod supervision;
 mod sync;

@@ -393,6 +393,8 @@ fn drive(inner: &Inner) {
         }
         let now = inner.tick_at(Instant::now());
         state.wheel.advance_to(now, |_, _, action| due.push(action));
+        #[cfg(feature = "metrics")]
+        crate::runtime_metrics::timers_pending(state.wheel.len());
         if !due.is_empty() {
             drop(state);
             for action in due.drain(..) {

@@ -225,6 +225,8 @@ impl SystemInner {
         reason: DeadLetterReason,
     ) {
         self.dead_letters.record(recipient, name, ty, reason);
+        #[cfg(feature = "metrics")]
+        crate::runtime_metrics::dead_letter(reason);
         self.events.dead_letter(|| DeadLetter {
             reason,
             recipient,

@@ -29,7 +29,11 @@ impl<A: Actor> ActorCell<A> {
                 run.actor = Some(actor);
                 run.status.phase = Phase::Running;
                 match self.call(run, |a, ctx| a.started(ctx)) {
-                    Ok(()) => self.publish_event(|| ActorEventKind::Started),
+                    Ok(()) => {
+                        #[cfg(feature = "metrics")]
+                        self.metrics.started();
+                        self.publish_event(|| ActorEventKind::Started)
+                    }
                     Err(failure) => self.fail(run, failure),
                 }
                 self.after_handler(run);
@@ -229,7 +233,11 @@ impl<A: Actor> ActorCell<A> {
                 run.actor = Some(actor);
                 run.status.phase = Phase::Running;
                 match self.call(run, |a, ctx| a.after_restart(ctx, &failure)) {
-                    Ok(()) => self.publish_event(|| ActorEventKind::Restarted { failure }),
+                    Ok(()) => {
+                        #[cfg(feature = "metrics")]
+                        self.metrics.restarted();
+                        self.publish_event(|| ActorEventKind::Restarted { failure })
+                    }
                     Err(again) => self.fail(run, again),
                 }
                 self.after_handler(run);
@@ -264,6 +272,8 @@ impl<A: Actor> ActorCell<A> {
         }
         // After the watchers: whoever hears of the stop here can rely on
         // the watchers' `Terminated` being on its way already.
+        #[cfg(feature = "metrics")]
+        self.metrics.stopped();
         self.publish_event(|| ActorEventKind::Stopped);
         match &self.parent {
             Parent::Actor(parent) => send_system(parent, SystemMsg::ChildTerminated(self.id)),

@@ -34,14 +34,14 @@ impl tracing::field::Visit for Fields {
     fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
         match field.name() {
             "actor" => self.actor = Some(format!("{value:?}")),
-            "message" => self.message = Some(format!("{value:?}")),
+            "message_type" => self.message = Some(format!("{value:?}")),
             _ => {}
         }
     }
     fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
         match field.name() {
             "actor" => self.actor = Some(value.to_string()),
-            "message" => self.message = Some(value.to_string()),
+            "message_type" => self.message = Some(value.to_string()),
             _ => {}
         }
     }
