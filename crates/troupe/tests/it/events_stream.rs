@@ -6,31 +6,17 @@
 
 use std::time::Duration;
 
-use crate::probe::{quiet_panics, terminate, watch_probe, Latch, Probe, ProbeRef};
+use crate::probe::{quiet_panics, terminate, watch_probe, Latch, Probe, ProbeRef, PATIENCE};
 use troupe::{
     Actor, ActorEvent, ActorEventKind, ActorRef, ActorSystem, Context, DeadLetter,
     DeadLetterReason, MailboxConfig, Overflow, Props, SupervisorStrategy,
 };
+use troupe_testkit::TestProbe;
 
-/// Forwards everything it receives to a probe.
-struct Forward<E> {
-    out: ProbeRef<E>,
-}
-
-impl<E: Send + 'static> Actor for Forward<E> {
-    type Msg = E;
-    fn receive(&mut self, _ctx: &mut Context<'_, Self>, event: E) {
-        self.out.send(event);
-    }
-}
-
-fn forwarder<E: Send + 'static>(system: &ActorSystem, name: &str) -> (ActorRef<E>, Probe<E>) {
-    let probe = Probe::new(name);
-    let out = probe.sender();
-    let actor = system
-        .spawn(Props::new(move || Forward { out: out.clone() }))
-        .unwrap();
-    (actor, probe)
+/// A probe subscribed as an actor: the testkit's `TestProbe`.
+fn forwarder<E: Send + 'static>(system: &ActorSystem, name: &str) -> (ActorRef<E>, TestProbe<E>) {
+    let probe = TestProbe::new(system, name);
+    (probe.actor_ref(), probe)
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -61,13 +47,19 @@ fn events_reach_the_subscribers_of_their_type_in_order() {
         assert_eq!(stream.publish(Price(p)), 2);
     }
     assert_eq!(stream.publish(News("hello")), 1);
-    assert_eq!(a.expect_n(100), (0..100).map(Price).collect::<Vec<_>>());
-    assert_eq!(b.expect_n(100), (0..100).map(Price).collect::<Vec<_>>());
-    n.expect_eq(News("hello"));
+    assert_eq!(
+        a.receive_n(100, PATIENCE),
+        (0..100).map(Price).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        b.receive_n(100, PATIENCE),
+        (0..100).map(Price).collect::<Vec<_>>()
+    );
+    n.expect_msg_eq(News("hello"), PATIENCE);
     assert!(stream.unsubscribe(&prices_a));
     assert!(!stream.unsubscribe(&prices_a), "already gone");
     assert_eq!(stream.publish(Price(100)), 1);
-    b.expect_eq(Price(100));
+    b.expect_msg_eq(Price(100), PATIENCE);
     terminate(&system);
     assert!(a.received().is_empty(), "nothing after unsubscribing");
 }
@@ -96,7 +88,7 @@ fn dead_letters_are_published() {
     system.stop(&gone);
     terminated.expect();
     gone.tell(Price(7));
-    let letter = l.expect();
+    let letter = l.expect_msg(PATIENCE);
     assert_eq!(letter.reason, DeadLetterReason::RecipientStopped);
     assert_eq!(letter.recipient, gone.id());
     assert!(
@@ -141,7 +133,7 @@ fn every_start_restart_and_stop_is_an_event() {
     // actor's events are counted.
     let mut kinds = Vec::new();
     while kinds.len() < 5 {
-        let event = e.expect();
+        let event = e.expect_msg(PATIENCE);
         if event.actor == fragile.id() {
             assert_eq!(event.name.as_deref(), Some("fragile"));
             kinds.push(event.kind);
