@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::actor_ref::{ActorId, ActorRef};
+use crate::cell::stash::{Stash, StashFull};
 use crate::cell::timers::Timers;
 use crate::cell::{ActorCell, CellStatus};
 use crate::props::Props;
@@ -268,6 +269,76 @@ impl<A: Actor> Context<'_, A> {
         F::Output: Send + 'static,
     {
         self.cell.pipe_to_self(self.status, future, map);
+    }
+
+    /// Sets `msg` aside for later (the actor is "not ready yet"). The stash
+    /// holds at most `Props::stash_capacity` messages; beyond that the
+    /// message is handed back. See [`unstash_all`](Self::unstash_all) and
+    /// `docs/semantics.md` for what a restart or a stop does to the stash.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    /// use troupe::{Actor, ActorSystem, Context, Props};
+    ///
+    /// enum Msg { Write(&'static str), Opened }
+    /// struct File { open: bool, out: mpsc::Sender<&'static str> }
+    /// impl Actor for File {
+    ///     type Msg = Msg;
+    ///     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: Msg) {
+    ///         match msg {
+    ///             Msg::Write(line) if !self.open => ctx.stash(Msg::Write(line)).unwrap(),
+    ///             Msg::Write(line) => self.out.send(line).unwrap(),
+    ///             Msg::Opened => {
+    ///                 self.open = true;
+    ///                 ctx.unstash_all();
+    ///             }
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let system = ActorSystem::builder().threads(1).build().unwrap();
+    /// let (out, lines) = mpsc::channel();
+    /// let file = system
+    ///     .spawn(Props::new(move || File { open: false, out: out.clone() }).stash_capacity(100))
+    ///     .unwrap();
+    /// file.tell(Msg::Write("a"));
+    /// file.tell(Msg::Write("b"));
+    /// file.tell(Msg::Opened);
+    /// file.tell(Msg::Write("c"));
+    /// let got: Vec<_> = (0..3).map(|_| lines.recv_timeout(Duration::from_secs(5)).unwrap()).collect();
+    /// assert_eq!(got, ["a", "b", "c"]);
+    /// system.shutdown();
+    /// system.await_termination().unwrap();
+    /// ```
+    pub fn stash(&mut self, msg: A::Msg) -> Result<(), StashFull<A::Msg>> {
+        self.status.make_stash::<A::Msg>();
+        self.status
+            .with_stash(|s: Option<&mut Stash<A::Msg>>| match s {
+                Some(stash) => stash.stash(msg),
+                None => Err(StashFull { msg, capacity: 0 }),
+            })
+    }
+
+    /// Makes every stashed message due: they are handled next, in the order
+    /// they were stashed, before any message still in the mailbox.
+    pub fn unstash_all(&mut self) {
+        self.status
+            .with_stash(|s: Option<&mut Stash<A::Msg>>| s.map(Stash::unstash_all));
+    }
+
+    /// Makes the oldest stashed message due (handled before the mailbox);
+    /// false if nothing is stashed.
+    pub fn unstash_one(&mut self) -> bool {
+        self.status
+            .with_stash(|s: Option<&mut Stash<A::Msg>>| s.is_some_and(Stash::unstash_one))
+    }
+
+    /// Messages in the stash (not counting unstashed ones not yet handled).
+    pub fn stashed(&mut self) -> usize {
+        self.status
+            .stash::<A::Msg>()
+            .map_or(0, |s: &mut Stash<A::Msg>| s.len())
     }
 
     /// Stops watching `other`; no `Terminated` for it is delivered afterwards.

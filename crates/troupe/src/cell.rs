@@ -50,11 +50,13 @@ use crate::mailbox::{Mailbox, Offer, Request};
 use crate::props::{Factory, Props};
 use crate::supervision::{Directive, Failure, Scope, SupervisorStrategy};
 use crate::system::{validate_name, DeadLetterReason, SpawnError, SystemInner};
+use stash::{ErasedStash, Stash};
 
 mod envelope;
 mod lifecycle;
 #[cfg(feature = "tokio")]
 mod pipes;
+pub(crate) mod stash;
 pub(crate) mod timers;
 
 /// Lifecycle traffic, carried on the system lane.
@@ -123,8 +125,16 @@ pub(crate) trait Cell: Runnable {
 
 /// A cell that accepts user messages of type `M`: what an `ActorRef<M>` holds.
 pub(crate) trait TypedCell<M>: Cell {
-    /// Offers a message to the mailbox (see `Mailbox::offer_user`).
-    fn offer_user(&self, msg: M) -> Offer<M>;
+    /// Offers the message at `msg` (see `Mailbox::offer_user`).
+    ///
+    /// # Safety
+    ///
+    /// `msg` points to a valid `M` that the caller owns; after `Pushed` it
+    /// has been moved out (the caller must not use or drop it), after
+    /// `Full` it is still the caller's. Passing a pointer, not the value,
+    /// lets the mailbox read the message once, into its queue slot (see
+    /// `Queue::push_read`).
+    unsafe fn offer_user(&self, msg: *mut M) -> Offer;
     /// The bound of a bounded mailbox.
     fn bound(&self) -> Option<&Bound>;
     /// Drops an undeliverable message, recording it as a dead letter.
@@ -149,14 +159,19 @@ pub(crate) fn send_system(cell: &Arc<dyn Cell>, msg: SystemMsg) {
 /// mailbox hands the message back.
 #[inline]
 pub(crate) fn offer<M: Send + 'static>(cell: &Arc<dyn TypedCell<M>>, msg: M) -> Result<(), M> {
-    match cell.offer_user(msg) {
+    let mut msg = ManuallyDrop::new(msg);
+    // SAFETY: `msg` is a valid message owned here, never dropped here
+    // (`ManuallyDrop`): after `Pushed` it has been moved out and is
+    // forgotten, after `Full` it is taken back below.
+    match unsafe { cell.offer_user(&mut *msg) } {
         Offer::Pushed(Request::Owned) => {}
         Offer::Pushed(Request::Schedule) => {
             let ptr: *const dyn TypedCell<M> = Arc::as_ptr(cell);
             cell.executor().execute(Task::new(ptr));
         }
         Offer::Pushed(Request::Drain) => cell.drain_closed(),
-        Offer::Full(msg) => return Err(msg),
+        // SAFETY: `Full` left the message in place, still ours.
+        Offer::Full => return Err(unsafe { ManuallyDrop::take(&mut msg) }),
     }
     Ok(())
 }
@@ -230,6 +245,11 @@ struct Links {
     deferred: Vec<Signal>,
     /// Restarts in the supervisor strategy's current window.
     restarts: Option<RestartWindow>,
+    /// `Props::stash_capacity`; 0 refuses every stash.
+    stash_capacity: usize,
+    /// The stash (a `Stash<A::Msg>`), made by the first `Context::stash`
+    /// (see `cell/stash.rs` for why not at spawn).
+    stash: Option<Box<dyn ErasedStash>>,
     /// Per-actor timers by key, and the generation counter they share with
     /// the receive timeout.
     timers: HashMap<&'static str, timers::TimerSlot>,
@@ -240,6 +260,19 @@ struct Links {
     pipes: pipes::Pipes,
 }
 
+impl Links {
+    /// The links of an actor given a stash capacity. Untyped and out of
+    /// line, so that `ActorCell::create` carries no stash code.
+    #[cold]
+    #[inline(never)]
+    fn with_stash_capacity(stash_capacity: usize) -> Box<Links> {
+        Box::new(Links {
+            stash_capacity,
+            ..Links::default()
+        })
+    }
+}
+
 /// Where the actor stands, as its mailbox owner keeps it: its phase, a stop
 /// it asked for, its children and watch links, whether a receive timeout is
 /// set. Only the mailbox owner touches it (it lives in the `RunState`).
@@ -248,6 +281,9 @@ pub(crate) struct CellStatus {
     pub(crate) stop_requested: bool,
     /// Whether a receive timeout is set (spares the hot path a lookup).
     has_receive_timeout: bool,
+    /// Whether unstashed messages wait in the stash (spares the hot path a
+    /// lookup; kept by the stash methods below).
+    pub(crate) stash_due: bool,
     phase: Phase,
     links: Option<Box<Links>>,
 }
@@ -255,6 +291,76 @@ pub(crate) struct CellStatus {
 impl CellStatus {
     fn links(&mut self) -> &mut Links {
         self.links.get_or_insert_with(Default::default)
+    }
+
+    /// The actor's stash, if it has one.
+    pub(crate) fn stash<M: Send + 'static>(&mut self) -> Option<&mut Stash<M>> {
+        self.links
+            .as_mut()?
+            .stash
+            .as_mut()?
+            .as_any_mut()
+            .downcast_mut()
+    }
+
+    /// Makes the stash if the actor was given a capacity and has none yet
+    /// (only `Context::stash` calls this: see `cell/stash.rs`).
+    pub(crate) fn make_stash<M: Send + 'static>(&mut self) {
+        if let Some(links) = self.links.as_mut() {
+            if links.stash.is_none() && links.stash_capacity > 0 {
+                links.stash = Some(Box::new(Stash::<M>::new(links.stash_capacity)));
+            }
+        }
+    }
+
+    /// Runs `f` on the stash (if any) and refreshes `stash_due`.
+    pub(crate) fn with_stash<M: Send + 'static, R>(
+        &mut self,
+        f: impl FnOnce(Option<&mut Stash<M>>) -> R,
+    ) -> R {
+        let stash = self.stash::<M>();
+        let (result, due) = match stash {
+            Some(stash) => {
+                let result = f(Some(&mut *stash));
+                (result, stash.has_due())
+            }
+            None => (f(None), false),
+        };
+        self.stash_due = due;
+        result
+    }
+
+    /// The next unstashed message. Out of line and cold: the run loop calls
+    /// it only while `stash_due` is set.
+    #[cold]
+    #[inline(never)]
+    fn next_due<M: Send + 'static>(&mut self) -> Option<M> {
+        self.with_stash(|s: Option<&mut Stash<M>>| s?.next_due())
+    }
+
+    /// A restart: makes every stashed message due. Untyped and out of line,
+    /// so that no actor's lifecycle code carries stash code.
+    #[inline(never)]
+    fn unstash_all_erased(&mut self) {
+        if let Some(stash) = self.links.as_mut().and_then(|l| l.stash.as_mut()) {
+            stash.unstash_all();
+            self.stash_due = stash.has_due();
+        }
+    }
+
+    /// A stop: drops every stashed and unstashed message, recording each as
+    /// a dead letter of actor `id` (as `TypedCell::dead_letter` would).
+    /// Untyped and out of line, like [`unstash_all_erased`](Self::unstash_all_erased).
+    #[inline(never)]
+    fn discard_stash(&mut self, system: &SystemInner, id: ActorId, name: Option<&str>) {
+        let Some(stash) = self.links.as_mut().and_then(|l| l.stash.as_mut()) else {
+            return;
+        };
+        let ty = stash.msg_type();
+        for _ in 0..stash.discard() {
+            system.dead_letter(id, name, ty, DeadLetterReason::RecipientStopped);
+        }
+        self.stash_due = false;
     }
 
     pub(crate) fn stop_child(&mut self, id: ActorId) -> bool {
@@ -360,7 +466,11 @@ impl<A: Actor> ActorCell<A> {
                     stop_requested: false,
                     has_receive_timeout: false,
                     phase: Phase::Starting,
-                    links: None,
+                    stash_due: false,
+                    // Only an actor given a stash capacity has links at spawn
+                    // (untyped: the stash itself comes with the first stash).
+                    links: (props.stash_capacity > 0)
+                        .then(|| Links::with_stash_capacity(props.stash_capacity)),
                 },
             }),
         }))
@@ -408,6 +518,14 @@ impl<A: Actor> ActorCell<A> {
         self.invoke(run, sealed);
     }
 
+    // Always inlined into `run`: out of line, the message goes through
+    // memory (`run` writes it with stores of 8 and 16 bytes) and, depending
+    // on unrelated generic code compiled for the same actor type, LLVM may
+    // copy it at `invoke`'s entry with a 16-byte load spanning both stores:
+    // a store-to-load forwarding stall on every message (about 6 ns of the
+    // one-worker ping-pong hop when it happened). Inlined, it stays in
+    // registers.
+    #[inline(always)]
     fn invoke(self: &Arc<Self>, run: &mut RunState<A>, msg: A::Msg) {
         #[cfg(feature = "metrics")]
         let started = Instant::now();
@@ -468,6 +586,17 @@ impl<A: Actor> Runnable for ActorCell<A> {
             if matches!(run.status.phase, Phase::Running) {
                 let mut handled = 0;
                 while handled < budget && !this.mailbox.state.system_pending() {
+                    // Unstashed messages go before the mailbox (`cell/stash.rs`).
+                    if run.status.stash_due {
+                        if let Some(msg) = run.status.next_due::<A::Msg>() {
+                            this.invoke(run, msg);
+                            handled += 1;
+                            if !matches!(run.status.phase, Phase::Running) {
+                                break;
+                            }
+                            continue;
+                        }
+                    }
                     // SAFETY: this run owns the mailbox (it holds `SCHEDULED`),
                     // so it is the user queue's single consumer.
                     if let Some(oldest) = unsafe { this.mailbox.pop_overflowed() } {
@@ -485,8 +614,22 @@ impl<A: Actor> Runnable for ActorCell<A> {
                         break;
                     }
                 }
+                let running = matches!(run.status.phase, Phase::Running);
+                // One check of the stash flag per run, not two: it is on the
+                // one-message-per-run path of every actor (`cell/stash.rs`).
+                if running && run.status.stash_due {
+                    if handled == budget {
+                        // Budget spent with unstashed work left: yield the
+                        // thread, keep ownership.
+                        this.executor.reschedule(me);
+                        return false;
+                    }
+                    // Unstashed work the mailbox cannot see: never release
+                    // with it.
+                    continue;
+                }
                 if handled == budget
-                    && matches!(run.status.phase, Phase::Running)
+                    && running
                     // SAFETY: this run still owns the mailbox (it has not
                     // released `SCHEDULED`): the queue's single consumer.
                     && !unsafe { this.mailbox.user_is_empty() }
@@ -539,11 +682,27 @@ impl<A: Actor> Cell for ActorCell<A> {
 
 impl<A: Actor> TypedCell<A::Msg> for ActorCell<A> {
     #[inline]
-    fn offer_user(&self, msg: A::Msg) -> Offer<A::Msg> {
-        match self.mailbox.offer_user(envelope::seal(msg)) {
-            Offer::Pushed(request) => Offer::Pushed(request),
-            Offer::Full(sealed) => Offer::Full(envelope::open(sealed)),
+    #[cfg(not(feature = "tracing-spans"))]
+    unsafe fn offer_user(&self, msg: *mut A::Msg) -> Offer {
+        // SAFETY: without spans the envelope is the message itself, and the
+        // contract is passed on unchanged.
+        unsafe { self.mailbox.offer_user(msg) }
+    }
+
+    #[cfg(feature = "tracing-spans")]
+    unsafe fn offer_user(&self, msg: *mut A::Msg) -> Offer {
+        // SAFETY: `msg` is valid and the caller's (this function's contract):
+        // it is moved into the envelope here and moved back on `Full`.
+        let sealed = std::mem::ManuallyDrop::new(envelope::seal(unsafe { std::ptr::read(msg) }));
+        // SAFETY: `sealed` is valid and owned here, never dropped here.
+        let offer = unsafe { self.mailbox.offer_user(&*sealed) };
+        if offer == Offer::Full {
+            let sealed = std::mem::ManuallyDrop::into_inner(sealed);
+            // SAFETY: the caller's message was moved out above; `Full` must
+            // leave it in place, so it is written back.
+            unsafe { std::ptr::write(msg, envelope::open(sealed)) };
         }
+        offer
     }
 
     fn bound(&self) -> Option<&Bound> {

@@ -56,6 +56,7 @@ pub use actor_ref::{
     ActorId, ActorRef, ExternalTarget, SendError, SendFuture, TrySendError, Watcher,
 };
 pub use ask::{Ask, AskError, ReplyTo};
+pub use cell::stash::StashFull;
 pub use cell::timers::Timers;
 pub use mailbox::bound::{MailboxConfig, Overflow};
 pub use props::Props;

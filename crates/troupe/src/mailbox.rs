@@ -49,11 +49,12 @@ pub(crate) struct Mailbox<M, S> {
 }
 
 /// What became of a user message offered to a mailbox.
-pub(crate) enum Offer<M> {
-    /// Queued; act on the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Offer {
+    /// Queued (moved out of the sender's hands); act on the request.
     Pushed(Request),
-    /// The bounded mailbox is full; the message is handed back.
-    Full(M),
+    /// The bounded mailbox is full; the message is still the sender's.
+    Full,
 }
 
 impl<M, S> Mailbox<M, S> {
@@ -77,19 +78,28 @@ impl<M, S> Mailbox<M, S> {
         self.bound.as_deref()
     }
 
-    /// Offers a user message: reserves a place in a bounded mailbox (under
-    /// `DropOldest`, past a full one), then publishes and requests a run.
+    /// Offers the user message at `src`: reserves a place in a bounded
+    /// mailbox (under `DropOldest`, past a full one), then moves the message
+    /// into the queue and requests a run. On `Full` the message is untouched.
+    ///
+    /// # Safety
+    ///
+    /// `src` points to a valid `M` that the caller owns; after `Pushed` it
+    /// has been moved out (the caller must not use or drop it), after
+    /// `Full` it is still the caller's.
     #[inline]
-    pub(crate) fn offer_user(&self, msg: M) -> Offer<M> {
+    pub(crate) unsafe fn offer_user(&self, src: *const M) -> Offer {
         if let Some(bound) = &self.bound {
             if !bound.try_reserve() {
                 if bound.overflow != Overflow::DropOldest {
-                    return Offer::Full(msg);
+                    return Offer::Full;
                 }
                 bound.force_reserve();
             }
         }
-        Offer::Pushed(self.push_user(msg))
+        // SAFETY: passed on from this function's contract.
+        unsafe { self.user.push_read(src) };
+        Offer::Pushed(self.state.request(PENDING))
     }
 
     /// An idle mailbox nobody owns.
@@ -105,6 +115,7 @@ impl<M, S> Mailbox<M, S> {
 
     /// Publishes a user message and requests a run (no bound check: use
     /// `offer_user` for actor mailboxes).
+    #[allow(dead_code)] // used by the loom models
     #[inline]
     pub(crate) fn push_user(&self, msg: M) -> Request {
         self.user.push(msg);

@@ -37,6 +37,7 @@ pub struct Props<A: Actor> {
     pub(crate) dispatcher: Option<String>,
     pub(crate) strategy: Option<Arc<SupervisorStrategy>>,
     pub(crate) mailbox: MailboxConfig,
+    pub(crate) stash_capacity: usize,
 }
 
 impl<A: Actor> Props<A> {
@@ -48,7 +49,15 @@ impl<A: Actor> Props<A> {
             dispatcher: None,
             strategy: None,
             mailbox: MailboxConfig::Unbounded,
+            stash_capacity: 0,
         }
+    }
+
+    /// How many messages the actor may stash (`Context::stash`); 0, the
+    /// default, refuses every stash.
+    pub fn stash_capacity(mut self, capacity: usize) -> Self {
+        self.stash_capacity = capacity;
+        self
     }
 
     /// The actor's name, unique among its siblings. Unnamed actors are shown
@@ -87,6 +96,7 @@ impl<A: Actor> Clone for Props<A> {
             dispatcher: self.dispatcher.clone(),
             strategy: self.strategy.clone(),
             mailbox: self.mailbox,
+            stash_capacity: self.stash_capacity,
         }
     }
 }

@@ -221,8 +221,10 @@ impl<M: Send + 'static, T: ExternalTarget<M>> Cell for ExternalCell<M, T> {
 }
 
 impl<M: Send + 'static, T: ExternalTarget<M>> TypedCell<M> for ExternalCell<M, T> {
-    fn offer_user(&self, msg: M) -> Offer<M> {
-        self.target.send(msg);
+    unsafe fn offer_user(&self, msg: *mut M) -> Offer {
+        // SAFETY: `msg` is valid and given up on `Pushed` (the trait's
+        // contract), which is what this returns.
+        self.target.send(unsafe { std::ptr::read(msg) });
         Offer::Pushed(Request::Owned)
     }
 

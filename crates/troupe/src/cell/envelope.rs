@@ -10,12 +10,6 @@ mod imp {
     /// A queued user message.
     pub(crate) type Envelope<M> = M;
 
-    /// Wraps a message as it is sent.
-    #[inline(always)]
-    pub(crate) fn seal<M>(msg: M) -> Envelope<M> {
-        msg
-    }
-
     /// Unwraps a message that will not be handled (handed back, dead letter).
     #[inline(always)]
     pub(crate) fn open<M>(envelope: Envelope<M>) -> M {
@@ -50,4 +44,6 @@ mod imp {
     }
 }
 
-pub(crate) use imp::{open, seal, Envelope};
+#[cfg(feature = "tracing-spans")]
+pub(crate) use imp::seal;
+pub(crate) use imp::{open, Envelope};

@@ -84,6 +84,8 @@ impl<A: Actor> ActorCell<A> {
         timers::cancel_all(&mut run.status);
         #[cfg(feature = "tokio")]
         super::pipes::cancel_all(&mut run.status);
+        // The fresh instance handles the stashed messages first.
+        run.status.unstash_all_erased();
         run.status.phase =
             Phase::Terminating(After::Restart(Box::new(Restarting { failure, count })));
         self.stop_children(run);
@@ -257,6 +259,9 @@ impl<A: Actor> ActorCell<A> {
         timers::cancel_all(&mut run.status);
         #[cfg(feature = "tokio")]
         super::pipes::cancel_all(&mut run.status);
+        // Stashed and unstashed messages become dead letters.
+        run.status
+            .discard_stash(&self.system, self.id, self.name.as_deref());
         let keep_alive: Arc<dyn Cell> = self.clone();
         run.status.phase = Phase::Stopped(Some(Box::new(keep_alive)));
         self.mailbox.state.close();

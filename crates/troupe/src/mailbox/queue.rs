@@ -135,7 +135,26 @@ impl<T> SegQueue<T> {
 
     /// Appends `value`. Lock-free except while another producer installs the
     /// next block (a handful of instructions), when it spins.
+    #[allow(dead_code)] // used by the mailbox's tests and models
     pub(crate) fn push(&self, value: T) {
+        let value = std::mem::ManuallyDrop::new(value);
+        // SAFETY: `value` is a valid `T` owned here and never dropped here
+        // (`ManuallyDrop`): `push_read` moves it into the queue.
+        unsafe { self.push_read(&*value) }
+    }
+
+    /// Appends the value at `src`, moving it out: the caller must treat it
+    /// as moved (not use or drop it) afterwards. The value is read once,
+    /// straight into its slot and only after the slot is claimed: a sender
+    /// that has just written the message (with stores of other widths than
+    /// the copy's loads) then pays no store-to-load forwarding stall, which
+    /// a by-value copy made early (LLVM's choice, varying with unrelated
+    /// code) did on every send.
+    ///
+    /// # Safety
+    ///
+    /// `src` points to a valid `T` that the caller owns and gives up.
+    pub(crate) unsafe fn push_read(&self, src: *const T) {
         let mut next_block: Option<Box<Block<T>>> = None;
         loop {
             let pos = self.tail_pos.load(Ordering::Acquire);
@@ -200,7 +219,10 @@ impl<T> SegQueue<T> {
             let slot = &block_ref.slots[offset];
             // SAFETY: position `pos` is ours alone (claimed by the CAS), and
             // the consumer does not read the slot before `ready` is set.
-            slot.value.with_mut(|p| unsafe { (*p).write(value) });
+            // `src` is valid and given up by the caller (this function's
+            // contract), so reading it once moves the value into the slot.
+            slot.value
+                .with_mut(|p| unsafe { (*p).write(ptr::read(src)) });
             slot.ready.store(true, Ordering::Release);
             return;
         }

@@ -32,6 +32,7 @@ mod router_routing;
 mod scheduler_manual_clock;
 mod scheduler_once;
 mod scheduler_timers;
+mod stash_unstash;
 mod supervision_directives;
 mod supervision_groups;
 mod supervision_restart_storm;
