@@ -325,13 +325,25 @@ impl<A: Actor> Context<'_, A> {
     pub fn unstash_all(&mut self) {
         self.status
             .with_stash(|s: Option<&mut Stash<A::Msg>>| s.map(Stash::unstash_all));
+        self.signal_unstashed();
     }
 
     /// Makes the oldest stashed message due (handled before the mailbox);
     /// false if nothing is stashed.
     pub fn unstash_one(&mut self) -> bool {
-        self.status
-            .with_stash(|s: Option<&mut Stash<A::Msg>>| s.is_some_and(Stash::unstash_one))
+        let unstashed = self
+            .status
+            .with_stash(|s: Option<&mut Stash<A::Msg>>| s.is_some_and(Stash::unstash_one));
+        self.signal_unstashed();
+        unstashed
+    }
+
+    /// Tells the run loop that stashed messages are due (a system message,
+    /// so the loop pays nothing for the stash otherwise).
+    fn signal_unstashed(&mut self) {
+        if self.status.stash_due {
+            crate::cell::signal_unstashed(self.cell);
+        }
     }
 
     /// Messages in the stash (not counting unstashed ones not yet handled).

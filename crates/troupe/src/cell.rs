@@ -94,6 +94,9 @@ pub(crate) enum SystemMsg {
     },
     /// The receive-timeout check came due.
     ReceiveTimeout { generation: u64 },
+    /// Stashed messages were made due (see `cell/stash.rs`): handle them
+    /// before any further mailbox message.
+    Unstashed,
     /// A piped future completed (see `cell/pipes.rs`); `msg` is an `A::Msg`.
     #[cfg(feature = "tokio")]
     Piped {
@@ -330,8 +333,8 @@ impl CellStatus {
         result
     }
 
-    /// The next unstashed message. Out of line and cold: the run loop calls
-    /// it only while `stash_due` is set.
+    /// The next unstashed message. Out of line and cold: only the handling
+    /// of `SystemMsg::Unstashed` calls it.
     #[cold]
     #[inline(never)]
     fn next_due<M: Send + 'static>(&mut self) -> Option<M> {
@@ -586,17 +589,6 @@ impl<A: Actor> Runnable for ActorCell<A> {
             if matches!(run.status.phase, Phase::Running) {
                 let mut handled = 0;
                 while handled < budget && !this.mailbox.state.system_pending() {
-                    // Unstashed messages go before the mailbox (`cell/stash.rs`).
-                    if run.status.stash_due {
-                        if let Some(msg) = run.status.next_due::<A::Msg>() {
-                            this.invoke(run, msg);
-                            handled += 1;
-                            if !matches!(run.status.phase, Phase::Running) {
-                                break;
-                            }
-                            continue;
-                        }
-                    }
                     // SAFETY: this run owns the mailbox (it holds `SCHEDULED`),
                     // so it is the user queue's single consumer.
                     if let Some(oldest) = unsafe { this.mailbox.pop_overflowed() } {
@@ -614,22 +606,8 @@ impl<A: Actor> Runnable for ActorCell<A> {
                         break;
                     }
                 }
-                let running = matches!(run.status.phase, Phase::Running);
-                // One check of the stash flag per run, not two: it is on the
-                // one-message-per-run path of every actor (`cell/stash.rs`).
-                if running && run.status.stash_due {
-                    if handled == budget {
-                        // Budget spent with unstashed work left: yield the
-                        // thread, keep ownership.
-                        this.executor.reschedule(me);
-                        return false;
-                    }
-                    // Unstashed work the mailbox cannot see: never release
-                    // with it.
-                    continue;
-                }
                 if handled == budget
-                    && running
+                    && matches!(run.status.phase, Phase::Running)
                     // SAFETY: this run still owns the mailbox (it has not
                     // released `SCHEDULED`): the queue's single consumer.
                     && !unsafe { this.mailbox.user_is_empty() }
@@ -748,6 +726,14 @@ pub(crate) fn spawn_child<A: Actor, C: Actor>(
     links.children.insert(child.id, child.clone());
     child.schedule_first();
     Ok(ActorRef { cell: child })
+}
+
+/// Stashed messages of `cell` were made due: a system message tells its
+/// run loop, which checks the system lane before every message anyway, so
+/// the stash costs actors nothing per message (see `cell/stash.rs`).
+pub(crate) fn signal_unstashed<A: Actor>(cell: &Arc<ActorCell<A>>) {
+    let me: Arc<dyn Cell> = cell.clone();
+    send_system(&me, SystemMsg::Unstashed);
 }
 
 /// `Context::watch`.

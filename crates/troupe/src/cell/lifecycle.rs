@@ -244,6 +244,11 @@ impl<A: Actor> ActorCell<A> {
                 }
                 self.after_handler(run);
                 self.deliver_deferred(run);
+                // The restart made the stash due: the fresh instance handles
+                // it before newer mailbox messages.
+                if run.status.stash_due {
+                    super::signal_unstashed(self);
+                }
             }
             Err(payload) => self.factory_failed(run, payload),
         }
@@ -404,6 +409,17 @@ impl<A: Actor> ActorCell<A> {
             SystemMsg::ReceiveTimeout { generation } => {
                 if self.receive_timeout_due(&mut run.status, generation) {
                     self.signal(run, Signal::ReceiveTimeout);
+                }
+            }
+            SystemMsg::Unstashed => {
+                // A stopping actor's stash becomes dead letters instead; a
+                // restarting one is signalled again once the fresh instance
+                // runs (`recreate`).
+                while matches!(run.status.phase, Phase::Running) {
+                    let Some(msg) = run.status.next_due::<A::Msg>() else {
+                        break;
+                    };
+                    self.invoke(run, msg);
                 }
             }
             SystemMsg::GroupRestart { failure, restarts } => {

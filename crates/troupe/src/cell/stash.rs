@@ -15,9 +15,12 @@
 //! * A restart unstashes everything: the fresh instance handles the stashed
 //!   messages first, in their order, before newer mailbox messages. A stop
 //!   turns stashed and unstashed messages into dead letters.
-//! * The run loop only looks here while something is unstashed (one flag
-//!   check per message otherwise), and an actor with unstashed messages does
-//!   not release its mailbox: they are work the mailbox cannot see.
+//! * Making messages due sends the actor a system message (`Unstashed`).
+//!   The run loop checks the system lane before every message already, so
+//!   the handler that unstashed is the last mailbox message before the due
+//!   ones, and the stash costs the loop nothing per message. A restart
+//!   signals the fresh instance once it runs; a stopping actor drops the
+//!   signal (its stash becomes dead letters).
 //!
 //! # Why the stash is type-erased
 //!
