@@ -3,32 +3,18 @@
 //! (`troupe_*`) are there, and they move under load. Its own test binary:
 //! the exposition is the process's, and no other server may add to it.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+#[path = "support/http_get.rs"]
+mod http_get;
+
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use http_get::get;
 use primes::server::{Config, Kind, Server};
 use prometheus_parse::{Scrape, Value};
 
-fn get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let status = raw.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let body = raw
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
-}
-
 fn scrape(addr: SocketAddr) -> Scrape {
-    let (status, body) = get(addr, "/metrics");
+    let (status, body) = get(addr, "GET", "/metrics");
     assert_eq!(status, 200);
     Scrape::parse(body.lines().map(|l| Ok(l.to_string()))).expect("the exposition parses")
 }
@@ -87,7 +73,7 @@ fn the_runtime_metrics_are_scraped_and_move_under_load() {
 
     const REQUESTS: u32 = 50;
     for n in 0..REQUESTS {
-        let (status, _) = get(addr, &format!("/primes/{}", 100 + n));
+        let (status, _) = get(addr, "GET", &format!("/primes/{}", 100 + n));
         assert_eq!(status, 200);
     }
     // A worker counts a message when its handler has returned, a moment
@@ -121,7 +107,7 @@ fn the_runtime_metrics_are_scraped_and_move_under_load() {
         ("troupe_actors", "gauge"),
         ("primes_request_seconds", "histogram"),
     ] {
-        let (_, body) = get(addr, "/metrics");
+        let (_, body) = get(addr, "GET", "/metrics");
         assert!(
             body.contains(&format!("# TYPE {name} {kind}")),
             "{name} is not a {kind}:\n{body}"

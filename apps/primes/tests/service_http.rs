@@ -11,6 +11,10 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+#[path = "support/http_get.rs"]
+mod http_get;
+
+use http_get::get;
 use primes::faults::{Faults, Gate};
 use primes::metrics::Cutoff;
 use primes::server::{Config, Kind, Server};
@@ -22,24 +26,6 @@ const PATIENCE: Duration = Duration::from_secs(10);
 
 /// The answer to `/primes/17`, the n the gate tests hold.
 const FIRST_17: &str = "[2,3,5,7,11,13,17,19,23,29,31,37,41,43,47,53,59]";
-
-/// One request on a fresh connection; returns status and body.
-fn get(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let status = raw.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let body = raw
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
-}
 
 /// Reads one response from a keep-alive connection: status, head (lower
 /// case) and body (by Content-Length).

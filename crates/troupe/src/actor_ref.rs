@@ -174,6 +174,13 @@ impl<M: Send + 'static> ActorRef<M> {
     pub fn is_terminated(&self) -> bool {
         self.cell.is_closed()
     }
+
+    /// Whether `other` is this very ref, not just a ref to the same actor
+    /// id (a message adapter has its owner's id): for registries that must
+    /// keep or remove one ref among several (event stream, receptionist).
+    pub(crate) fn is_same_ref(&self, other: &ActorRef<M>) -> bool {
+        std::ptr::addr_eq(Arc::as_ptr(&self.cell), Arc::as_ptr(&other.cell))
+    }
 }
 
 impl<M: Send + 'static> Clone for ActorRef<M> {

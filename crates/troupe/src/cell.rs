@@ -163,10 +163,12 @@ pub(crate) fn send_system(cell: &Arc<dyn Cell>, msg: SystemMsg) {
 #[inline]
 pub(crate) fn offer<M: Send + 'static>(cell: &Arc<dyn TypedCell<M>>, msg: M) -> Result<(), M> {
     let mut msg = ManuallyDrop::new(msg);
-    // SAFETY: `msg` is a valid message owned here, never dropped here
+    // `msg` is a valid message owned here and never dropped here
     // (`ManuallyDrop`): after `Pushed` it has been moved out and is
     // forgotten, after `Full` it is taken back below.
-    match unsafe { cell.offer_user(&mut *msg) } {
+    // SAFETY: that is `offer_user`'s contract.
+    let offered = unsafe { cell.offer_user(&mut *msg) };
+    match offered {
         Offer::Pushed(Request::Owned) => {}
         Offer::Pushed(Request::Schedule) => {
             let ptr: *const dyn TypedCell<M> = Arc::as_ptr(cell);

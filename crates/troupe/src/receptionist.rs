@@ -296,7 +296,7 @@ impl Receptionist {
         let key = key.clone();
         self.tell(Box::new(move |registry, ctx| {
             let service = registry.service(&key);
-            if service.refs.iter().any(|r| same_ref(r, &actor)) {
+            if service.refs.iter().any(|r| r.is_same_ref(&actor)) {
                 return;
             }
             service.refs.push(actor.clone());
@@ -312,7 +312,7 @@ impl Receptionist {
         self.tell(Box::new(move |registry, _ctx| {
             let service = registry.service(&key);
             let before = service.refs.len();
-            service.refs.retain(|r| !same_ref(r, &actor));
+            service.refs.retain(|r| !r.is_same_ref(&actor));
             if service.refs.len() < before {
                 service.notify();
             }
@@ -369,10 +369,4 @@ impl Receptionist {
             actor.tell(command);
         }
     }
-}
-
-/// Whether two refs are the same ref (not just the same actor id: an
-/// adapter has its owner's).
-fn same_ref<M: Send + 'static>(a: &ActorRef<M>, b: &ActorRef<M>) -> bool {
-    std::ptr::addr_eq(Arc::as_ptr(&a.cell), Arc::as_ptr(&b.cell))
 }

@@ -87,8 +87,9 @@ impl<R: Send + 'static, M: Send + 'static> Cell for AdapterCell<R, M> {
 
 impl<R: Send + 'static, M: Send + 'static> TypedCell<R> for AdapterCell<R, M> {
     unsafe fn offer_user(&self, msg: *mut R) -> Offer {
-        // SAFETY: `msg` is valid and given up on `Pushed` (the trait's
-        // contract), which is what this returns.
+        // The trait's contract: `msg` is valid, and given up on `Pushed`,
+        // which is what this returns.
+        // SAFETY: read once, as that contract allows.
         let msg = unsafe { std::ptr::read(msg) };
         cell::deliver(&self.owner, (self.convert)(msg));
         Offer::Pushed(Request::Owned)

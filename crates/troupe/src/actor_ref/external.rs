@@ -222,9 +222,11 @@ impl<M: Send + 'static, T: ExternalTarget<M>> Cell for ExternalCell<M, T> {
 
 impl<M: Send + 'static, T: ExternalTarget<M>> TypedCell<M> for ExternalCell<M, T> {
     unsafe fn offer_user(&self, msg: *mut M) -> Offer {
-        // SAFETY: `msg` is valid and given up on `Pushed` (the trait's
-        // contract), which is what this returns.
-        self.target.send(unsafe { std::ptr::read(msg) });
+        // The trait's contract: `msg` is valid, and given up on `Pushed`,
+        // which is what this returns.
+        // SAFETY: read once, as that contract allows.
+        let msg = unsafe { std::ptr::read(msg) };
+        self.target.send(msg);
         Offer::Pushed(Request::Owned)
     }
 

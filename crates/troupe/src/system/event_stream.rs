@@ -101,7 +101,7 @@ impl Topics {
 
     pub(crate) fn subscribe<E: Clone + Send + 'static>(&self, subscriber: ActorRef<E>) {
         self.update(|list: &mut Vec<ActorRef<E>>| {
-            if !list.iter().any(|r| same_ref(r, &subscriber)) {
+            if !list.iter().any(|r| r.is_same_ref(&subscriber)) {
                 list.push(subscriber);
             }
         });
@@ -117,7 +117,7 @@ impl Topics {
         let mut found = false;
         self.update(|list: &mut Vec<ActorRef<E>>| {
             let before = list.len();
-            list.retain(|r| !same_ref(r, subscriber));
+            list.retain(|r| !r.is_same_ref(subscriber));
             found = list.len() < before;
         });
         found
@@ -169,12 +169,6 @@ impl Topics {
         self.publish(letter());
         PUBLISHING_DEAD_LETTER.set(false);
     }
-}
-
-/// Whether two refs are the same ref (an adapter shares its owner's id,
-/// so the id alone would not tell them apart).
-fn same_ref<E: Send + 'static>(a: &ActorRef<E>, b: &ActorRef<E>) -> bool {
-    std::ptr::addr_eq(Arc::as_ptr(&a.cell), Arc::as_ptr(&b.cell))
 }
 
 /// The system's event stream, from [`ActorSystem::event_stream`](crate::ActorSystem::event_stream).
