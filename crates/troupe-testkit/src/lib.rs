@@ -54,10 +54,34 @@
 //! Probe timeouts are real time: they bound how long the test waits for
 //! actors on their dispatcher threads, and a probe that waits in vain fails
 //! with what it expected, what came instead, and after how long.
+//!
+//! # The rest of the kit
+//!
+//! - [`Latch`]: holds an actor inside its handler until the test opens it,
+//!   and tells the test when the actor has arrived there.
+//! - [`EventLog`]: an ordered record that actors append to (lifecycle hooks,
+//!   say), read by the test for the order of things, even after shutdown.
+//! - [`await_condition`]: for state that no message announces.
+//! - [`terminate`] and [`await_termination`]: end the system under test
+//!   with a deadline, so a test that leaves an actor running fails instead
+//!   of hanging.
+//! - [`quiet_panics`]: keeps the panics a test provokes on purpose out of
+//!   the output, and only those.
+//!
+//! None of them sleeps: every wait ends as soon as its outcome is there,
+//! and fails after its timeout.
 
 mod condition;
+mod event_log;
+mod latch;
+mod panics;
 mod probe;
+mod termination;
 
 pub use condition::await_condition;
+pub use event_log::EventLog;
+pub use latch::Latch;
+pub use panics::quiet_panics;
 pub use probe::TestProbe;
+pub use termination::{await_termination, terminate};
 pub use troupe::scheduler::ManualClock;

@@ -7,12 +7,22 @@
 //! A probe is two actors of the system under test: the probe itself, whose
 //! handler appends each message with its arrival time to an inbox the test
 //! thread waits on (a mutex and a condition variable), and a watcher that
-//! watches actors for [`TestProbe::expect_terminated`] and records their
-//! `Terminated` in a second inbox. Both are ordinary actors, so the probe's
-//! ref behaves like any actor's: ordering per sender, death watch, stop.
+//! watches actors for [`TestProbe::watch`] and [`TestProbe::expect_terminated`]
+//! and records their `Terminated` in a second inbox. Both are ordinary
+//! actors, so the probe's ref behaves like any actor's: ordering per sender,
+//! death watch, stop.
+//!
+//! Being actors, they need a thread of the system to run on: an actor that
+//! tells the probe and then blocks its pool worker (on a
+//! [`Latch`](crate::Latch), say) leaves the probe's turn in that worker's
+//! LIFO slot, which no other worker steals, until it lets go. Such a handler
+//! should let the latch say that it has arrived
+//! ([`Latch::expect_waiters`](crate::Latch::expect_waiters)) rather than
+//! tell a probe.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::fmt::Debug;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -110,13 +120,21 @@ pub struct TestProbe<M: Send + 'static> {
     name: String,
     inbox: Arc<Inbox<M>>,
     terminated: Arc<Inbox<ActorId>>,
+    /// Tickets of carried-out [`watch`](TestProbe::watch) commands.
+    watching: Arc<Inbox<u64>>,
+    next_ticket: AtomicU64,
+    /// Actors the watcher has been told to watch.
+    watched: Mutex<HashSet<ActorId>>,
     me: ActorRef<M>,
     watcher: ActorRef<WatchCommand>,
     system: ActorSystem,
 }
 
 impl<M: Send + 'static> TestProbe<M> {
-    /// A probe named `name` (failure messages use it) in `system`.
+    /// A probe named `name` (failure messages use it) in `system`: two
+    /// top-level actors of that system, which count in its
+    /// [`top_level_count`](ActorSystem::top_level_count) and stop when it
+    /// shuts down.
     ///
     /// # Panics
     ///
@@ -138,6 +156,9 @@ impl<M: Send + 'static> TestProbe<M> {
             name: name.to_string(),
             inbox,
             terminated,
+            watching: Inbox::new(),
+            next_ticket: AtomicU64::new(0),
+            watched: Mutex::new(HashSet::new()),
             me,
             watcher,
             system: system.clone(),
@@ -284,8 +305,70 @@ impl<M: Send + 'static> TestProbe<M> {
         }
     }
 
+    /// Watches `actor` and returns once the watch is in place, waiting at
+    /// most `timeout` for the probe's watcher to get to it: a stop sent to
+    /// `actor` afterwards finds the probe among its watchers, notified after
+    /// those that watched before. [`expect_terminated`](Self::expect_terminated)
+    /// then expects its stop.
+    ///
+    /// For tests where the order of watchers matters; to wait for a stop,
+    /// `expect_terminated` alone is enough.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use troupe::{ActorSystem, Props};
+    /// use troupe_testkit::TestProbe;
+    ///
+    /// let system = ActorSystem::builder().threads(1).build().unwrap();
+    /// let probe = TestProbe::<()>::new(&system, "deaths");
+    /// let other = TestProbe::<u32>::new(&system, "other");
+    /// probe.watch(&other.actor_ref(), Duration::from_secs(5));
+    /// other.stop();
+    /// probe.expect_terminated(&other.actor_ref(), Duration::from_secs(5));
+    /// troupe_testkit::terminate(&system, Duration::from_secs(5));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If the watcher did not get to it within `timeout`.
+    #[track_caller]
+    pub fn watch<N: Send + 'static>(&self, actor: &ActorRef<N>, timeout: Duration) {
+        let start = Instant::now();
+        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        self.send_watch(actor, Some(ticket));
+        if self
+            .watching
+            .take_first(start + timeout, |t| *t == ticket)
+            .is_none()
+        {
+            panic!(
+                "probe `{}`: expected to watch {} within {timeout:?}, \
+                 its watcher did not get to it",
+                self.name,
+                actor.id()
+            );
+        }
+    }
+
+    /// Tells the watcher to watch `actor`, then to hand in `ticket`.
+    fn send_watch<N: Send + 'static>(&self, actor: &ActorRef<N>, ticket: Option<u64>) {
+        self.watched
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(actor.id());
+        let target = actor.clone();
+        let watching = self.watching.clone();
+        self.watcher.tell(Box::new(move |ctx| {
+            ctx.watch(&target);
+            if let Some(ticket) = ticket {
+                watching.push(ticket);
+            }
+        }));
+    }
+
     /// Expects `actor` to stop within `timeout` (at once if it already
-    /// has): the probe watches it.
+    /// has): the probe watches it, unless [`watch`](Self::watch) already
+    /// did.
     ///
     /// # Panics
     ///
@@ -294,8 +377,14 @@ impl<M: Send + 'static> TestProbe<M> {
     pub fn expect_terminated<N: Send + 'static>(&self, actor: &ActorRef<N>, timeout: Duration) {
         let start = Instant::now();
         let id = actor.id();
-        let target = actor.clone();
-        self.watcher.tell(Box::new(move |ctx| ctx.watch(&target)));
+        let watched = self
+            .watched
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&id);
+        if !watched {
+            self.send_watch(actor, None);
+        }
         if self
             .terminated
             .take_first(start + timeout, |t| *t == id)
@@ -306,6 +395,12 @@ impl<M: Send + 'static> TestProbe<M> {
                 self.name
             );
         }
+        // Its `Terminated` is taken: a repeated expectation watches again,
+        // and a stopped actor's watch is answered at once.
+        self.watched
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
     }
 
     /// Every message that has arrived and not been taken, without waiting.

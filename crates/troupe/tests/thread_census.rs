@@ -6,16 +6,19 @@
 //! process, so the systems of other tests running at the same time would
 //! be counted too (a pinned actor's thread name keeps only one character of
 //! the actor's name, so the census cannot tell systems apart by name).
-
-#[path = "it/probe.rs"]
-mod probe;
+//!
+//! The timer's report goes to a `troupe_testkit::TestProbe`: its two actors
+//! run on the system's pool and add no thread to the census.
 
 use std::fs;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use probe::{terminate, Probe, ProbeRef, PATIENCE};
-use troupe::{Actor, ActorSystem, Context, Props, ReplyTo, TerminationReason};
+use troupe::{Actor, ActorRef, ActorSystem, Context, Props, ReplyTo, TerminationReason};
+use troupe_testkit::{terminate, TestProbe};
+
+/// How long the test waits for an outcome before it fails.
+const PATIENCE: Duration = Duration::from_secs(10);
 
 /// Names of this process's threads whose name starts with `troupe-`. Linux
 /// shows at most 15 bytes of a name, enough for the prefix.
@@ -32,7 +35,7 @@ enum Census {
     /// Reply with the name of the thread the handler runs on.
     Where(ReplyTo<String>),
     /// Report on the probe.
-    Ping(ProbeRef<()>),
+    Ping(ActorRef<()>),
     Nothing,
 }
 
@@ -47,7 +50,7 @@ impl Actor for WhereAmI {
             Census::Where(reply) => {
                 reply.reply(thread::current().name().unwrap_or("?").to_string());
             }
-            Census::Ping(out) => out.send(()),
+            Census::Ping(out) => out.tell(()),
             Census::Nothing => {}
         }
     }
@@ -75,13 +78,13 @@ fn no_troupe_thread_survives_await_termination() {
     );
     // A timer that fired shows that the scheduler thread has run (a thread
     // carries its parent's name until it first runs and names itself).
-    let pinged = Probe::new("timer fired");
+    let pinged = TestProbe::new(&system, "timer fired");
     system.scheduler().schedule_once(
         Duration::from_millis(1),
         &pooled,
-        Census::Ping(pinged.sender()),
+        Census::Ping(pinged.actor_ref()),
     );
-    pinged.expect();
+    pinged.expect_msg(PATIENCE);
     // A timer still pending at shutdown must not keep the scheduler alive.
     system
         .scheduler()
@@ -96,7 +99,7 @@ fn no_troupe_thread_survives_await_termination() {
         );
     }
 
-    assert_eq!(terminate(&system), TerminationReason::Requested);
+    assert_eq!(terminate(&system, PATIENCE), TerminationReason::Requested);
     // `await_termination` joined every thread; the kernel unlists a joined
     // thread a few microseconds after the join returns, hence the re-reads.
     let deadline = Instant::now() + PATIENCE;

@@ -4,15 +4,16 @@
 //! `system.stop` from outside; and the ways a spawn is refused (a taken
 //! name, an invalid name, an unknown dispatcher, a system shutting down).
 
-use crate::probe::{system, terminate, watch_probe, EventLog, Probe, ProbeRef};
+use crate::support::{system, PATIENCE};
 use troupe::{Actor, ActorRef, Context, Props, SpawnError};
+use troupe_testkit::{await_termination, terminate, EventLog, TestProbe};
 
 /// Logs its lifecycle under `name` and reports `stopped` on a probe.
 struct Logged {
     name: String,
     log: EventLog,
-    started: Option<ProbeRef<String>>,
-    stopped: Option<ProbeRef<String>>,
+    started: Option<ActorRef<String>>,
+    stopped: Option<ActorRef<String>>,
     /// Stop itself (`ctx.stop()`) while handling this message.
     stop_on: Option<u32>,
 }
@@ -36,7 +37,7 @@ impl Actor for Logged {
     fn started(&mut self, _ctx: &mut Context<'_, Self>) {
         self.log.push(format!("started:{}", self.name));
         if let Some(p) = &self.started {
-            p.send(self.name.clone());
+            p.tell(self.name.clone());
         }
     }
 
@@ -50,7 +51,7 @@ impl Actor for Logged {
     fn stopped(&mut self, _ctx: &mut Context<'_, Self>) {
         self.log.push(format!("stopped:{}", self.name));
         if let Some(p) = &self.stopped {
-            p.send(self.name.clone());
+            p.tell(self.name.clone());
         }
     }
 }
@@ -59,9 +60,9 @@ impl Actor for Logged {
 fn started_runs_before_the_first_message_and_stopped_after_the_last() {
     let system = system();
     let log = EventLog::new();
-    let stopped = Probe::new("stopped");
+    let stopped = TestProbe::new(&system, "stopped");
     let actor = {
-        let (log, out) = (log.clone(), stopped.sender());
+        let (log, out) = (log.clone(), stopped.actor_ref());
         system
             .spawn(Props::new(move || Logged {
                 name: "a".into(),
@@ -78,8 +79,8 @@ fn started_runs_before_the_first_message_and_stopped_after_the_last() {
     for n in 1..=3 {
         actor.tell(n);
     }
-    assert_eq!(stopped.expect(), "a");
-    terminate(&system);
+    stopped.expect_msg_eq("a".to_string(), PATIENCE);
+    terminate(&system, PATIENCE);
     assert_eq!(
         log.snapshot(),
         ["started:a", "msg:a:1", "msg:a:2", "msg:a:3", "stopped:a"]
@@ -93,8 +94,8 @@ struct Node {
     name: String,
     depth: u32,
     log: EventLog,
-    ready: ProbeRef<String>,
-    stopped: ProbeRef<String>,
+    ready: ActorRef<String>,
+    stopped: ActorRef<String>,
 }
 
 impl Node {
@@ -102,8 +103,8 @@ impl Node {
         name: String,
         depth: u32,
         log: EventLog,
-        ready: ProbeRef<String>,
-        stopped: ProbeRef<String>,
+        ready: ActorRef<String>,
+        stopped: ActorRef<String>,
     ) -> Props<Node> {
         Props::new(move || Node {
             name: name.clone(),
@@ -120,7 +121,7 @@ impl Actor for Node {
 
     fn started(&mut self, ctx: &mut Context<'_, Self>) {
         if self.depth == 0 {
-            self.ready.send(self.name.clone());
+            self.ready.tell(self.name.clone());
             return;
         }
         for i in 0..2 {
@@ -142,7 +143,7 @@ impl Actor for Node {
     fn stopped(&mut self, ctx: &mut Context<'_, Self>) {
         assert!(ctx.children().is_empty(), "children outlived {}", self.name);
         self.log.push(format!("stopped:{}", self.name));
-        self.stopped.send(self.name.clone());
+        self.stopped.tell(self.name.clone());
     }
 }
 
@@ -165,18 +166,25 @@ fn assert_children_stop_first(log: &EventLog, names: &[&str]) {
 fn stopped_runs_after_all_children_and_grandchildren_stopped() {
     let system = system();
     let log = EventLog::new();
-    let ready = Probe::new("leaves ready");
-    let stopped = Probe::new("stopped");
+    let ready = TestProbe::new(&system, "leaves ready");
+    let stopped = TestProbe::new(&system, "stopped");
     let root = system
         .spawn(
-            Node::props("r".into(), 2, log.clone(), ready.sender(), stopped.sender()).name("root"),
+            Node::props(
+                "r".into(),
+                2,
+                log.clone(),
+                ready.actor_ref(),
+                stopped.actor_ref(),
+            )
+            .name("root"),
         )
         .unwrap();
-    ready.expect_n(4);
-    let terminated = watch_probe(&system, &root);
+    ready.receive_n(4, PATIENCE);
+    stopped.watch(&root, PATIENCE);
 
     system.stop(&root);
-    let order = stopped.expect_n(7);
+    let order = stopped.receive_n(7, PATIENCE);
     assert_eq!(
         order.last().map(String::as_str),
         Some("r"),
@@ -184,19 +192,26 @@ fn stopped_runs_after_all_children_and_grandchildren_stopped() {
     );
     assert_children_stop_first(&log, &["r", "r.0", "r.1"]);
     // `stopped` runs before the mailbox closes; watchers hear after it.
-    assert_eq!(terminated.expect(), root.id());
+    stopped.expect_terminated(&root, PATIENCE);
     assert!(root.is_terminated());
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert!(stopped.received().is_empty(), "each stopped hook ran once");
+    // The log also has what a probe stopped at shutdown would have missed.
+    assert_eq!(
+        log.snapshot().len(),
+        7,
+        "each stopped hook ran once: {:?}",
+        log.snapshot()
+    );
 }
 
 #[test]
 fn ctx_stop_stops_after_the_current_message() {
     let system = system();
     let log = EventLog::new();
-    let stopped = Probe::new("stopped");
+    let stopped = TestProbe::new(&system, "stopped");
     let actor = {
-        let (log, out) = (log.clone(), stopped.sender());
+        let (log, out) = (log.clone(), stopped.actor_ref());
         system
             .spawn(Props::new(move || Logged {
                 name: "s".into(),
@@ -210,8 +225,8 @@ fn ctx_stop_stops_after_the_current_message() {
     for n in 1..=5 {
         actor.tell(n);
     }
-    stopped.expect();
-    terminate(&system);
+    stopped.expect_msg_eq("s".to_string(), PATIENCE);
+    terminate(&system, PATIENCE);
     assert_eq!(
         log.snapshot(),
         ["started:s", "msg:s:1", "msg:s:2", "stopped:s"]
@@ -227,9 +242,9 @@ fn ctx_stop_stops_after_the_current_message() {
 fn system_stop_stops_an_actor_from_outside() {
     let system = system();
     let log = EventLog::new();
-    let started = Probe::new("started");
+    let started = TestProbe::new(&system, "started");
     let actor = {
-        let (log, out) = (log.clone(), started.sender());
+        let (log, out) = (log.clone(), started.actor_ref());
         system
             .spawn(Props::new(move || Logged {
                 name: "x".into(),
@@ -240,16 +255,16 @@ fn system_stop_stops_an_actor_from_outside() {
             }))
             .unwrap()
     };
-    let terminated = watch_probe(&system, &actor);
+    started.watch(&actor, PATIENCE);
     // A stop sent before the actor's first run overtakes its start (system
     // messages go first), and then neither `started` nor `stopped` runs.
-    started.expect();
+    started.expect_msg_eq("x".to_string(), PATIENCE);
     assert!(!actor.is_terminated());
 
     system.stop(&actor);
-    assert_eq!(terminated.expect(), actor.id());
+    started.expect_terminated(&actor, PATIENCE);
     assert!(actor.is_terminated());
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert_eq!(log.snapshot(), ["started:x", "stopped:x"]);
 }
 
@@ -257,7 +272,7 @@ fn system_stop_stops_an_actor_from_outside() {
 /// spawn's outcome.
 struct Spawner {
     names: Vec<String>,
-    results: ProbeRef<Result<String, SpawnError>>,
+    results: ActorRef<Result<String, SpawnError>>,
 }
 
 impl Actor for Spawner {
@@ -269,7 +284,7 @@ impl Actor for Spawner {
             let result = ctx
                 .spawn(Logged::props(name, &log).name(name.clone()))
                 .map(|child: ActorRef<u32>| child.name().unwrap_or_default().to_string());
-            self.results.send(result);
+            self.results.tell(result);
         }
     }
 
@@ -278,8 +293,8 @@ impl Actor for Spawner {
 
 fn spawner_results(names: &[&str]) -> Vec<Result<String, SpawnError>> {
     let system = system();
-    let results = Probe::new("child spawn results");
-    let out = results.sender();
+    let results = TestProbe::new(&system, "child spawn results");
+    let out = results.actor_ref();
     let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
     let count = names.len();
     system
@@ -288,8 +303,8 @@ fn spawner_results(names: &[&str]) -> Vec<Result<String, SpawnError>> {
             results: out.clone(),
         }))
         .unwrap();
-    let got = results.expect_n(count);
-    terminate(&system);
+    let got = results.receive_n(count, PATIENCE);
+    terminate(&system, PATIENCE);
     got
 }
 
@@ -304,7 +319,7 @@ fn a_duplicate_name_is_refused_with_name_taken() {
     let second = system.spawn(Logged::props("w2", &log).name("worker"));
     assert_eq!(second.err(), Some(SpawnError::NameTaken("worker".into())));
     assert_eq!(system.top_level_count(), 1);
-    terminate(&system);
+    terminate(&system, PATIENCE);
 
     // Among siblings under an actor, too.
     assert_eq!(
@@ -333,7 +348,7 @@ fn invalid_names_are_refused() {
         .spawn(Logged::props("ok", &log).name("n".repeat(255)))
         .is_ok());
     assert_eq!(system.top_level_count(), 1);
-    terminate(&system);
+    terminate(&system, PATIENCE);
 
     assert_eq!(
         spawner_results(&["", "a/b", "$x"]),
@@ -355,7 +370,7 @@ fn an_unknown_dispatcher_is_refused() {
         Some(SpawnError::UnknownDispatcher("no-such-dispatcher".into()))
     );
     assert_eq!(system.top_level_count(), 0);
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert!(log.snapshot().is_empty(), "nothing was started");
 }
 
@@ -370,7 +385,7 @@ fn spawning_after_shutdown_is_refused() {
         Some(SpawnError::ShuttingDown),
         "refused while shutting down"
     );
-    crate::probe::await_end(&system);
+    await_termination(&system, PATIENCE);
     assert_eq!(
         system.spawn(Logged::props("later", &log)).err(),
         Some(SpawnError::ShuttingDown),

@@ -4,8 +4,9 @@
 //! its owner under death watch; once the owner has stopped its messages are
 //! dead letters (and a stop sent to it does not stop the owner).
 
-use crate::probe::{system, terminate, watch_probe, Probe, ProbeRef, PATIENCE};
-use troupe::{Actor, ActorRef, AskError, Context, Props, ReplyTo};
+use crate::support::{system, PATIENCE};
+use troupe::{Actor, ActorRef, ActorSystem, AskError, Context, Props, ReplyTo};
+use troupe_testkit::{terminate, TestProbe};
 
 /// What the owner reports to its probe.
 #[derive(Debug, PartialEq)]
@@ -21,14 +22,14 @@ enum OwnerMsg {
     Adapted(String),
     Answer(Result<u64, String>),
     /// Hand out an adapter that converts `u32`s.
-    GiveAdapter(ProbeRef<ActorRef<u32>>),
+    GiveAdapter(ActorRef<ActorRef<u32>>),
     /// Ask the doubler for `n` with the reply routed through an adapter.
     AskDoubler(ActorRef<DoublerMsg>, u64),
     Stop,
 }
 
 struct Owner {
-    seen: ProbeRef<Seen>,
+    seen: ActorRef<Seen>,
 }
 
 impl Actor for Owner {
@@ -37,7 +38,7 @@ impl Actor for Owner {
     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: OwnerMsg) {
         match msg {
             OwnerMsg::GiveAdapter(out) => {
-                out.send(ctx.message_adapter(|n: u32| OwnerMsg::Adapted(format!("#{n}"))));
+                out.tell(ctx.message_adapter(|n: u32| OwnerMsg::Adapted(format!("#{n}"))));
             }
             OwnerMsg::AskDoubler(doubler, n) => {
                 let answers = ctx.message_adapter(|r: Result<u64, AskError>| {
@@ -48,9 +49,9 @@ impl Actor for Owner {
                     .on_answer(move |r| answers.tell(r));
             }
             OwnerMsg::Stop => ctx.stop(),
-            OwnerMsg::Direct(n) => self.seen.send(Seen::Direct(n)),
-            OwnerMsg::Adapted(text) => self.seen.send(Seen::Adapted(text)),
-            OwnerMsg::Answer(answer) => self.seen.send(Seen::Answer(answer)),
+            OwnerMsg::Direct(n) => self.seen.tell(Seen::Direct(n)),
+            OwnerMsg::Adapted(text) => self.seen.tell(Seen::Adapted(text)),
+            OwnerMsg::Answer(answer) => self.seen.tell(Seen::Answer(answer)),
         }
     }
 }
@@ -71,26 +72,26 @@ impl Actor for Doubler {
     }
 }
 
-fn spawn_owner(system: &troupe::ActorSystem) -> (ActorRef<OwnerMsg>, Probe<Seen>) {
-    let seen = Probe::new("owner");
-    let out = seen.sender();
+fn spawn_owner(system: &ActorSystem) -> (ActorRef<OwnerMsg>, TestProbe<Seen>) {
+    let seen = TestProbe::new(system, "owner");
+    let out = seen.actor_ref();
     let owner = system
         .spawn(Props::new(move || Owner { seen: out.clone() }))
         .unwrap();
     (owner, seen)
 }
 
-fn adapter_of(owner: &ActorRef<OwnerMsg>) -> ActorRef<u32> {
-    let given = Probe::new("adapter");
-    owner.tell(OwnerMsg::GiveAdapter(given.sender()));
-    given.expect()
+fn adapter_of(system: &ActorSystem, owner: &ActorRef<OwnerMsg>) -> ActorRef<u32> {
+    let given = TestProbe::new(system, "adapter");
+    owner.tell(OwnerMsg::GiveAdapter(given.actor_ref()));
+    given.expect_msg(PATIENCE)
 }
 
 #[test]
 fn adapted_messages_arrive_converted_and_in_send_order() {
     let system = system();
     let (owner, seen) = spawn_owner(&system);
-    let adapter = adapter_of(&owner);
+    let adapter = adapter_of(&system, &owner);
     assert_eq!(adapter.id(), owner.id(), "an adapter has its owner's id");
     for i in 0..100 {
         if i % 2 == 0 {
@@ -99,7 +100,7 @@ fn adapted_messages_arrive_converted_and_in_send_order() {
             adapter.tell(i);
         }
     }
-    let got = seen.expect_n(100);
+    let got = seen.receive_n(100, PATIENCE);
     let want: Vec<Seen> = (0..100)
         .map(|i| {
             if i % 2 == 0 {
@@ -110,7 +111,7 @@ fn adapted_messages_arrive_converted_and_in_send_order() {
         })
         .collect();
     assert_eq!(got, want);
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 #[test]
@@ -119,34 +120,35 @@ fn an_adapter_is_the_reply_address_of_an_ask_to_another_protocol() {
     let (owner, seen) = spawn_owner(&system);
     let doubler = system.spawn(Props::new(|| Doubler)).unwrap();
     owner.tell(OwnerMsg::AskDoubler(doubler.clone(), 21));
-    seen.expect_eq(Seen::Answer(Ok(42)));
+    seen.expect_msg_eq(Seen::Answer(Ok(42)), PATIENCE);
     // An ask the other side drops unanswered reaches the owner as an error.
     system.stop(&doubler);
-    watch_probe(&system, &doubler).expect();
+    seen.expect_terminated(&doubler, PATIENCE);
     owner.tell(OwnerMsg::AskDoubler(doubler, 1));
-    match seen.expect() {
-        Seen::Answer(Err(_)) => {}
-        other => panic!("expected a failed answer, got {other:?}"),
-    }
-    terminate(&system);
+    seen.expect_msg_matching("a failed answer", PATIENCE, |s| {
+        matches!(s, Seen::Answer(Err(_)))
+    });
+    terminate(&system, PATIENCE);
 }
 
 #[test]
 fn an_adapter_dies_with_its_owner_and_cannot_stop_it() {
     let system = system();
     let (owner, seen) = spawn_owner(&system);
-    let adapter = adapter_of(&owner);
+    let adapter = adapter_of(&system, &owner);
 
     // A stop addressed to the adapter leaves the owner running.
     system.stop(&adapter);
     adapter.tell(7);
-    seen.expect_eq(Seen::Adapted("#7".into()));
+    seen.expect_msg_eq(Seen::Adapted("#7".into()), PATIENCE);
     assert!(!owner.is_terminated());
 
-    // Watching the adapter is watching the owner.
-    let terminated = watch_probe(&system, &adapter);
+    // Watching the adapter is watching the owner: the `Terminated` the
+    // probe expects carries the adapter's id, which is the owner's.
+    assert_eq!(adapter.id(), owner.id());
+    seen.watch(&adapter, PATIENCE);
     owner.tell(OwnerMsg::Stop);
-    assert_eq!(terminated.expect(), owner.id());
+    seen.expect_terminated(&adapter, PATIENCE);
     assert!(adapter.is_terminated());
 
     // Used after its owner stopped, it turns messages into dead letters (a
@@ -156,7 +158,7 @@ fn an_adapter_dies_with_its_owner_and_cannot_stop_it() {
     adapter.tell(8);
     adapter.tell(9);
     assert_eq!(system.dead_letter_count(), before + 2);
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert!(
         seen.received().is_empty(),
         "nothing reaches a stopped owner"

@@ -10,8 +10,9 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::probe::{system, terminate, watch_probe, Probe, ProbeRef, PATIENCE};
+use crate::support::{system, PATIENCE};
 use troupe::{Actor, ActorRef, AskError, Context, Props, ReplyTo};
+use troupe_testkit::{terminate, TestProbe};
 
 /// A short timeout, for asks that are meant to time out.
 const SHORT: Duration = Duration::from_millis(50);
@@ -22,11 +23,11 @@ enum Req {
     /// Keep the reply handle without answering.
     Hold(ReplyTo<u64>),
     /// Answer the held request with this value; report what `reply` said.
-    ReplyHeld(u64, ProbeRef<bool>),
+    ReplyHeld(u64, ActorRef<bool>),
     /// Drop the reply handle without answering.
     Ignore(ReplyTo<u64>),
     /// Ask `other` and block on the answer, inside this handler; report it.
-    WaitInside(ActorRef<Req>, ProbeRef<Result<u64, AskError>>),
+    WaitInside(ActorRef<Req>, ActorRef<Result<u64, AskError>>),
 }
 
 #[derive(Default)]
@@ -45,11 +46,11 @@ impl Actor for Server {
             Req::Hold(reply) => self.held = Some(reply),
             Req::ReplyHeld(n, out) => {
                 let held = self.held.take().expect("a request is held");
-                out.send(held.reply(n));
+                out.tell(held.reply(n));
             }
             Req::Ignore(reply) => drop(reply),
             Req::WaitInside(other, out) => {
-                out.send(other.ask(|r| Req::Double(1, r), PATIENCE).wait());
+                out.tell(other.ask(|r| Req::Double(1, r), PATIENCE).wait());
             }
         }
     }
@@ -84,7 +85,7 @@ fn ask_from_a_plain_thread_waits_for_the_reply() {
         let expected: Vec<_> = (0..100u64).map(|k| Ok((i as u64 * 1000 + k) * 2)).collect();
         assert_eq!(answers, expected);
     }
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 #[test]
@@ -115,7 +116,7 @@ fn ask_awaited_on_a_tokio_runtime() {
             after: SHORT
         })
     );
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 #[test]
@@ -134,10 +135,13 @@ fn no_reply_in_time_is_a_timeout_and_a_late_reply_reports_false() {
     );
     assert!(waited >= SHORT, "timed out early, after {waited:?}");
 
-    let replied = Probe::new("late reply accepted");
-    server.tell(Req::ReplyHeld(7, replied.sender()));
-    assert!(!replied.expect(), "nobody waits for the late reply");
-    terminate(&system);
+    let replied = TestProbe::new(&system, "late reply accepted");
+    server.tell(Req::ReplyHeld(7, replied.actor_ref()));
+    assert!(
+        !replied.expect_msg(PATIENCE),
+        "nobody waits for the late reply"
+    );
+    terminate(&system, PATIENCE);
 }
 
 #[test]
@@ -145,20 +149,20 @@ fn a_reply_in_time_reports_true() {
     let system = system();
     let server = spawn_server(&system);
     let pending = server.ask(Req::Hold, PATIENCE);
-    let replied = Probe::new("reply accepted");
-    server.tell(Req::ReplyHeld(9, replied.sender()));
-    assert!(replied.expect());
+    let replied = TestProbe::new(&system, "reply accepted");
+    server.tell(Req::ReplyHeld(9, replied.actor_ref()));
+    assert!(replied.expect_msg(PATIENCE));
     assert_eq!(pending.wait(), Ok(9));
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 #[test]
 fn ask_to_a_stopped_actor_fails_with_no_reply_at_once() {
     let system = system();
     let server = spawn_server(&system);
-    let terminated = watch_probe(&system, &server);
+    let deaths = TestProbe::<()>::new(&system, "deaths");
     system.stop(&server);
-    assert_eq!(terminated.expect(), server.id());
+    deaths.expect_terminated(&server, PATIENCE);
 
     let start = Instant::now();
     let answer = server.ask(|r| Req::Double(1, r), PATIENCE).wait();
@@ -173,7 +177,7 @@ fn ask_to_a_stopped_actor_fails_with_no_reply_at_once() {
         "NoReply came after {:?}, as late as a timeout",
         start.elapsed()
     );
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert_eq!(
         system.dead_letter_count(),
         1,
@@ -193,7 +197,7 @@ fn a_dropped_reply_handle_fails_the_ask_with_no_reply() {
         })
     );
     assert!(start.elapsed() < PATIENCE / 2);
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert_eq!(system.dead_letter_count(), 0);
 }
 
@@ -202,13 +206,13 @@ fn waiting_inside_a_handler_on_a_worker_is_refused() {
     let system = system();
     let server = spawn_server(&system);
     let other = spawn_server(&system);
-    let outcome = Probe::new("wait inside a handler");
-    server.tell(Req::WaitInside(other.clone(), outcome.sender()));
-    assert_eq!(outcome.expect(), Err(AskError::WouldBlockDispatcher));
+    let outcome = TestProbe::new(&system, "wait inside a handler");
+    server.tell(Req::WaitInside(other.clone(), outcome.actor_ref()));
+    outcome.expect_msg_eq(Err(AskError::WouldBlockDispatcher), PATIENCE);
     // Refusing the wait harmed nothing: both still answer.
     assert_eq!(server.ask(|r| Req::Double(2, r), PATIENCE).wait(), Ok(4));
     assert_eq!(other.ask(|r| Req::Double(3, r), PATIENCE).wait(), Ok(6));
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 #[test]
@@ -218,12 +222,12 @@ fn waiting_inside_a_handler_on_a_pinned_thread_is_allowed() {
         .spawn(Props::new(Server::default).dispatcher("pinned"))
         .unwrap();
     let other = spawn_server(&system);
-    let outcome = Probe::new("wait inside a pinned handler");
-    pinned.tell(Req::WaitInside(other, outcome.sender()));
+    let outcome = TestProbe::new(&system, "wait inside a pinned handler");
+    pinned.tell(Req::WaitInside(other, outcome.actor_ref()));
     assert_eq!(
-        outcome.expect(),
+        outcome.expect_msg(PATIENCE),
         Ok(2),
         "a pinned actor owns its thread and may block"
     );
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }

@@ -6,17 +6,18 @@
 
 use std::time::Duration;
 
-use crate::probe::{quiet_panics, terminate, Probe, ProbeRef, PATIENCE};
+use crate::support::PATIENCE;
 use tokio::sync::oneshot;
-use troupe::{Actor, ActorSystem, Context, Failure, Props, ReplyTo, SupervisorStrategy};
+use troupe::{Actor, ActorRef, ActorSystem, Context, Failure, Props, ReplyTo, SupervisorStrategy};
+use troupe_testkit::{quiet_panics, terminate, TestProbe};
 
 /// Tells its probe when it is dropped: the future holding it was cancelled
 /// (or finished).
-struct DropSignal(ProbeRef<&'static str>);
+struct DropSignal(ActorRef<&'static str>);
 
 impl Drop for DropSignal {
     fn drop(&mut self) {
-        self.0.send("dropped");
+        self.0.tell("dropped");
     }
 }
 
@@ -39,15 +40,15 @@ enum Msg {
 }
 
 struct Piper {
-    out: ProbeRef<Result<(u64, String), String>>,
-    instances: ProbeRef<()>,
+    out: ActorRef<Result<(u64, String), String>>,
+    instances: ActorRef<()>,
 }
 
 impl Actor for Piper {
     type Msg = Msg;
 
     fn started(&mut self, _ctx: &mut Context<'_, Self>) {
-        self.instances.send(());
+        self.instances.tell(());
     }
 
     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: Msg) {
@@ -86,7 +87,7 @@ impl Actor for Piper {
                 started.reply(());
             }
             Msg::Fail => panic!("pipe-test: the handler broke"),
-            Msg::Done(result) => self.out.send(result.map_err(|f| f.message)),
+            Msg::Done(result) => self.out.tell(result.map_err(|f| f.message)),
         }
     }
 }
@@ -94,15 +95,15 @@ impl Actor for Piper {
 struct Setup {
     system: ActorSystem,
     piper: troupe::ActorRef<Msg>,
-    results: Probe<Result<(u64, String), String>>,
-    instances: Probe<()>,
+    results: TestProbe<Result<(u64, String), String>>,
+    instances: TestProbe<()>,
 }
 
 fn setup(builder: troupe::ActorSystemBuilder) -> Setup {
     let system = builder.threads(1).build().unwrap();
-    let results = Probe::new("piped results");
-    let instances = Probe::new("instances started");
-    let (out, started) = (results.sender(), instances.sender());
+    let results = TestProbe::new(&system, "piped results");
+    let instances = TestProbe::new(&system, "instances started");
+    let (out, started) = (results.actor_ref(), instances.actor_ref());
     let piper = system
         .spawn(
             Props::new(move || Piper {
@@ -112,7 +113,7 @@ fn setup(builder: troupe::ActorSystemBuilder) -> Setup {
             .supervisor(SupervisorStrategy::restart()),
         )
         .unwrap();
-    instances.expect();
+    instances.expect_msg(PATIENCE);
     Setup {
         system,
         piper,
@@ -125,13 +126,13 @@ fn setup(builder: troupe::ActorSystemBuilder) -> Setup {
 fn the_output_arrives_as_a_message_from_the_systems_own_runtime() {
     let s = setup(ActorSystem::builder().name("pipes-own"));
     s.piper.tell(Msg::Compute(41));
-    let (answer, thread) = s.results.expect().unwrap();
+    let (answer, thread) = s.results.expect_msg(PATIENCE).unwrap();
     assert_eq!(answer, 42);
     assert_eq!(
         thread, "pipes-own-async",
         "ran on the runtime started on first use"
     );
-    terminate(&s.system);
+    terminate(&s.system, PATIENCE);
 }
 
 #[test]
@@ -143,8 +144,11 @@ fn a_given_runtime_runs_the_futures() {
         .unwrap();
     let s = setup(ActorSystem::builder().async_runtime(runtime.handle().clone()));
     s.piper.tell(Msg::Compute(1));
-    assert_eq!(s.results.expect().unwrap(), (2, "given-rt".to_string()));
-    terminate(&s.system);
+    assert_eq!(
+        s.results.expect_msg(PATIENCE).unwrap(),
+        (2, "given-rt".to_string())
+    );
+    terminate(&s.system, PATIENCE);
 }
 
 #[test]
@@ -152,21 +156,21 @@ fn a_panic_inside_the_future_reaches_the_actor_as_a_failure() {
     quiet_panics(&["pipe-test: the future broke"]);
     let s = setup(ActorSystem::builder());
     s.piper.tell(Msg::PanicInside);
-    let failure = s.results.expect().unwrap_err();
+    let failure = s.results.expect_msg(PATIENCE).unwrap_err();
     assert_eq!(failure, "pipe-test: the future broke");
     // The actor itself did not fail: the same instance goes on piping.
     s.piper.tell(Msg::Compute(9));
-    assert_eq!(s.results.expect().unwrap().0, 10);
-    terminate(&s.system);
+    assert_eq!(s.results.expect_msg(PATIENCE).unwrap().0, 10);
+    terminate(&s.system, PATIENCE);
     assert!(s.instances.received().is_empty(), "no restart happened");
 }
 
 /// Starts a future that waits for the returned gate, and waits until it
 /// is running.
-fn start_waiting(s: &Setup) -> (oneshot::Sender<()>, Probe<&'static str>) {
+fn start_waiting(s: &Setup) -> (oneshot::Sender<()>, TestProbe<&'static str>) {
     let (gate_tx, gate) = oneshot::channel();
-    let dropped = Probe::new("waiting future dropped");
-    let signal = DropSignal(dropped.sender());
+    let dropped = TestProbe::new(&s.system, "waiting future dropped");
+    let signal = DropSignal(dropped.actor_ref());
     s.piper
         .ask(
             |started| Msg::Wait {
@@ -186,9 +190,9 @@ fn a_stopped_actors_pending_future_is_cancelled() {
     let s = setup(ActorSystem::builder());
     let (gate, dropped) = start_waiting(&s);
     s.system.stop(&s.piper);
-    assert_eq!(dropped.expect(), "dropped", "the future was dropped");
+    dropped.expect_msg_eq("dropped", PATIENCE); // the future was dropped
     assert!(gate.send(()).is_err(), "nobody waits on the gate any more");
-    terminate(&s.system);
+    terminate(&s.system, PATIENCE);
     assert!(s.results.received().is_empty(), "no result was delivered");
 }
 
@@ -198,13 +202,13 @@ fn a_restart_cancels_the_futures_of_the_failed_instance() {
     let s = setup(ActorSystem::builder());
     let (gate, dropped) = start_waiting(&s);
     s.piper.tell(Msg::Fail);
-    s.instances.expect();
-    assert_eq!(dropped.expect(), "dropped", "the future was dropped");
+    s.instances.expect_msg(PATIENCE);
+    dropped.expect_msg_eq("dropped", PATIENCE); // the future was dropped
     assert!(gate.send(()).is_err(), "nobody waits on the gate any more");
     // The new instance pipes as usual, and it is the first result it sees.
     s.piper.tell(Msg::Compute(1));
-    assert_eq!(s.results.expect().unwrap().0, 2);
-    terminate(&s.system);
+    assert_eq!(s.results.expect_msg(PATIENCE).unwrap().0, 2);
+    terminate(&s.system, PATIENCE);
     assert!(
         s.results.received().is_empty(),
         "the old future's result never came"
@@ -227,14 +231,14 @@ fn a_tokio_task_awaits_an_ask() {
         .enable_all()
         .build()
         .unwrap();
-    let answers = Probe::new("answers from a task");
-    let out = answers.sender();
+    let answers = TestProbe::new(&system, "answers from a task");
+    let out = answers.actor_ref();
     runtime.spawn(async move {
         let answer = doubler.ask(|r| (21, r), Duration::from_secs(5)).await;
-        out.send(answer.unwrap());
+        out.tell(answer.unwrap());
     });
-    assert_eq!(answers.expect(), 42);
-    terminate(&system);
+    answers.expect_msg_eq(42, PATIENCE);
+    terminate(&system, PATIENCE);
 }
 
 #[test]

@@ -24,19 +24,19 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Instant;
 
-use crate::probe::{system, terminate, watch_probe, EventLog, Latch, Probe, ProbeRef, PATIENCE};
+use crate::support::{system, PATIENCE};
 use troupe::{Actor, ActorId, ActorRef, Context, Directive, Failure, Props, SupervisorStrategy};
+use troupe_testkit::{terminate, EventLog, Latch, TestProbe};
 
 /// An actor that does nothing; optionally holds its handler on a latch.
 struct Target;
 
 impl Actor for Target {
-    type Msg = Option<(ProbeRef<()>, Latch)>;
+    type Msg = Option<Latch>;
 
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: Self::Msg) {
-        if let Some((entered, latch)) = msg {
-            entered.send(());
-            latch.wait();
+        if let Some(latch) = msg {
+            latch.wait(PATIENCE);
         }
     }
 }
@@ -57,12 +57,12 @@ enum WatcherMsg {
 /// Watches and unwatches on command; reports every `Terminated` it handles
 /// and acknowledges each command once it has been carried out.
 struct Watcher {
-    terminated: ProbeRef<ActorId>,
+    terminated: ActorRef<ActorId>,
     record: EventLog,
-    acks: ProbeRef<()>,
+    acks: ActorRef<()>,
     /// Spawned in `started` when set: a child whose handler is held, which
     /// keeps a restart of this actor waiting for the child to stop.
-    held_child: Option<(ProbeRef<()>, Latch)>,
+    held_child: Option<Latch>,
 }
 
 impl Actor for Watcher {
@@ -83,45 +83,49 @@ impl Actor for Watcher {
             WatcherMsg::Unwatch(target) => ctx.unwatch(&target),
             WatcherMsg::Fail => panic!("watcher fails on purpose"),
         }
-        self.acks.send(());
+        self.acks.tell(());
     }
 
     fn before_restart(&mut self, _ctx: &mut Context<'_, Self>, _failure: &Failure) {
-        self.acks.send(());
+        self.acks.tell(());
     }
 
     fn after_restart(&mut self, _ctx: &mut Context<'_, Self>, _failure: &Failure) {
         self.record.push("restarted");
-        self.acks.send(());
+        self.acks.tell(());
     }
 
     fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: troupe::Signal) {
         if let troupe::Signal::Terminated(id) = signal {
             self.record.push(format!("terminated:{id}"));
-            self.terminated.send(id);
+            self.terminated.tell(id);
         }
     }
 }
 
 struct WatcherProbes {
-    terminated: Probe<ActorId>,
+    terminated: TestProbe<ActorId>,
     record: EventLog,
-    acks: Probe<()>,
+    acks: TestProbe<()>,
+    /// Stands apart from the watcher under test: watches the same targets,
+    /// to learn of their stops elsewhere.
+    elsewhere: TestProbe<()>,
 }
 
 fn spawn_watcher(
     system: &troupe::ActorSystem,
-    held_child: Option<(ProbeRef<()>, Latch)>,
+    held_child: Option<Latch>,
 ) -> (ActorRef<WatcherMsg>, WatcherProbes) {
     let probes = WatcherProbes {
-        terminated: Probe::new("watcher's Terminated"),
+        terminated: TestProbe::new(system, "watcher's Terminated"),
         record: EventLog::new(),
-        acks: Probe::new("watcher acks"),
+        acks: TestProbe::new(system, "watcher acks"),
+        elsewhere: TestProbe::new(system, "elsewhere"),
     };
     let (terminated, record, acks) = (
-        probes.terminated.sender(),
+        probes.terminated.actor_ref(),
         probes.record.clone(),
-        probes.acks.sender(),
+        probes.acks.actor_ref(),
     );
     let held_child = std::sync::Mutex::new(held_child);
     let watcher = system
@@ -138,7 +142,7 @@ fn spawn_watcher(
 /// Tells the watcher `msg` and waits until it has carried it out.
 fn command(watcher: &ActorRef<WatcherMsg>, probes: &WatcherProbes, msg: WatcherMsg) {
     watcher.tell(msg);
-    probes.acks.expect();
+    probes.acks.expect_msg(PATIENCE);
 }
 
 fn terminated_entry(id: ActorId) -> String {
@@ -156,14 +160,14 @@ fn watching_twice_still_delivers_exactly_one_terminated() {
     command(&watcher, &probes, WatcherMsg::Watch(fence.clone()));
 
     system.stop(&target);
-    assert_eq!(probes.terminated.expect(), target.id());
+    assert_eq!(probes.terminated.expect_msg(PATIENCE), target.id());
     system.stop(&fence);
     assert_eq!(
-        probes.terminated.expect(),
+        probes.terminated.expect_msg(PATIENCE),
         fence.id(),
         "no second Terminated for the target"
     );
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert_eq!(
         probes.record.snapshot(),
         [terminated_entry(target.id()), terminated_entry(fence.id())]
@@ -174,14 +178,13 @@ fn watching_twice_still_delivers_exactly_one_terminated() {
 fn watching_an_actor_that_already_stopped_delivers_terminated_at_once() {
     let system = system();
     let target = spawn_target(&system);
-    let elsewhere = watch_probe(&system, &target);
-    system.stop(&target);
-    assert_eq!(elsewhere.expect(), target.id());
-
     let (watcher, probes) = spawn_watcher(&system, None);
+    system.stop(&target);
+    probes.elsewhere.expect_terminated(&target, PATIENCE);
+
     watcher.tell(WatcherMsg::Watch(target.clone()));
-    assert_eq!(probes.terminated.expect(), target.id());
-    terminate(&system);
+    assert_eq!(probes.terminated.expect_msg(PATIENCE), target.id());
+    terminate(&system, PATIENCE);
     assert_eq!(probes.record.snapshot(), [terminated_entry(target.id())]);
 }
 
@@ -194,18 +197,18 @@ fn unwatch_before_the_stop_means_no_terminated() {
     command(&watcher, &probes, WatcherMsg::Watch(target.clone()));
     command(&watcher, &probes, WatcherMsg::Watch(fence.clone()));
     command(&watcher, &probes, WatcherMsg::Unwatch(target.clone()));
-    // Spawned after the watcher's watch, so it would be notified after it.
-    let elsewhere = watch_probe(&system, &target);
+    // Watching after the watcher's watch, so it would be notified after it.
+    probes.elsewhere.watch(&target, PATIENCE);
 
     system.stop(&target);
-    assert_eq!(elsewhere.expect(), target.id());
+    probes.elsewhere.expect_terminated(&target, PATIENCE);
     system.stop(&fence);
     assert_eq!(
-        probes.terminated.expect(),
+        probes.terminated.expect_msg(PATIENCE),
         fence.id(),
         "the fence's Terminated comes first: the target's never came"
     );
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert_eq!(probes.record.snapshot(), [terminated_entry(fence.id())]);
 }
 
@@ -217,31 +220,30 @@ fn a_watch_arriving_with_the_stop_still_delivers_terminated() {
     let system = system();
     let target = spawn_target(&system);
     let fence = spawn_target(&system);
-    let elsewhere = watch_probe(&system, &target);
     let (watcher, probes) = spawn_watcher(&system, None);
+    probes.elsewhere.watch(&target, PATIENCE);
     command(&watcher, &probes, WatcherMsg::Watch(fence.clone()));
     // Hold the target in a handler so that what follows queues up in its
     // system lane: first the Stop, then the watcher's Watch.
-    let entered = Probe::new("target's handler entered");
     let latch = Latch::new();
-    target.tell(Some((entered.sender(), latch.clone())));
-    entered.expect();
+    target.tell(Some(latch.clone()));
+    latch.expect_waiters(1, PATIENCE);
     system.stop(&target);
     command(&watcher, &probes, WatcherMsg::Watch(target.clone()));
     latch.open();
-    assert_eq!(elsewhere.expect(), target.id());
+    probes.elsewhere.expect_terminated(&target, PATIENCE);
     // The late Watch is handled after `finalize` has notified `elsewhere`, so
     // its answer has no order with anything the fence does: wait for it
     // before the fence is stopped. The fence then proves it came only once.
     assert_eq!(
-        probes.terminated.expect(),
+        probes.terminated.expect_msg(PATIENCE),
         target.id(),
         "the late Watch was never answered"
     );
 
     system.stop(&fence);
-    assert_eq!(probes.terminated.expect(), fence.id());
-    terminate(&system);
+    assert_eq!(probes.terminated.expect_msg(PATIENCE), fence.id());
+    terminate(&system, PATIENCE);
     assert_eq!(
         probes.record.snapshot(),
         [terminated_entry(target.id()), terminated_entry(fence.id())]
@@ -256,15 +258,14 @@ fn a_terminated_arriving_during_the_watchers_restart_is_delivered_after_it() {
     let system = system();
     // The watcher's child is held in its handler, so the watcher's restart
     // waits (children stop first) until the latch opens.
-    let child_entered = Probe::new("child's handler entered");
     let latch = Latch::new();
-    let (watcher, probes) = spawn_watcher(&system, Some((child_entered.sender(), latch.clone())));
-    child_entered.expect();
+    let (watcher, probes) = spawn_watcher(&system, Some(latch.clone()));
+    latch.expect_waiters(1, PATIENCE);
     let target = spawn_target(&system);
     let fence = spawn_target(&system);
     command(&watcher, &probes, WatcherMsg::Watch(target.clone()));
     command(&watcher, &probes, WatcherMsg::Watch(fence.clone()));
-    let elsewhere = watch_probe(&system, &target);
+    probes.elsewhere.watch(&target, PATIENCE);
 
     // The watcher fails: `before_restart` acks, then the restart waits for
     // the held child.
@@ -272,19 +273,19 @@ fn a_terminated_arriving_during_the_watchers_restart_is_delivered_after_it() {
     // The target stops; its Terminated reaches the restarting watcher
     // (pushed before the one for `elsewhere`).
     system.stop(&target);
-    assert_eq!(elsewhere.expect(), target.id());
+    probes.elsewhere.expect_terminated(&target, PATIENCE);
     latch.open();
-    probes.acks.expect(); // after_restart ran
+    probes.acks.expect_msg(PATIENCE); // after_restart ran
 
     system.stop(&fence);
     assert_eq!(
-        probes.terminated.expect(),
+        probes.terminated.expect_msg(PATIENCE),
         target.id(),
         "the watch survives the restart, so the target's Terminated must come \
          (before the fence's)"
     );
-    assert_eq!(probes.terminated.expect(), fence.id());
-    terminate(&system);
+    assert_eq!(probes.terminated.expect_msg(PATIENCE), fence.id());
+    terminate(&system, PATIENCE);
     assert_eq!(
         probes.record.snapshot(),
         [
@@ -301,13 +302,11 @@ fn a_watcher_that_stops_first_is_not_a_problem() {
     let (watcher, probes) = spawn_watcher(&system, None);
     let target = spawn_target(&system);
     command(&watcher, &probes, WatcherMsg::Watch(target.clone()));
-    let watcher_gone = watch_probe(&system, &watcher);
     system.stop(&watcher);
-    assert_eq!(watcher_gone.expect(), watcher.id());
-    let target_gone = watch_probe(&system, &target);
+    probes.elsewhere.expect_terminated(&watcher, PATIENCE);
     system.stop(&target);
-    assert_eq!(target_gone.expect(), target.id());
-    terminate(&system);
+    probes.elsewhere.expect_terminated(&target, PATIENCE);
+    terminate(&system, PATIENCE);
     assert!(
         probes.record.snapshot().is_empty(),
         "a stopped watcher is told nothing"
@@ -321,7 +320,7 @@ fn a_watcher_that_stops_first_is_not_a_problem() {
 
 /// Watches a target on command and acknowledges; reports its `stopped`.
 struct ShortLived {
-    acks: ProbeRef<()>,
+    acks: ActorRef<()>,
 }
 
 impl Actor for ShortLived {
@@ -329,11 +328,11 @@ impl Actor for ShortLived {
 
     fn receive(&mut self, ctx: &mut Context<'_, Self>, target: Self::Msg) {
         ctx.watch(&target);
-        self.acks.send(());
+        self.acks.tell(());
     }
 
     fn stopped(&mut self, _ctx: &mut Context<'_, Self>) {
-        self.acks.send(());
+        self.acks.tell(());
     }
 }
 
@@ -370,23 +369,22 @@ fn a_stopped_watcher_is_not_kept_alive_by_the_actor_it_watched() {
             Directive::Restart
         })
     };
-    let acks = Probe::new("short-lived watcher");
-    let out = acks.sender();
+    let acks = TestProbe::new(&system, "short-lived watcher");
+    let out = acks.actor_ref();
     let watcher = system
         .spawn(Props::new(move || ShortLived { acks: out.clone() }).supervisor(strategy))
         .unwrap();
     watcher.tell(target.clone());
-    acks.expect(); // watching
+    acks.expect_msg(PATIENCE); // watching
     system.stop(&watcher);
     drop(watcher);
-    acks.expect(); // stopped
+    acks.expect_msg(PATIENCE); // stopped
 
     let held_by_live_target = still_shared(&token);
-    let target_gone = watch_probe(&system, &target);
     system.stop(&target);
-    assert_eq!(target_gone.expect(), target.id());
+    acks.expect_terminated(&target, PATIENCE);
     let held_after_target_stopped = still_shared(&token);
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert!(
         !held_by_live_target,
         "the stopped watcher's cell is still referenced while the watched actor lives{}",

@@ -12,8 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-use crate::probe::{terminate, Probe, ProbeRef};
+use crate::support::PATIENCE;
 use troupe::{Actor, ActorRef, ActorSystem, Context, DispatcherConfig, Props};
+use troupe_testkit::{terminate, TestProbe};
 
 const SENDERS: usize = 4;
 const PER_SENDER: u64 = 10_000;
@@ -42,7 +43,7 @@ struct Checker {
     expected_total: u64,
     seen: u64,
     observed: Arc<Observed>,
-    done: ProbeRef<()>,
+    done: ActorRef<()>,
 }
 
 impl Actor for Checker {
@@ -63,7 +64,7 @@ impl Actor for Checker {
         self.seen += 1;
         self.observed.handled.fetch_add(1, Ordering::Relaxed);
         if self.seen == self.expected_total {
-            self.done.send(());
+            self.done.tell(());
         }
     }
 }
@@ -116,11 +117,11 @@ fn check_delivery(dispatcher: Option<DispatcherConfig>, senders: Senders) {
     };
 
     let observed = Arc::new(Observed::default());
-    let done = Probe::new("all messages received");
+    let done = TestProbe::new(&system, "all messages received");
     let expected_total = SENDERS as u64 * PER_SENDER;
     let checker = {
         let observed = observed.clone();
-        let done = done.sender();
+        let done = done.actor_ref();
         system
             .spawn(
                 Props::new(move || Checker {
@@ -174,8 +175,11 @@ fn check_delivery(dispatcher: Option<DispatcherConfig>, senders: Senders) {
         }
     }
 
-    done.expect();
-    assert_eq!(terminate(&system), troupe::TerminationReason::Requested);
+    done.expect_msg(PATIENCE);
+    assert_eq!(
+        terminate(&system, PATIENCE),
+        troupe::TerminationReason::Requested
+    );
 
     let violations = observed.violations.lock().unwrap().clone();
     assert!(

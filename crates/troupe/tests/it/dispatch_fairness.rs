@@ -10,10 +10,12 @@
 //!   other runnable actors. Two actors with long queues on one worker are
 //!   therefore handled in alternating runs of exactly `throughput` messages.
 
+use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 
-use crate::probe::{terminate, Probe, ProbeRef, PATIENCE};
+use crate::support::PATIENCE;
 use troupe::{Actor, ActorRef, ActorSystem, Context, Props, ReplyTo};
+use troupe_testkit::{terminate, TestProbe};
 
 /// Bounces a ball to its partner until told to stop.
 struct Bouncer {
@@ -42,13 +44,16 @@ impl Actor for Bouncer {
     }
 }
 
-struct Reporter(ProbeRef<u32>);
+/// Reports on a plain channel, not to a `TestProbe`: a probe actor would
+/// run on the one worker the bouncers keep busy, and the test would measure
+/// how the probe gets its turn there too.
+struct Reporter(Sender<u32>);
 
 impl Actor for Reporter {
     type Msg = u32;
 
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, n: u32) {
-        self.0.send(n);
+        let _ = self.0.send(n);
     }
 }
 
@@ -72,18 +77,20 @@ fn outside_sends_run_while_two_actors_keep_a_worker_busy() {
         for _ in 0..4 {
             a.tell(Ball::Hit);
         }
-        let probe = Probe::new("reporter");
-        let sender = probe.sender();
+        let (sender, reports) = mpsc::channel();
         let reporter = system
             .spawn(Props::new(move || Reporter(sender.clone())))
             .unwrap();
         for n in 0..3 {
             reporter.tell(n);
-            assert_eq!(probe.expect(), n, "throughput {throughput}");
+            let report = reports.recv_timeout(PATIENCE).unwrap_or_else(|e| {
+                panic!("throughput {throughput}: expected report {n} within {PATIENCE:?}: {e}")
+            });
+            assert_eq!(report, n, "throughput {throughput}");
         }
         a.tell(Ball::Stop);
         b.tell(Ball::Stop);
-        terminate(&system);
+        terminate(&system, PATIENCE);
     }
 }
 
@@ -101,7 +108,7 @@ struct Recorder {
     name: char,
     log: Arc<Mutex<Vec<char>>>,
     total: usize,
-    done: ProbeRef<()>,
+    done: ActorRef<()>,
 }
 
 impl Actor for Recorder {
@@ -116,7 +123,7 @@ impl Actor for Recorder {
                 let mut log = self.log.lock().unwrap();
                 log.push(self.name);
                 if log.len() == self.total {
-                    self.done.send(());
+                    self.done.tell(());
                 }
             }
         }
@@ -164,9 +171,9 @@ fn actors_with_long_queues_take_turns_of_throughput_messages() {
             .build()
             .unwrap();
         let log = Arc::new(Mutex::new(Vec::new()));
-        let probe = Probe::new("last item handled");
+        let probe = TestProbe::new(&system, "last item handled");
         let recorder = |name| {
-            let (log, done) = (log.clone(), probe.sender());
+            let (log, done) = (log.clone(), probe.actor_ref());
             let actor = system
                 .spawn(Props::new(move || Recorder {
                     name,
@@ -181,7 +188,7 @@ fn actors_with_long_queues_take_turns_of_throughput_messages() {
         let (a, b) = (recorder('a'), recorder('b'));
         let filler = system.spawn(Props::new(|| Filler)).unwrap();
         filler.tell((a, b, each));
-        probe.expect();
+        probe.expect_msg(PATIENCE);
         let log = log.lock().unwrap().clone();
         let runs = runs(&log);
         // Ignoring the budget would show as one run of `each` per actor;
@@ -199,6 +206,6 @@ fn actors_with_long_queues_take_turns_of_throughput_messages() {
                 "throughput {throughput}: runs of {name:?} in {log:?}"
             );
         }
-        terminate(&system);
+        terminate(&system, PATIENCE);
     }
 }

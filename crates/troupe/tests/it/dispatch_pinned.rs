@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::thread::{self, ThreadId};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::probe::{system, terminate, Probe, ProbeRef, PATIENCE};
+use crate::support::{system, PATIENCE};
 use troupe::{Actor, ActorRef, ActorSystem, Context, DispatcherConfig, Props, ReplyTo};
+use troupe_testkit::{terminate, TestProbe};
 
 /// Replies with the name and id of the thread its handler runs on.
 struct WhereAmI;
@@ -61,7 +62,7 @@ fn pinned_actors_each_run_on_a_thread_of_their_own() {
         pooled_name.starts_with("troupe-troupe-default-"),
         "{pooled_name}"
     );
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 const BLUE: &str = r#"
@@ -87,7 +88,7 @@ fn a_pool_dispatcher_from_toml_text_names_its_threads() {
         .unwrap();
     let (name, _) = where_is(&blue);
     assert!(name.starts_with("troupe-cfg-blue-"), "ran on {name}");
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 #[test]
@@ -116,7 +117,7 @@ fn a_system_built_from_a_config_file_works() {
         .unwrap();
     assert!(where_is(&pooled).0.starts_with("troupe-filed-default-"));
     assert_eq!(where_is(&io).0, "troupe-pinned-disk");
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 /// The error of a configuration that must be refused.
@@ -173,7 +174,7 @@ struct Tally {
     slot: usize,
     counts: Arc<Vec<AtomicU32>>,
     finished: Arc<AtomicUsize>,
-    done: ProbeRef<()>,
+    done: ActorRef<()>,
 }
 
 impl Actor for Tally {
@@ -182,7 +183,7 @@ impl Actor for Tally {
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, _n: u32) {
         let seen = self.counts[self.slot].fetch_add(1, Ordering::Relaxed) + 1;
         if seen == PER_ACTOR && self.finished.fetch_add(1, Ordering::AcqRel) + 1 == ACTORS {
-            self.done.send(());
+            self.done.tell(());
         }
     }
 }
@@ -196,10 +197,10 @@ fn a_million_messages_to_ten_thousand_actors_on_two_workers_throughput_5() {
         .unwrap();
     let counts: Arc<Vec<AtomicU32>> = Arc::new((0..ACTORS).map(|_| AtomicU32::new(0)).collect());
     let finished = Arc::new(AtomicUsize::new(0));
-    let done = Probe::new("all actors finished");
+    let done = TestProbe::new(&system, "all actors finished");
     let actors: Vec<_> = (0..ACTORS)
         .map(|slot| {
-            let (counts, finished, done) = (counts.clone(), finished.clone(), done.sender());
+            let (counts, finished, done) = (counts.clone(), finished.clone(), done.actor_ref());
             system
                 .spawn(
                     Props::new(move || Tally {
@@ -219,8 +220,8 @@ fn a_million_messages_to_ten_thousand_actors_on_two_workers_throughput_5() {
             actor.tell(n);
         }
     }
-    done.expect();
-    terminate(&system);
+    done.expect_msg(PATIENCE);
+    terminate(&system, PATIENCE);
 
     let total: u64 = counts
         .iter()

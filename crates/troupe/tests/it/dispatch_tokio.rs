@@ -5,16 +5,17 @@
 
 use std::time::Duration;
 
-use crate::probe::{terminate, Probe, ProbeRef, PATIENCE};
-use troupe::{Actor, ActorSystem, AskError, Context, Props, ReplyTo};
+use crate::support::PATIENCE;
+use troupe::{Actor, ActorRef, ActorSystem, AskError, Context, Props, ReplyTo};
+use troupe_testkit::{terminate, TestProbe};
 
 enum Msg {
     /// Report the name of the thread handling this message.
     Where(ReplyTo<String>),
     /// A numbered message, reported in arrival order.
-    Count(u32, ProbeRef<u32>),
+    Count(u32, ActorRef<u32>),
     /// Try to block on an ask to itself, and report how that went.
-    BlockOnSelf(ProbeRef<Result<(), AskError>>),
+    BlockOnSelf(ActorRef<Result<(), AskError>>),
     Ping(ReplyTo<()>),
 }
 
@@ -29,10 +30,10 @@ impl Actor for Worker {
                 let name = std::thread::current().name().unwrap_or("").to_string();
                 reply.reply(name);
             }
-            Msg::Count(n, out) => out.send(n),
+            Msg::Count(n, out) => out.tell(n),
             Msg::BlockOnSelf(out) => {
                 let answer = ctx.myself().ask(Msg::Ping, Duration::from_millis(1)).wait();
-                out.send(answer);
+                out.tell(answer);
             }
             Msg::Ping(reply) => {
                 reply.reply(());
@@ -71,7 +72,7 @@ fn actors_run_on_the_runtime_threads_and_answer_async_asks() {
         })
         .unwrap();
     assert_eq!(name, "test-rt");
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 #[test]
@@ -79,14 +80,17 @@ fn messages_keep_their_order_over_many_turns() {
     let rt = runtime();
     let system = system_on(&rt);
     let worker = system.spawn(Props::new(|| Worker)).unwrap();
-    let seen = Probe::new("counts");
+    let seen = TestProbe::new(&system, "counts");
     // Throughput 5: a thousand messages take two hundred turns, each a
     // task of its own, rescheduled behind the others.
     for n in 0..1000 {
-        worker.tell(Msg::Count(n, seen.sender()));
+        worker.tell(Msg::Count(n, seen.actor_ref()));
     }
-    assert_eq!(seen.expect_n(1000), (0..1000).collect::<Vec<_>>());
-    terminate(&system);
+    assert_eq!(
+        seen.receive_n(1000, PATIENCE),
+        (0..1000).collect::<Vec<_>>()
+    );
+    terminate(&system, PATIENCE);
 }
 
 #[test]
@@ -94,10 +98,10 @@ fn a_blocking_wait_inside_a_handler_is_refused() {
     let rt = runtime();
     let system = system_on(&rt);
     let worker = system.spawn(Props::new(|| Worker)).unwrap();
-    let result = Probe::new("wait");
-    worker.tell(Msg::BlockOnSelf(result.sender()));
-    assert_eq!(result.expect(), Err(AskError::WouldBlockDispatcher));
-    terminate(&system);
+    let result = TestProbe::new(&system, "wait");
+    worker.tell(Msg::BlockOnSelf(result.actor_ref()));
+    result.expect_msg_eq(Err(AskError::WouldBlockDispatcher), PATIENCE);
+    terminate(&system, PATIENCE);
     // The runtime outlived the system, as it must; it is still usable.
     assert_eq!(rt.block_on(async { 7 }), 7);
 }

@@ -6,12 +6,12 @@
 
 use std::time::Duration;
 
-use crate::probe::{quiet_panics, terminate, watch_probe, Latch, Probe, ProbeRef, PATIENCE};
+use crate::support::PATIENCE;
 use troupe::{
     Actor, ActorEvent, ActorEventKind, ActorRef, ActorSystem, Context, DeadLetter,
     DeadLetterReason, MailboxConfig, Overflow, Props, SupervisorStrategy,
 };
-use troupe_testkit::TestProbe;
+use troupe_testkit::{quiet_panics, terminate, Latch, TestProbe};
 
 /// A probe subscribed as an actor: the testkit's `TestProbe`.
 fn forwarder<E: Send + 'static>(system: &ActorSystem, name: &str) -> (ActorRef<E>, TestProbe<E>) {
@@ -60,7 +60,7 @@ fn events_reach_the_subscribers_of_their_type_in_order() {
     assert!(!stream.unsubscribe(&prices_a), "already gone");
     assert_eq!(stream.publish(Price(100)), 1);
     b.expect_msg_eq(Price(100), PATIENCE);
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert!(a.received().is_empty(), "nothing after unsubscribing");
 }
 
@@ -69,12 +69,12 @@ fn a_stopped_subscriber_leaves_the_stream() {
     let system = system("events-stopped");
     let (prices, p) = forwarder::<Price>(&system, "prices");
     system.event_stream().subscribe(prices.clone());
-    let terminated = watch_probe(&system, &prices);
     system.stop(&prices);
-    terminated.expect();
+    // Only the probe's own actor stopped: its watcher still watches.
+    p.expect_terminated(&prices, PATIENCE);
     assert_eq!(system.event_stream().publish(Price(1)), 0);
     assert_eq!(system.dead_letter_count(), 0, "nothing was sent to it");
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert!(p.received().is_empty());
 }
 
@@ -84,9 +84,8 @@ fn dead_letters_are_published() {
     let (letters, l) = forwarder::<DeadLetter>(&system, "dead letters");
     system.event_stream().subscribe(letters);
     let (gone, _) = forwarder::<Price>(&system, "gone");
-    let terminated = watch_probe(&system, &gone);
     system.stop(&gone);
-    terminated.expect();
+    l.expect_terminated(&gone, PATIENCE);
     gone.tell(Price(7));
     let letter = l.expect_msg(PATIENCE);
     assert_eq!(letter.reason, DeadLetterReason::RecipientStopped);
@@ -96,7 +95,7 @@ fn dead_letters_are_published() {
         "{}",
         letter.message_type
     );
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 #[derive(Debug)]
@@ -149,20 +148,18 @@ fn every_start_restart_and_stop_is_an_event() {
         }
     }
     assert_eq!(kinds[4], ActorEventKind::Stopped);
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 /// Holds its first message until the latch opens; a mailbox of one.
 struct Stuck {
     latch: Latch,
-    held: ProbeRef<()>,
 }
 
 impl Actor for Stuck {
     type Msg = DeadLetter;
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, _letter: DeadLetter) {
-        self.held.send(());
-        self.latch.wait();
+        self.latch.wait(PATIENCE);
     }
 }
 
@@ -170,27 +167,23 @@ impl Actor for Stuck {
 fn a_full_dead_letter_subscriber_does_not_loop() {
     let system = system("events-full");
     let latch = Latch::new();
-    let held = Probe::new("stuck holds a letter");
-    let (l, h) = (latch.clone(), held.sender());
+    let l = latch.clone();
     let stuck = system
         .spawn(
-            Props::new(move || Stuck {
-                latch: l.clone(),
-                held: h.clone(),
-            })
-            .mailbox(MailboxConfig::bounded(1, Overflow::DropNewest)),
+            Props::new(move || Stuck { latch: l.clone() })
+                .mailbox(MailboxConfig::bounded(1, Overflow::DropNewest)),
         )
         .unwrap();
     system.event_stream().subscribe(stuck);
-    let (gone, _) = forwarder::<Price>(&system, "gone");
-    let terminated = watch_probe(&system, &gone);
+    let (gone, g) = forwarder::<Price>(&system, "gone");
     system.stop(&gone);
-    terminated.expect();
+    // Only the probe's own actor stopped: its watcher still watches.
+    g.expect_terminated(&gone, PATIENCE);
     gone.tell(Price(1)); // handled: stuck holds it
-    held.expect();
+    latch.expect_waiters(1, PATIENCE);
     gone.tell(Price(2)); // queued: the mailbox is full
     gone.tell(Price(3)); // refused: a dead letter of a dead letter, counted only
     assert_eq!(system.dead_letter_count(), 4);
     latch.open();
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }

@@ -5,17 +5,19 @@
 //! The consumer is held inside a handler on a latch while the test fills its
 //! mailbox, so "full" is a fact, not a race.
 
+use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
-use crate::probe::{system, terminate, Latch, Probe, ProbeRef};
+use crate::support::{system, PATIENCE};
 use troupe::{
     Actor, ActorRef, ActorSystem, Context, DeadLetterReason, MailboxConfig, Overflow, Props,
     SendError, TrySendError,
 };
+use troupe_testkit::{terminate, Latch, TestProbe};
 
 enum Msg {
     /// Hold the handler until the latch opens.
-    Hold(ProbeRef<()>, Latch),
+    Hold(Latch),
     Value(u32),
 }
 
@@ -30,7 +32,7 @@ impl std::fmt::Debug for Msg {
 
 /// Reports every value it handles.
 struct Consumer {
-    seen: ProbeRef<u32>,
+    seen: ActorRef<u32>,
 }
 
 impl Actor for Consumer {
@@ -38,11 +40,8 @@ impl Actor for Consumer {
 
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: Msg) {
         match msg {
-            Msg::Hold(entered, latch) => {
-                entered.send(());
-                latch.wait();
-            }
-            Msg::Value(v) => self.seen.send(v),
+            Msg::Hold(latch) => latch.wait(PATIENCE),
+            Msg::Value(v) => self.seen.tell(v),
         }
     }
 }
@@ -51,9 +50,9 @@ fn spawn_consumer(
     system: &ActorSystem,
     capacity: usize,
     overflow: Overflow,
-) -> (ActorRef<Msg>, Probe<u32>) {
-    let seen = Probe::new("values handled");
-    let sender = seen.sender();
+) -> (ActorRef<Msg>, TestProbe<u32>) {
+    let seen = TestProbe::new(system, "values handled");
+    let sender = seen.actor_ref();
     let actor = system
         .spawn(
             Props::new(move || Consumer {
@@ -70,19 +69,22 @@ fn spawn_held(
     system: &ActorSystem,
     capacity: usize,
     overflow: Overflow,
-) -> (ActorRef<Msg>, Probe<u32>, Latch) {
+) -> (ActorRef<Msg>, TestProbe<u32>, Latch) {
     let (actor, seen) = spawn_consumer(system, capacity, overflow);
-    let entered = Probe::new("handler entered");
     let latch = Latch::new();
-    actor.tell(Msg::Hold(entered.sender(), latch.clone()));
-    entered.expect();
+    actor.tell(Msg::Hold(latch.clone()));
+    latch.expect_waiters(1, PATIENCE);
     (actor, seen, latch)
 }
 
-fn overflow_letters(system: &ActorSystem) -> Probe<DeadLetterReason> {
-    let letters = Probe::new("dead letters");
-    let sender = letters.sender();
-    system.on_dead_letter(move |letter| sender.send(letter.reason));
+/// The reasons of the system's dead letters, on a plain channel: a tell to
+/// a probe from the listener, once the probe has stopped at shutdown, would
+/// be a dead letter of its own, back to the listener, without end.
+fn overflow_letters(system: &ActorSystem) -> Receiver<DeadLetterReason> {
+    let (sender, letters) = mpsc::channel();
+    system.on_dead_letter(move |letter| {
+        let _ = sender.send(letter.reason);
+    });
     letters
 }
 
@@ -100,10 +102,13 @@ fn fail_hands_the_message_back_and_tell_dead_letters_it() {
         other => panic!("expected Full(4), got {other:?}"),
     }
     actor.tell(Msg::Value(5));
-    assert_eq!(letters.expect(), DeadLetterReason::MailboxFull);
+    assert_eq!(
+        letters.recv_timeout(PATIENCE),
+        Ok(DeadLetterReason::MailboxFull)
+    );
     latch.open();
-    assert_eq!(seen.expect_n(4), [0, 1, 2, 3]);
-    terminate(&system);
+    assert_eq!(seen.receive_n(4, PATIENCE), [0, 1, 2, 3]);
+    terminate(&system, PATIENCE);
     assert_eq!(system.dead_letter_count(), 1);
 }
 
@@ -116,8 +121,8 @@ fn drop_newest_keeps_the_first_messages() {
     }
     assert_eq!(system.dead_letter_count(), 7);
     latch.open();
-    assert_eq!(seen.expect_n(3), [0, 1, 2]);
-    terminate(&system);
+    assert_eq!(seen.receive_n(3, PATIENCE), [0, 1, 2]);
+    terminate(&system, PATIENCE);
     assert_eq!(seen.received(), Vec::<u32>::new());
 }
 
@@ -129,8 +134,8 @@ fn drop_oldest_keeps_the_last_messages() {
         actor.tell(Msg::Value(v));
     }
     latch.open();
-    assert_eq!(seen.expect_n(4), [6, 7, 8, 9]);
-    terminate(&system);
+    assert_eq!(seen.receive_n(4, PATIENCE), [6, 7, 8, 9]);
+    terminate(&system, PATIENCE);
     assert_eq!(system.dead_letter_count(), 6);
     assert_eq!(seen.received(), Vec::<u32>::new());
 }
@@ -152,11 +157,11 @@ fn a_blocking_producer_never_exceeds_the_capacity_and_loses_nothing() {
             most
         })
     };
-    let values = seen.expect_n(20_000);
+    let values = seen.receive_n(20_000, PATIENCE);
     assert!(values.iter().copied().eq(0..20_000), "lost or reordered");
     let most = producer.join().unwrap();
     assert!(most <= 8, "the mailbox held {most} messages");
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert_eq!(system.dead_letter_count(), 0);
 }
 
@@ -171,8 +176,8 @@ fn a_blocking_send_times_out_when_no_room_comes() {
     assert!(matches!(result, Err(SendError::Timeout(Msg::Value(2)))));
     assert!(started.elapsed() >= Duration::from_millis(50));
     latch.open();
-    assert_eq!(seen.expect_n(2), [0, 1]);
-    terminate(&system);
+    assert_eq!(seen.receive_n(2, PATIENCE), [0, 1]);
+    terminate(&system, PATIENCE);
 }
 
 #[test]
@@ -180,16 +185,16 @@ fn a_waiting_producer_is_released_with_closed_when_the_actor_stops() {
     let system = system();
     let (actor, _seen, latch) = spawn_held(&system, 1, Overflow::Block);
     actor.tell(Msg::Value(0));
-    let waiting = Probe::new("producer waiting");
+    let waiting = TestProbe::new(&system, "producer waiting");
     let producer = {
         let actor = actor.clone();
-        let waiting = waiting.sender();
+        let waiting = waiting.actor_ref();
         std::thread::spawn(move || {
-            waiting.send(());
+            waiting.tell(());
             actor.send_blocking(Msg::Value(1), Duration::from_secs(30))
         })
     };
-    waiting.expect();
+    waiting.expect_msg(PATIENCE);
     system.stop(&actor);
     latch.open();
     let result = producer.join().unwrap();
@@ -199,7 +204,7 @@ fn a_waiting_producer_is_released_with_closed_when_the_actor_stops() {
         Err(SendError::Closed(Msg::Value(1))) | Ok(()) => {}
         Err(e) => panic!("unexpected: {e}"),
     }
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 #[test]
@@ -215,7 +220,7 @@ fn async_sends_wait_for_room() {
             assert!(actor.queued() <= 4);
         }
     });
-    let values = seen.expect_n(2_000);
+    let values = seen.receive_n(2_000, PATIENCE);
     assert!(values.iter().copied().eq(0..2_000));
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }

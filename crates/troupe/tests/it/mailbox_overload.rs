@@ -9,11 +9,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::probe::{terminate, PATIENCE};
+use crate::support::PATIENCE;
 use troupe::{
     Actor, ActorSystem, AskError, Context, DeadLetterReason, MailboxConfig, Overflow, Props,
     ReplyTo,
 };
+use troupe_testkit::terminate;
 
 const CAPACITY: usize = 100;
 
@@ -125,7 +126,7 @@ fn a_fast_producer_never_queues_past_capacity_and_nothing_is_unaccounted() {
         "handled {handled} + dropped {dropped_work}"
     );
     drop(consumer);
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert_eq!(system.live_actor_cells(), 0);
     assert_eq!(system.pending_asks(), 0);
 }
@@ -155,7 +156,7 @@ fn a_blocking_producer_is_paced_and_loses_nothing() {
         "only refused flushes"
     );
     drop(consumer);
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert_eq!(system.live_actor_cells(), 0);
 }
 
@@ -183,7 +184,7 @@ fn asks_that_cannot_be_answered_in_time_fail_clearly_and_leak_nothing() {
     consumer.tell(Job::Release);
     flush(&consumer);
     drop(consumer);
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert_eq!(system.pending_asks(), 0);
     assert_eq!(system.live_actor_cells(), 0);
 }

@@ -1,6 +1,13 @@
 //! The runtime's integration tests as one test binary: a module per area,
-//! named `<area>_<topic>`, and the shared probes in [`probe`]. One binary
-//! links the runtime once instead of once per file.
+//! named `<area>_<topic>`, and the patience and default system they share
+//! in [`support`]. One binary links the runtime once instead of once per
+//! file.
+//!
+//! Tests expect messages on `troupe_testkit::TestProbe`s, hold actors on its
+//! `Latch`, record orders in its `EventLog`, and end their systems with its
+//! `terminate`. A few keep a plain `std::sync::mpsc` channel where a probe
+//! actor does not fit (a dead-letter listener, a worker the test keeps
+//! busy), and say why where they do.
 //!
 //! Tests that need a process of their own stay separate binaries directly
 //! under `tests/`: `thread_census.rs` (counts the process's threads) and
@@ -8,10 +15,10 @@
 //!
 //! Every module here shares the process with the others, so a test may not
 //! assume it is alone: it names its own systems, counts only its own actors'
-//! work, and installs panic filters through [`probe::quiet_panics`], which
-//! chains them instead of replacing one another's.
+//! work, and installs panic filters through `troupe_testkit::quiet_panics`,
+//! which chains them instead of replacing one another's.
 
-mod probe;
+mod support;
 
 mod actor_lifecycle;
 mod adapter_messages;

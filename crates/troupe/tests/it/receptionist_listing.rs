@@ -4,10 +4,11 @@
 
 use std::time::Duration;
 
-use crate::probe::{terminate, watch_probe, Probe, ProbeRef, PATIENCE};
+use crate::support::PATIENCE;
 use troupe::{
     Actor, ActorId, ActorRef, ActorSystem, AskError, Context, Listing, Props, ServiceKey,
 };
+use troupe_testkit::{terminate, TestProbe};
 
 struct Worker;
 impl Actor for Worker {
@@ -23,13 +24,13 @@ impl Actor for Other {
 
 /// Reports the ids in each listing it is told.
 struct Watcher {
-    out: ProbeRef<Vec<ActorId>>,
+    out: ActorRef<Vec<ActorId>>,
 }
 impl Actor for Watcher {
     type Msg = Listing<u32>;
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, listing: Listing<u32>) {
         self.out
-            .send(listing.refs().iter().map(ActorRef::id).collect());
+            .tell(listing.refs().iter().map(ActorRef::id).collect());
     }
 }
 
@@ -76,7 +77,7 @@ fn registered_actors_are_found_by_name_and_type() {
     reception.deregister(&workers, &a);
     let listing = reception.find(&workers, PATIENCE).wait().unwrap();
     assert_eq!(ids(&listing), vec![b.id()]);
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 #[test]
@@ -84,25 +85,33 @@ fn a_subscriber_sees_every_change_and_a_stopped_actor_leaves_the_listing() {
     let system = system("reception-subscribe");
     let workers = ServiceKey::<u32>::new("workers");
     let reception = system.receptionist();
-    let listings = Probe::new("listings");
-    let out = listings.sender();
+    let listings = TestProbe::new(&system, "listings");
+    let out = listings.actor_ref();
     let watcher = system
         .spawn(Props::new(move || Watcher { out: out.clone() }))
         .unwrap();
     reception.subscribe(&workers, watcher);
-    assert_eq!(listings.expect(), vec![], "the current listing at once");
+    assert_eq!(
+        listings.expect_msg(PATIENCE),
+        vec![],
+        "the current listing at once"
+    );
     let a = system.spawn(Props::new(|| Worker)).unwrap();
     let b = system.spawn(Props::new(|| Worker)).unwrap();
     reception.register(&workers, a.clone());
-    assert_eq!(listings.expect(), vec![a.id()]);
+    listings.expect_msg_eq(vec![a.id()], PATIENCE);
     reception.register(&workers, b.clone());
-    assert_eq!(listings.expect(), vec![a.id(), b.id()]);
+    listings.expect_msg_eq(vec![a.id(), b.id()], PATIENCE);
     system.stop(&a);
-    assert_eq!(listings.expect(), vec![b.id()], "a left when it stopped");
+    assert_eq!(
+        listings.expect_msg(PATIENCE),
+        vec![b.id()],
+        "a left when it stopped"
+    );
     // Lookups after the change agree.
     let found = reception.find(&workers, PATIENCE).wait().unwrap();
     assert_eq!(ids(&found), vec![b.id()]);
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 #[test]
@@ -110,24 +119,24 @@ fn a_stopped_subscriber_is_no_longer_told() {
     let system = system("reception-subscriber-stops");
     let workers = ServiceKey::<u32>::new("workers");
     let reception = system.receptionist();
-    let listings = Probe::new("listings");
-    let out = listings.sender();
+    let listings = TestProbe::new(&system, "listings");
+    let out = listings.actor_ref();
     let watcher = system
         .spawn(Props::new(move || Watcher { out: out.clone() }))
         .unwrap();
     reception.subscribe(&workers, watcher.clone());
-    listings.expect();
+    listings.expect_msg_eq(vec![], PATIENCE);
     // The receptionist watched the subscriber first, so its `Terminated`
     // is on the receptionist's system lane before this probe hears of it,
     // and system messages are handled before the register below.
-    let terminated = watch_probe(&system, &watcher);
+    listings.watch(&watcher, PATIENCE);
     system.stop(&watcher);
-    terminated.expect();
+    listings.expect_terminated(&watcher, PATIENCE);
     let a = system.spawn(Props::new(|| Worker)).unwrap();
     reception.register(&workers, a.clone());
     let found = reception.find(&workers, PATIENCE).wait().unwrap();
     assert_eq!(ids(&found), vec![a.id()]);
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert_eq!(
         system.dead_letter_count(),
         0,
@@ -139,7 +148,7 @@ fn a_stopped_subscriber_is_no_longer_told() {
 #[test]
 fn after_shutdown_a_lookup_fails_instead_of_waiting() {
     let system = system("reception-shutdown");
-    terminate(&system);
+    terminate(&system, PATIENCE);
     let answer = system
         .receptionist()
         .find(&ServiceKey::<u32>::new("workers"), Duration::from_secs(60))

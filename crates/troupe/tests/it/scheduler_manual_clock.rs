@@ -6,12 +6,12 @@
 
 use std::time::Duration;
 
-use crate::probe::{quiet_panics, terminate, PATIENCE};
+use crate::support::PATIENCE;
 use troupe::scheduler::ManualClock;
 use troupe::{
     Actor, ActorRef, ActorSystem, AskError, Context, Props, ReplyTo, Signal, SupervisorStrategy,
 };
-use troupe_testkit::{await_condition, TestProbe};
+use troupe_testkit::{await_condition, quiet_panics, terminate, TestProbe};
 
 fn system_on(clock: &ManualClock, name: &str) -> ActorSystem {
     ActorSystem::builder()
@@ -40,7 +40,7 @@ fn one_shot_timers_fire_in_deadline_order_when_time_reaches_them() {
     assert_eq!(clock.advance(MS * 40), 2);
     assert_eq!(probe.receive_n(2, PATIENCE), ["middle", "late"]);
     assert_eq!(clock.elapsed(), MS * 50);
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -85,7 +85,7 @@ fn a_periodic_timer_fires_once_per_period_advanced() {
     assert_eq!(clock.advance(MS * 99), 0);
     assert_eq!(clock.advance(MS), 1);
     probe.expect_msg_eq(Tick::Tick, PATIENCE);
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 /// Reports its start, and each receive timeout (30 s of silence).
@@ -131,7 +131,7 @@ fn the_receive_timeout_counts_virtual_silence_from_the_last_message() {
     assert_eq!(clock.advance(SECOND * 19), 0);
     assert_eq!(clock.advance(SECOND), 1);
     probe.expect_msg_eq("timeout", PATIENCE);
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert!(probe.received().is_empty(), "no early timeout");
 }
 
@@ -166,7 +166,7 @@ fn an_ask_times_out_when_virtual_time_passes_its_timeout() {
         "{answer:?}"
     );
     waiter.join().unwrap();
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 /// Fails on every message; reports each restart.
@@ -231,7 +231,7 @@ fn restart_backoff_waits_virtual_time_and_doubles() {
         assert_eq!(clock.advance(MS), 1);
         events.expect_msg_eq("restarted", PATIENCE);
     }
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 #[test]
@@ -240,5 +240,5 @@ fn a_clock_drives_one_system_at_a_time() {
     let first = system_on(&clock, "manual-first");
     let refused = ActorSystem::builder().manual_clock(&clock).build();
     assert!(refused.is_err(), "a second system on the same clock");
-    terminate(&first);
+    terminate(&first, PATIENCE);
 }

@@ -10,10 +10,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::probe::{system, terminate, PATIENCE};
+use crate::support::{system, PATIENCE};
 use troupe::ActorRef;
 use troupe::{Actor, Context, Props};
-use troupe_testkit::TestProbe;
+use troupe_testkit::{terminate, TestProbe};
 
 /// Reports each message with the moment it was handled.
 struct Stamp {
@@ -55,7 +55,7 @@ fn a_timer_delivers_no_earlier_than_its_delay_and_in_deadline_order() {
         );
     }
     assert_eq!(system.scheduler().pending(), 0);
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert!(arrivals.received().is_empty());
 }
 
@@ -79,7 +79,7 @@ fn a_timer_cancelled_before_its_deadline_never_delivers() {
     let (label, _) = arrivals.expect_msg(PATIENCE);
     assert_eq!(label, "fence", "the cancelled timer delivered");
     assert!(!fence.is_pending(), "a fired timer is no longer pending");
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert!(
         arrivals.received().is_empty(),
         "nothing after the fence either"

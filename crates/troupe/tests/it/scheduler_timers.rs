@@ -5,10 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::probe::{system, terminate, PATIENCE};
+use crate::support::{system, PATIENCE};
 use troupe::ActorRef;
 use troupe::{Actor, Context, Props, Signal};
-use troupe_testkit::TestProbe;
+use troupe_testkit::{terminate, TestProbe};
 
 #[derive(Clone, Debug, PartialEq)]
 enum Msg {
@@ -63,7 +63,7 @@ fn fixed_rate_and_fixed_delay_repeat_and_are_never_early() {
         }
         system.stop(&actor);
     }
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 enum Command {
@@ -163,7 +163,7 @@ fn a_cancelled_periodic_timer_delivers_nothing_more() {
         0,
         "a tick came after the cancel"
     );
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 #[test]
@@ -189,7 +189,7 @@ fn a_single_timer_fires_once_and_a_replaced_one_never() {
     assert_eq!(seen.expect_msg(PATIENCE), Msg::Other("kept"));
     assert!(start.elapsed() >= Duration::from_millis(15));
     assert_eq!(seen.expect_msg(PATIENCE), Msg::Other("fence"));
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert!(seen.received().is_empty(), "the replaced timer fired");
 }
 
@@ -229,7 +229,7 @@ fn the_receive_timeout_fires_after_silence() {
     }
     let at = fired.expect_msg(PATIENCE);
     assert!(at.duration_since(start) >= Duration::from_millis(30));
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert!(
         fired.received().is_empty(),
         "it fired again after being turned off"

@@ -4,8 +4,9 @@
 //! restart hands the stash to the fresh instance first; a stop turns it into
 //! dead letters.
 
-use crate::probe::{quiet_panics, system, terminate, watch_probe, Probe, ProbeRef};
-use troupe::{Actor, Context, Props, StashFull, SupervisorStrategy};
+use crate::support::{system, PATIENCE};
+use troupe::{Actor, ActorRef, Context, Props, StashFull, SupervisorStrategy};
+use troupe_testkit::{quiet_panics, terminate, TestProbe};
 
 #[derive(Debug)]
 enum Msg {
@@ -30,23 +31,23 @@ enum Seen {
 
 struct Gate {
     open: bool,
-    seen: ProbeRef<Seen>,
+    seen: ActorRef<Seen>,
 }
 
 impl Actor for Gate {
     type Msg = Msg;
 
     fn started(&mut self, _ctx: &mut Context<'_, Self>) {
-        self.seen.send(Seen::Started);
+        self.seen.tell(Seen::Started);
     }
 
     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: Msg) {
         match msg {
-            Msg::Item(n) if self.open => self.seen.send(Seen::Handled(n)),
+            Msg::Item(n) if self.open => self.seen.tell(Seen::Handled(n)),
             Msg::Item(n) => {
                 if let Err(StashFull { msg, capacity }) = ctx.stash(Msg::Item(n)) {
                     let Msg::Item(item) = msg else { unreachable!() };
-                    self.seen.send(Seen::Full { item, capacity });
+                    self.seen.tell(Seen::Full { item, capacity });
                 }
             }
             Msg::Open => {
@@ -67,12 +68,9 @@ impl Actor for Gate {
     }
 }
 
-fn spawn_gate(
-    system: &troupe::ActorSystem,
-    capacity: usize,
-) -> (troupe::ActorRef<Msg>, Probe<Seen>) {
-    let seen = Probe::new("gate");
-    let out = seen.sender();
+fn spawn_gate(system: &troupe::ActorSystem, capacity: usize) -> (ActorRef<Msg>, TestProbe<Seen>) {
+    let seen = TestProbe::new(system, "gate");
+    let out = seen.actor_ref();
     let gate = system
         .spawn(
             Props::new(move || Gate {
@@ -83,7 +81,7 @@ fn spawn_gate(
             .supervisor(SupervisorStrategy::restart()),
         )
         .unwrap();
-    seen.expect_eq(Seen::Started);
+    seen.expect_msg_eq(Seen::Started, PATIENCE);
     (gate, seen)
 }
 
@@ -100,10 +98,10 @@ fn unstashed_messages_go_first_in_their_order_then_the_mailbox() {
     for n in 10..20 {
         gate.tell(Msg::Item(n));
     }
-    let got = seen.expect_n(20);
+    let got = seen.receive_n(20, PATIENCE);
     let want: Vec<Seen> = (0..20).map(Seen::Handled).collect();
     assert_eq!(got, want);
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 #[test]
@@ -113,20 +111,26 @@ fn stashing_beyond_the_capacity_hands_the_message_back() {
     for n in 0..5 {
         gate.tell(Msg::Item(n));
     }
-    seen.expect_eq(Seen::Full {
-        item: 3,
-        capacity: 3,
-    });
-    seen.expect_eq(Seen::Full {
-        item: 4,
-        capacity: 3,
-    });
+    seen.expect_msg_eq(
+        Seen::Full {
+            item: 3,
+            capacity: 3,
+        },
+        PATIENCE,
+    );
+    seen.expect_msg_eq(
+        Seen::Full {
+            item: 4,
+            capacity: 3,
+        },
+        PATIENCE,
+    );
     gate.tell(Msg::Open);
     assert_eq!(
-        seen.expect_n(3),
+        seen.receive_n(3, PATIENCE),
         vec![Seen::Handled(0), Seen::Handled(1), Seen::Handled(2)]
     );
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert!(seen.received().is_empty(), "nothing was handled twice");
 }
 
@@ -135,11 +139,14 @@ fn the_default_capacity_refuses_every_stash() {
     let system = system();
     let (gate, seen) = spawn_gate(&system, 0);
     gate.tell(Msg::Item(1));
-    seen.expect_eq(Seen::Full {
-        item: 1,
-        capacity: 0,
-    });
-    terminate(&system);
+    seen.expect_msg_eq(
+        Seen::Full {
+            item: 1,
+            capacity: 0,
+        },
+        PATIENCE,
+    );
+    terminate(&system, PATIENCE);
 }
 
 #[test]
@@ -154,10 +161,10 @@ fn unstash_one_takes_the_oldest() {
     gate.tell(Msg::One);
     gate.tell(Msg::Open);
     assert_eq!(
-        seen.expect_n(3),
+        seen.receive_n(3, PATIENCE),
         vec![Seen::Handled(1), Seen::Handled(2), Seen::Handled(0)]
     );
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 #[test]
@@ -169,30 +176,30 @@ fn a_restart_hands_the_stash_to_the_fresh_instance_first() {
         gate.tell(Msg::Item(n));
     }
     gate.tell(Msg::Crash);
-    seen.expect_eq(Seen::Started);
+    seen.expect_msg_eq(Seen::Started, PATIENCE);
     // The fresh instance starts closed: the unstashed items are stashed
     // again, ahead of item 3 that was sent after the crash.
     gate.tell(Msg::Item(3));
     gate.tell(Msg::Open);
     assert_eq!(
-        seen.expect_n(4),
+        seen.receive_n(4, PATIENCE),
         (0..4).map(Seen::Handled).collect::<Vec<_>>()
     );
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }
 
 #[test]
 fn a_stop_turns_the_stash_into_dead_letters() {
     let system = system();
-    let (gate, _seen) = spawn_gate(&system, 10);
-    let terminated = watch_probe(&system, &gate);
+    let (gate, seen) = spawn_gate(&system, 10);
+    seen.watch(&gate, PATIENCE);
     let before = system.dead_letter_count();
     for n in 0..4 {
         gate.tell(Msg::Item(n));
     }
     gate.tell(Msg::Close);
     gate.tell(Msg::Stop);
-    terminated.expect();
+    seen.expect_terminated(&gate, PATIENCE);
     assert_eq!(system.dead_letter_count(), before + 4);
-    terminate(&system);
+    terminate(&system, PATIENCE);
 }

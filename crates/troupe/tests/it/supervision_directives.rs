@@ -15,21 +15,20 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::probe::{
-    await_end, system, terminate, watch_probe, EventLog, Latch, Probe, ProbeRef, PATIENCE,
-};
+use crate::support::{system, PATIENCE};
 use troupe::{
-    Actor, ActorRef, Context, Directive, Failure, Props, ReplyTo, Signal, SpawnError,
+    Actor, ActorRef, ActorSystem, Context, Directive, Failure, Props, ReplyTo, Signal, SpawnError,
     SupervisorStrategy, TerminationReason,
 };
+use troupe_testkit::{await_termination, terminate, EventLog, Latch, TestProbe};
 
 enum Cmd {
     Add,
     /// Panic with this text.
     Fail(&'static str),
     Get(ReplyTo<u64>),
-    /// Report entry, then hold the handler until the latch opens.
-    Block(ProbeRef<()>, Latch),
+    /// Hold the handler until the latch opens.
+    Block(Latch),
 }
 
 /// A counter that fails on demand and logs its lifecycle with its
@@ -40,14 +39,14 @@ struct Flaky {
     log: EventLog,
     /// Receives `("fail", t)` just before a panic and `("restart", t)` in
     /// `after_restart`.
-    times: Option<ProbeRef<(&'static str, Instant)>>,
+    times: Option<ActorRef<(&'static str, Instant)>>,
 }
 
 /// Props for a `Flaky` under `strategy`, and the number of factory calls.
 fn flaky(
     strategy: SupervisorStrategy,
     log: &EventLog,
-    times: Option<ProbeRef<(&'static str, Instant)>>,
+    times: Option<ActorRef<(&'static str, Instant)>>,
 ) -> (Props<Flaky>, Arc<AtomicU32>) {
     let calls = Arc::new(AtomicU32::new(0));
     let (log, counter) = (log.clone(), calls.clone());
@@ -64,7 +63,7 @@ fn flaky(
 impl Flaky {
     fn time(&self, what: &'static str) {
         if let Some(t) = &self.times {
-            t.send((what, Instant::now()));
+            t.tell((what, Instant::now()));
         }
     }
 }
@@ -86,10 +85,7 @@ impl Actor for Flaky {
             Cmd::Get(reply) => {
                 reply.reply(self.count);
             }
-            Cmd::Block(entered, latch) => {
-                entered.send(());
-                latch.wait();
-            }
+            Cmd::Block(latch) => latch.wait(PATIENCE),
         }
     }
 
@@ -124,10 +120,9 @@ fn get(actor: &ActorRef<Cmd>) -> u64 {
 /// Holds `actor` (on a pinned thread) inside a handler; the returned latch
 /// lets it go. Messages told meanwhile are queued behind the blocking one.
 fn hold(actor: &ActorRef<Cmd>) -> Latch {
-    let entered = Probe::new("handler entered");
     let latch = Latch::new();
-    actor.tell(Cmd::Block(entered.sender(), latch.clone()));
-    entered.expect();
+    actor.tell(Cmd::Block(latch.clone()));
+    latch.expect_waiters(1, PATIENCE);
     latch
 }
 
@@ -142,7 +137,7 @@ fn resume_keeps_the_instance_and_its_state() {
     actor.tell(Cmd::Fail("resume me"));
     actor.tell(Cmd::Add);
     assert_eq!(get(&actor), 3, "the count went on across the failure");
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert_eq!(calls.load(Ordering::SeqCst), 1, "no new instance");
     assert_eq!(log.snapshot(), ["started#1", "stopped#1"]);
 }
@@ -166,7 +161,7 @@ fn restart_builds_a_fresh_instance_and_keeps_the_mailbox() {
         2,
         "the fresh instance counted the two queued after the failure"
     );
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert_eq!(
         calls.load(Ordering::SeqCst),
         2,
@@ -191,18 +186,19 @@ fn stop_terminates_the_actor_and_later_messages_are_dead_letters() {
     let log = EventLog::new();
     let (props, calls) = flaky(SupervisorStrategy::stop(), &log, None);
     let actor = system.spawn(props.dispatcher("pinned")).unwrap();
-    let terminated = watch_probe(&system, &actor);
+    let deaths = TestProbe::<()>::new(&system, "deaths");
+    deaths.watch(&actor, PATIENCE);
     let latch = hold(&actor);
     for cmd in [Cmd::Add, Cmd::Fail("stop me"), Cmd::Add, Cmd::Add] {
         actor.tell(cmd);
     }
     latch.open();
-    assert_eq!(terminated.expect(), actor.id());
+    deaths.expect_terminated(&actor, PATIENCE);
     assert!(actor.is_terminated());
     actor.tell(Cmd::Add);
     let late = actor.ask(Cmd::Get, PATIENCE).wait();
     assert_eq!(late, Err(troupe::AskError::NoReply { target: actor.id() }));
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert_eq!(log.snapshot(), ["started#1", "stopped#1"]);
     assert_eq!(
@@ -216,28 +212,31 @@ fn stop_terminates_the_actor_and_later_messages_are_dead_letters() {
 /// ref, forwards every signal it gets, and logs its own restarts.
 struct Supervisor<C: Actor> {
     children: Vec<Props<C>>,
-    spawned: ProbeRef<ActorRef<C::Msg>>,
-    signals: ProbeRef<Signal>,
+    spawned: ActorRef<ActorRef<C::Msg>>,
+    signals: ActorRef<Signal>,
     log: EventLog,
 }
 
 struct SupervisorProbes<C: Actor> {
-    spawned: Probe<ActorRef<C::Msg>>,
-    signals: Probe<Signal>,
+    spawned: TestProbe<ActorRef<C::Msg>>,
+    signals: TestProbe<Signal>,
     log: EventLog,
     calls: Arc<AtomicU32>,
 }
 
-fn supervisor<C: Actor>(children: Vec<Props<C>>) -> (Props<Supervisor<C>>, SupervisorProbes<C>) {
+fn supervisor<C: Actor>(
+    system: &ActorSystem,
+    children: Vec<Props<C>>,
+) -> (Props<Supervisor<C>>, SupervisorProbes<C>) {
     let probes = SupervisorProbes {
-        spawned: Probe::new("children"),
-        signals: Probe::new("signals"),
+        spawned: TestProbe::new(system, "children"),
+        signals: TestProbe::new(system, "signals"),
         log: EventLog::new(),
         calls: Arc::new(AtomicU32::new(0)),
     };
     let (spawned, signals, log, calls) = (
-        probes.spawned.sender(),
-        probes.signals.sender(),
+        probes.spawned.actor_ref(),
+        probes.signals.actor_ref(),
         probes.log.clone(),
         probes.calls.clone(),
     );
@@ -260,14 +259,14 @@ impl<C: Actor> Actor for Supervisor<C> {
         self.log.push("started");
         for props in &self.children {
             self.spawned
-                .send(ctx.spawn(props.clone()).expect("spawn a child"));
+                .tell(ctx.spawn(props.clone()).expect("spawn a child"));
         }
     }
 
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, _msg: ()) {}
 
     fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: Signal) {
-        self.signals.send(signal);
+        self.signals.tell(signal);
     }
 
     fn before_restart(&mut self, _ctx: &mut Context<'_, Self>, failure: &Failure) {
@@ -306,15 +305,19 @@ fn restart_limit_stops_the_actor_on_the_failure_after_the_last_restart() {
         &log,
         None,
     );
-    let (parent, probes) = supervisor(vec![child]);
+    let (parent, probes) = supervisor(&system, vec![child]);
     system.spawn(parent).unwrap();
-    let child = probes.spawned.expect();
-    let terminated = watch_probe(&system, &child);
+    let child = probes.spawned.expect_msg(PATIENCE);
+    probes.signals.watch(&child, PATIENCE);
 
     let mut directives = Vec::new();
     for _ in 0..4 {
         child.tell(Cmd::Fail("again"));
-        directives.push(child_failed(probes.signals.expect(), &child, "again"));
+        directives.push(child_failed(
+            probes.signals.expect_msg(PATIENCE),
+            &child,
+            "again",
+        ));
     }
     assert_eq!(
         directives,
@@ -325,8 +328,8 @@ fn restart_limit_stops_the_actor_on_the_failure_after_the_last_restart() {
             Directive::Stop
         ]
     );
-    assert_eq!(terminated.expect(), child.id());
-    terminate(&system);
+    probes.signals.expect_terminated(&child, PATIENCE);
+    terminate(&system, PATIENCE);
     assert_eq!(
         calls.load(Ordering::SeqCst),
         4,
@@ -344,19 +347,19 @@ fn backoff_delays_the_restart_by_at_least_its_minimum() {
     const MIN: Duration = Duration::from_millis(20);
     let system = system();
     let log = EventLog::new();
-    let times = Probe::new("failure and restart times");
+    let times = TestProbe::new(&system, "failure and restart times");
     let (props, calls) = flaky(
         SupervisorStrategy::restart().with_backoff(MIN, Duration::from_secs(1)),
         &log,
-        Some(times.sender()),
+        Some(times.actor_ref()),
     );
     let actor = system.spawn(props).unwrap();
     actor.tell(Cmd::Add);
     actor.tell(Cmd::Fail("back off"));
     actor.tell(Cmd::Add);
-    let (what, failed_at) = times.expect();
+    let (what, failed_at) = times.expect_msg(PATIENCE);
     assert_eq!(what, "fail");
-    let (what, restarted_at) = times.expect();
+    let (what, restarted_at) = times.expect_msg(PATIENCE);
     assert_eq!(what, "restart");
     let waited = restarted_at.duration_since(failed_at);
     assert!(
@@ -368,7 +371,7 @@ fn backoff_delays_the_restart_by_at_least_its_minimum() {
         1,
         "the message queued during the backoff ran on the new instance"
     );
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
 
@@ -377,19 +380,19 @@ fn escalation_fails_the_parent_which_applies_its_own_strategy() {
     let system = system();
     let log = EventLog::new();
     let (child, child_calls) = flaky(SupervisorStrategy::escalate(), &log, None);
-    let (parent, probes) = supervisor(vec![child]);
+    let (parent, probes) = supervisor(&system, vec![child]);
     let parent = system
         .spawn(parent.supervisor(SupervisorStrategy::restart()))
         .unwrap();
-    let first_child = probes.spawned.expect();
+    let first_child = probes.spawned.expect_msg(PATIENCE);
 
     first_child.tell(Cmd::Fail("kaboom"));
     assert_eq!(
-        child_failed(probes.signals.expect(), &first_child, "kaboom"),
+        child_failed(probes.signals.expect_msg(PATIENCE), &first_child, "kaboom"),
         Directive::Escalate
     );
     // The parent restarted: its fresh instance spawned a fresh child.
-    let second_child = probes.spawned.expect();
+    let second_child = probes.spawned.expect_msg(PATIENCE);
     assert_ne!(second_child.id(), first_child.id());
     assert_eq!(get(&second_child), 0);
     assert!(
@@ -410,7 +413,7 @@ fn escalation_fails_the_parent_which_applies_its_own_strategy() {
         "{events:?}"
     );
     assert_eq!(events[3], "started");
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert_eq!(
         probes.calls.load(Ordering::SeqCst),
         2,
@@ -433,7 +436,7 @@ fn escalation_from_a_top_level_actor_terminates_the_system() {
     system.spawn(bystander).unwrap();
 
     actor.tell(Cmd::Fail("fatal: disk on fire"));
-    match await_end(&system) {
+    match await_termination(&system, PATIENCE) {
         TerminationReason::Escalated(failure) => {
             assert_eq!(failure.actor, actor.id());
             assert!(failure.message.contains("fatal: disk on fire"), "{failure}");
@@ -470,16 +473,16 @@ fn the_parent_is_told_each_child_failure_with_the_applied_directive() {
         .iter()
         .map(|(name, strategy, _)| flaky(strategy.clone(), &log, None).0.name(*name))
         .collect();
-    let (parent, probes) = supervisor(children);
+    let (parent, probes) = supervisor(&system, children);
     system.spawn(parent).unwrap();
-    let refs = probes.spawned.expect_n(strategies.len());
+    let refs = probes.spawned.receive_n(strategies.len(), PATIENCE);
 
     for child in &refs {
         child.tell(Cmd::Fail("fatal: child failure"));
     }
     let mut applied = HashMap::new();
     for _ in 0..refs.len() {
-        let signal = probes.signals.expect();
+        let signal = probes.signals.expect_msg(PATIENCE);
         let Signal::ChildFailed { child, .. } = &signal else {
             panic!("expected ChildFailed, got {signal:?}");
         };
@@ -499,6 +502,6 @@ fn the_parent_is_told_each_child_failure_with_the_applied_directive() {
             "directive applied to child {name}"
         );
     }
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert!(probes.signals.received().is_empty());
 }

@@ -13,8 +13,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::probe::{quiet_panics, system, terminate, Probe, ProbeRef};
-use troupe::{Actor, Context, Directive, Props, Signal, SupervisorStrategy};
+use crate::support::{system, PATIENCE};
+use troupe::{Actor, ActorRef, Context, Directive, Props, Signal, SupervisorStrategy};
+use troupe_testkit::{quiet_panics, terminate, TestProbe};
 
 /// Restarts allowed before the storm stops; far deeper than a worker's
 /// stack could take if restarts nested.
@@ -39,7 +40,7 @@ impl Actor for NeverStarts {
 struct Parent {
     child: Props<NeverStarts>,
     restarts: u32,
-    stopped: ProbeRef<u32>,
+    stopped: ActorRef<u32>,
 }
 
 impl Actor for Parent {
@@ -59,7 +60,7 @@ impl Actor for Parent {
             assert_eq!(failure.message, PANIC_TEXT);
             match directive {
                 Directive::Restart => self.restarts += 1,
-                Directive::Stop => self.stopped.send(self.restarts),
+                Directive::Stop => self.stopped.tell(self.restarts),
                 other => panic!("unexpected directive {other:?}"),
             }
         }
@@ -82,8 +83,8 @@ fn a_restart_storm_ends_at_the_limit_without_exhausting_the_stack() {
         })
         .supervisor(SupervisorStrategy::restart().with_limit(LIMIT, Duration::from_secs(600)))
     };
-    let stopped = Probe::new("storm stopped");
-    let out = stopped.sender();
+    let stopped = TestProbe::new(&system, "storm stopped");
+    let out = stopped.actor_ref();
     system
         .spawn(Props::new(move || Parent {
             child: child.clone(),
@@ -93,11 +94,11 @@ fn a_restart_storm_ends_at_the_limit_without_exhausting_the_stack() {
         .unwrap();
 
     assert_eq!(
-        stopped.expect(),
+        stopped.expect_msg(PATIENCE),
         LIMIT,
         "every restart was reported before the stop"
     );
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert_eq!(
         built.load(Ordering::SeqCst),
         LIMIT + 1,

@@ -7,10 +7,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::probe::{await_end, terminate, PATIENCE};
+use crate::support::PATIENCE;
 use troupe::{
     Actor, ActorSystem, Context, Failure, Props, ReplyTo, SupervisorStrategy, TerminationReason,
 };
+use troupe_testkit::{await_termination, terminate};
 
 const ACTORS: usize = 2_000;
 const PER_ACTOR: u64 = 100;
@@ -22,7 +23,7 @@ fn poisoned(a: usize, i: u64) -> bool {
 
 /// Keeps the expected panics of this file out of the test output.
 fn quiet_panics() {
-    crate::probe::quiet_panics(&["poison pill", "escalate me"]);
+    troupe_testkit::quiet_panics(&["poison pill", "escalate me"]);
 }
 
 struct Worker {
@@ -111,7 +112,7 @@ fn one_percent_panics_restart_exactly_and_lose_nothing_else() {
     for flush in flushes {
         flush.wait().unwrap();
     }
-    terminate(&system);
+    terminate(&system, PATIENCE);
 
     assert_eq!(
         restarts.load(Ordering::Relaxed),
@@ -147,7 +148,7 @@ fn an_escalation_to_the_top_stops_the_system_with_the_failure() {
         .unwrap();
     let pending: Vec<_> = busy.iter().map(|e| e.ask(|r| r, PATIENCE)).collect();
     doomed.tell(());
-    match await_end(&system) {
+    match await_termination(&system, PATIENCE) {
         TerminationReason::Escalated(failure) => {
             assert_eq!(failure.actor, doomed.id());
             assert!(

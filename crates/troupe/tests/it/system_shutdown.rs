@@ -7,21 +7,26 @@
 //! runtime thread outlives `await_termination` is checked in a process of
 //! its own, `tests/thread_census.rs`.
 
+use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
-use crate::probe::{system, terminate, watch_probe, EventLog, Latch, Probe, ProbeRef};
-use troupe::{Actor, AwaitError, Context, DeadLetter, Props, TerminationReason, TrySendError};
+use crate::support::{system, PATIENCE};
+use troupe::{
+    Actor, ActorRef, ActorSystem, AwaitError, Context, DeadLetter, Props, TerminationReason,
+    TrySendError,
+};
+use troupe_testkit::{terminate, EventLog, Latch, TestProbe};
 
 /// A tree node that logs its `stopped` with its path.
 struct Node {
     path: String,
     depth: u32,
     log: EventLog,
-    ready: ProbeRef<()>,
+    ready: ActorRef<()>,
 }
 
 impl Node {
-    fn props(path: String, depth: u32, log: EventLog, ready: ProbeRef<()>) -> Props<Node> {
+    fn props(path: String, depth: u32, log: EventLog, ready: ActorRef<()>) -> Props<Node> {
         Props::new(move || Node {
             path: path.clone(),
             depth,
@@ -36,7 +41,7 @@ impl Actor for Node {
 
     fn started(&mut self, ctx: &mut Context<'_, Self>) {
         if self.depth == 0 {
-            self.ready.send(());
+            self.ready.tell(());
         }
         for i in 0..if self.depth > 0 { 2 } else { 0 } {
             let props = Node::props(
@@ -60,15 +65,15 @@ impl Actor for Node {
 fn shutdown_stops_a_three_level_tree_children_first() {
     let system = system();
     let log = EventLog::new();
-    let ready = Probe::new("leaves started");
+    let ready = TestProbe::new(&system, "leaves started");
     for root in ["a", "b"] {
         system
-            .spawn(Node::props(root.into(), 2, log.clone(), ready.sender()).name(root))
+            .spawn(Node::props(root.into(), 2, log.clone(), ready.actor_ref()).name(root))
             .unwrap();
     }
-    ready.expect_n(8);
+    ready.receive_n(8, PATIENCE);
 
-    assert_eq!(terminate(&system), TerminationReason::Requested);
+    assert_eq!(terminate(&system, PATIENCE), TerminationReason::Requested);
     assert!(system.is_terminated());
     assert_eq!(system.top_level_count(), 0);
     let stopped = log.snapshot();
@@ -97,8 +102,7 @@ enum BlockerMsg {
 /// Counts the work it does; blocks when told to (it runs on a pinned thread,
 /// where blocking holds nobody else up).
 struct Blocker {
-    entered: ProbeRef<()>,
-    worked: ProbeRef<u32>,
+    worked: ActorRef<u32>,
 }
 
 impl Actor for Blocker {
@@ -106,31 +110,46 @@ impl Actor for Blocker {
 
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: BlockerMsg) {
         match msg {
-            BlockerMsg::Block(latch) => {
-                self.entered.send(());
-                latch.wait();
-            }
-            BlockerMsg::Work(n) => self.worked.send(n),
+            BlockerMsg::Block(latch) => latch.wait(PATIENCE),
+            BlockerMsg::Work(n) => self.worked.tell(n),
         }
     }
+}
+
+/// Every dead letter of `system`, on a plain channel: a tell to a probe from
+/// the listener, once the probe has stopped at shutdown, would be a dead
+/// letter of its own, back to the listener, without end.
+fn dead_letters(system: &ActorSystem) -> Receiver<DeadLetter> {
+    let (out, letters) = mpsc::channel();
+    system.on_dead_letter(move |letter| {
+        let _ = out.send(letter.clone());
+    });
+    letters
+}
+
+/// The next `n` dead letters, each within [`PATIENCE`].
+fn next_letters(letters: &Receiver<DeadLetter>, n: usize) -> Vec<DeadLetter> {
+    (0..n)
+        .map(|i| {
+            letters.recv_timeout(PATIENCE).unwrap_or_else(|e| {
+                panic!("expected {n} dead letters within {PATIENCE:?} each, {i} came: {e}")
+            })
+        })
+        .collect()
 }
 
 #[test]
 fn messages_queued_at_stop_become_counted_dead_letters() {
     const QUEUED: usize = 50;
     let system = system();
-    let letters = Probe::<DeadLetter>::new("dead letters");
-    let out = letters.sender();
-    system.on_dead_letter(move |letter| out.send(letter.clone()));
+    let letters = dead_letters(&system);
 
-    let entered = Probe::new("handler entered");
-    let worked = Probe::new("work done");
+    let worked = TestProbe::new(&system, "work done");
     let blocker = {
-        let (entered, worked) = (entered.sender(), worked.sender());
+        let worked = worked.actor_ref();
         system
             .spawn(
                 Props::new(move || Blocker {
-                    entered: entered.clone(),
                     worked: worked.clone(),
                 })
                 .name("blocker")
@@ -140,14 +159,14 @@ fn messages_queued_at_stop_become_counted_dead_letters() {
     };
     let latch = Latch::new();
     blocker.tell(BlockerMsg::Block(latch.clone()));
-    entered.expect();
+    latch.expect_waiters(1, PATIENCE);
     for n in 0..QUEUED as u32 {
         blocker.tell(BlockerMsg::Work(n));
     }
     system.stop(&blocker);
     latch.open();
 
-    let got = letters.expect_n(QUEUED);
+    let got = next_letters(&letters, QUEUED);
     for letter in &got {
         assert_eq!(letter.recipient, blocker.id());
         assert_eq!(letter.recipient_name.as_deref(), Some("blocker"));
@@ -157,9 +176,10 @@ fn messages_queued_at_stop_become_counted_dead_letters() {
             letter.message_type
         );
     }
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert_eq!(system.dead_letter_count(), QUEUED as u64);
-    assert!(letters.received().is_empty(), "no other dead letter");
+    let other: Vec<_> = letters.try_iter().collect();
+    assert!(other.is_empty(), "no other dead letter: {other:?}");
     assert!(
         worked.received().is_empty(),
         "no queued work ran after the stop"
@@ -168,38 +188,35 @@ fn messages_queued_at_stop_become_counted_dead_letters() {
 
 /// Echoes strings back through a probe.
 struct Echo {
-    out: ProbeRef<String>,
+    out: ActorRef<String>,
 }
 
 impl Actor for Echo {
     type Msg = String;
 
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: String) {
-        self.out.send(msg);
+        self.out.tell(msg);
     }
 }
 
 #[test]
 fn tells_to_a_stopped_actor_become_dead_letters_and_try_tell_hands_back() {
     let system = system();
-    let letters = Probe::<DeadLetter>::new("dead letters");
-    let out = letters.sender();
-    system.on_dead_letter(move |letter| out.send(letter.clone()));
-    let echoed = Probe::new("echo");
+    let letters = dead_letters(&system);
+    let echoed = TestProbe::new(&system, "echo");
     let echo = {
-        let out = echoed.sender();
+        let out = echoed.actor_ref();
         system
             .spawn(Props::new(move || Echo { out: out.clone() }).name("echo"))
             .unwrap()
     };
-    let terminated = watch_probe(&system, &echo);
 
     assert_eq!(echo.try_tell("alive".to_string()), Ok(()));
-    assert_eq!(echoed.expect(), "alive");
+    echoed.expect_msg_eq("alive".to_string(), PATIENCE);
     assert!(!echo.is_terminated());
 
     system.stop(&echo);
-    assert_eq!(terminated.expect(), echo.id());
+    echoed.expect_terminated(&echo, PATIENCE);
     assert!(echo.is_terminated(), "terminated once watchers hear of it");
 
     assert_eq!(
@@ -210,11 +227,11 @@ fn tells_to_a_stopped_actor_become_dead_letters_and_try_tell_hands_back() {
     for _ in 0..3 {
         echo.tell("too late".to_string());
     }
-    let got = letters.expect_n(3);
+    let got = next_letters(&letters, 3);
     assert!(got
         .iter()
         .all(|l| l.recipient == echo.id() && l.message_type.contains("String")));
-    terminate(&system);
+    terminate(&system, PATIENCE);
     assert_eq!(
         system.dead_letter_count(),
         3,
@@ -227,12 +244,12 @@ fn tells_to_a_stopped_actor_become_dead_letters_and_try_tell_hands_back() {
 struct Awaiter;
 
 impl Actor for Awaiter {
-    type Msg = ProbeRef<Result<TerminationReason, AwaitError>>;
+    type Msg = ActorRef<Result<TerminationReason, AwaitError>>;
 
     fn receive(&mut self, ctx: &mut Context<'_, Self>, out: Self::Msg) {
         // The system cannot terminate while this handler runs, so any wait
         // here could only end by timing out.
-        out.send(
+        out.tell(
             ctx.system()
                 .await_termination_timeout(Duration::from_millis(200)),
         );
@@ -244,10 +261,10 @@ fn await_inside_an_actor_on(dispatcher: &str) -> Result<TerminationReason, Await
     let awaiter = system
         .spawn(Props::new(|| Awaiter).dispatcher(dispatcher))
         .unwrap();
-    let outcome = Probe::new("await_termination inside a handler");
-    awaiter.tell(outcome.sender());
-    let got = outcome.expect();
-    terminate(&system);
+    let outcome = TestProbe::new(&system, "await_termination inside a handler");
+    awaiter.tell(outcome.actor_ref());
+    let got = outcome.expect_msg(PATIENCE);
+    terminate(&system, PATIENCE);
     got
 }
 

@@ -9,8 +9,9 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Instant;
 
-use crate::probe::{terminate, PATIENCE};
+use crate::support::PATIENCE;
 use troupe::{Actor, ActorSystem, Context, Props};
+use troupe_testkit::terminate;
 
 struct Sink(Arc<AtomicU64>);
 
@@ -100,7 +101,7 @@ fn every_message_is_handled_or_a_dead_letter_and_no_thread_survives() {
         .collect();
     // Shut down while both producers are mid-flood.
     halfway.wait();
-    terminate(&system);
+    terminate(&system, PATIENCE);
     after.wait();
     for p in producers {
         p.join().unwrap();

@@ -5,13 +5,13 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::probe::{terminate, PATIENCE};
+use crate::support::PATIENCE;
 use tracing::span::{Attributes, Id};
 use tracing_subscriber::layer::{Context as LayerContext, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 use troupe::{Actor, ActorRef, ActorSystem, Context, Props};
-use troupe_testkit::TestProbe;
+use troupe_testkit::{terminate, TestProbe};
 
 /// One span as it was opened: its name, its `actor` field, and its
 /// parent's name and `actor` field.
@@ -131,7 +131,7 @@ fn a_request_is_followed_through_every_actor_it_passes() {
         first.tell(1);
     }
     probe.expect_msg_eq(2, PATIENCE);
-    terminate(&system);
+    terminate(&system, PATIENCE);
 
     let spans = log.lock().unwrap().clone();
     let receive_of = |actor: &str| {
