@@ -26,15 +26,17 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System` (every allocation here does)
+        // `ptr` came from `System` (every allocation here does)
         // with this `layout`, as the caller guarantees.
+        // SAFETY: by the argument just above.
         unsafe { System.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         ALLOCATIONS.with(|n| n.set(n.get() + 1));
-        // SAFETY: as for `dealloc`, and `new_size` is the caller's, valid
+        // as for `dealloc`, and `new_size` is the caller's, valid
         // by `realloc`'s contract.
+        // SAFETY: by the argument just above.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }

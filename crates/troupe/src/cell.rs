@@ -553,26 +553,29 @@ impl<A: Actor> ActorCell<A> {
 
 impl<A: Actor> Runnable for ActorCell<A> {
     unsafe fn run(&self, me: Task) -> bool {
-        // SAFETY: `me` is this cell's task (the caller's contract), made from
+        // `me` is this cell's task (the caller's contract), made from
         // `Arc::as_ptr` of the `Arc` that owns the cell, so the pointer may
         // rebuild that `Arc`. It is wrapped in `ManuallyDrop`: a borrowed
         // `Arc`, which changes no reference count.
+        // SAFETY: by the argument just above.
         let this = ManuallyDrop::new(unsafe { Arc::from_raw(me.as_ptr() as *const Self) });
         let this: &Arc<Self> = &this;
-        // SAFETY: a task is queued only by the send that won the mailbox's
+        // a task is queued only by the send that won the mailbox's
         // `SCHEDULED` bit or by the owner rescheduling itself, and the
         // dispatcher runs it on one thread, so this run owns the mailbox: no
         // other thread touches the run state until it releases ownership, and
         // this is the only `&mut` to it.
+        // SAFETY: by the argument just above.
         let run = unsafe { &mut *this.run.get() };
         let budget = this.executor.throughput().max(1);
         #[cfg(feature = "metrics")]
         this.metrics.run_starts(this.mailbox.len_hint());
         let mut sys = Vec::new();
         loop {
-            // SAFETY: this run owns the mailbox (it holds `SCHEDULED`: a task
+            // this run owns the mailbox (it holds `SCHEDULED`: a task
             // is queued only by the send that won that bit or by the owner
             // rescheduling itself), and the owner may take system messages.
+            // SAFETY: by the argument just above.
             unsafe { this.mailbox.take_system(&mut sys) };
             if !sys.is_empty() {
                 for msg in sys.drain(..) {
@@ -591,14 +594,16 @@ impl<A: Actor> Runnable for ActorCell<A> {
             if matches!(run.status.phase, Phase::Running) {
                 let mut handled = 0;
                 while handled < budget && !this.mailbox.state.system_pending() {
-                    // SAFETY: this run owns the mailbox (it holds `SCHEDULED`),
+                    // this run owns the mailbox (it holds `SCHEDULED`),
                     // so it is the user queue's single consumer.
+                    // SAFETY: by the argument just above.
                     if let Some(oldest) = unsafe { this.mailbox.pop_overflowed() } {
                         this.dead_letter(envelope::open(oldest), DeadLetterReason::MailboxFull);
                         continue;
                     }
-                    // SAFETY: this run owns the mailbox (it holds `SCHEDULED`),
+                    // this run owns the mailbox (it holds `SCHEDULED`),
                     // so it is the user queue's single consumer.
+                    // SAFETY: by the argument just above.
                     let Some(sealed) = (unsafe { this.mailbox.pop_user() }) else {
                         break;
                     };
@@ -610,8 +615,9 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 }
                 if handled == budget
                     && matches!(run.status.phase, Phase::Running)
-                    // SAFETY: this run still owns the mailbox (it has not
+                    // this run still owns the mailbox (it has not
                     // released `SCHEDULED`): the queue's single consumer.
+                    // SAFETY: by the argument just above.
                     && !unsafe { this.mailbox.user_is_empty() }
                 {
                     // Budget spent with work left: yield the thread, keep ownership.
@@ -620,9 +626,10 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 }
             }
             let user_runnable = matches!(run.status.phase, Phase::Running);
-            // SAFETY: this run still owns the mailbox (it holds `SCHEDULED`;
+            // this run still owns the mailbox (it holds `SCHEDULED`;
             // nothing above released it). After a successful release this run
             // touches nothing of the cell again.
+            // SAFETY: by the argument just above.
             if unsafe { this.mailbox.try_release(user_runnable) } {
                 return false;
             }
@@ -664,22 +671,25 @@ impl<A: Actor> TypedCell<A::Msg> for ActorCell<A> {
     #[inline]
     #[cfg(not(feature = "tracing-spans"))]
     unsafe fn offer_user(&self, msg: *mut A::Msg) -> Offer {
-        // SAFETY: without spans the envelope is the message itself, and the
+        // without spans the envelope is the message itself, and the
         // contract is passed on unchanged.
+        // SAFETY: by the argument just above.
         unsafe { self.mailbox.offer_user(msg) }
     }
 
     #[cfg(feature = "tracing-spans")]
     unsafe fn offer_user(&self, msg: *mut A::Msg) -> Offer {
-        // SAFETY: `msg` is valid and the caller's (this function's contract):
+        // `msg` is valid and the caller's (this function's contract):
         // it is moved into the envelope here and moved back on `Full`.
+        // SAFETY: by the argument just above.
         let sealed = std::mem::ManuallyDrop::new(envelope::seal(unsafe { std::ptr::read(msg) }));
         // SAFETY: `sealed` is valid and owned here, never dropped here.
         let offer = unsafe { self.mailbox.offer_user(&*sealed) };
         if offer == Offer::Full {
             let sealed = std::mem::ManuallyDrop::into_inner(sealed);
-            // SAFETY: the caller's message was moved out above; `Full` must
+            // the caller's message was moved out above; `Full` must
             // leave it in place, so it is written back.
+            // SAFETY: by the argument just above.
             unsafe { std::ptr::write(msg, envelope::open(sealed)) };
         }
         offer

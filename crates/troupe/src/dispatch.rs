@@ -84,11 +84,12 @@ impl Task {
     /// The caller must hold the right to run it (see [`Runnable::run`]); the
     /// pointee is alive by the liveness rule above.
     pub(crate) unsafe fn run(self) -> bool {
-        // SAFETY: the pointee is alive: a task is queued only while its cell's
+        // the pointee is alive: a task is queued only while its cell's
         // mailbox is open, when the cell's parent (or the guardian) still holds
         // it, and the final run keeps a strong reference of its own until it
         // returns. `self` is the pointee's own task, and the caller holds the
         // right to run it (this function's contract).
+        // SAFETY: by the argument just above.
         unsafe { self.0.as_ref().run(self) }
     }
 }

@@ -147,8 +147,9 @@ impl<M, S> Mailbox<M, S> {
     /// The caller must own the mailbox (see `state.rs`).
     #[inline]
     pub(crate) unsafe fn pop_user(&self) -> Option<M> {
-        // SAFETY: the caller owns the mailbox (this function's contract), and
+        // the caller owns the mailbox (this function's contract), and
         // only the owner pops, so it is the queue's single consumer.
+        // SAFETY: by the argument just above.
         let msg = unsafe { self.user.pop() }?;
         if let Some(bound) = &self.bound {
             bound.release();
@@ -166,8 +167,9 @@ impl<M, S> Mailbox<M, S> {
     pub(crate) unsafe fn pop_overflowed(&self) -> Option<M> {
         let bound = self.bound.as_deref()?;
         if bound.overflow == Overflow::DropOldest && bound.over_capacity() {
-            // SAFETY: the caller owns the mailbox (this function's contract),
+            // the caller owns the mailbox (this function's contract),
             // which is what `pop_user` requires.
+            // SAFETY: by the argument just above.
             unsafe { self.pop_user() }
         } else {
             None
@@ -186,8 +188,9 @@ impl<M, S> Mailbox<M, S> {
     /// The caller must own the mailbox (see `state.rs`).
     #[inline]
     pub(crate) unsafe fn user_is_empty(&self) -> bool {
-        // SAFETY: the caller owns the mailbox (this function's contract), and
+        // the caller owns the mailbox (this function's contract), and
         // only the owner reads the queue's head, so it is the single consumer.
+        // SAFETY: by the argument just above.
         unsafe { self.user.is_empty() }
     }
 
@@ -201,8 +204,9 @@ impl<M, S> Mailbox<M, S> {
     /// The caller must own the mailbox (see `state.rs`).
     #[inline]
     pub(crate) unsafe fn try_release(&self, user_runnable: bool) -> bool {
-        // SAFETY: the caller owns the mailbox (this function's contract),
+        // the caller owns the mailbox (this function's contract),
         // which is what `user_is_empty` requires.
+        // SAFETY: by the argument just above.
         if user_runnable && !unsafe { self.user_is_empty() } {
             return false;
         }

@@ -297,17 +297,19 @@ impl<A: Actor> ActorCell<A> {
     /// watchers. Clears the arrival flags first.
     fn drain_contents(&self) {
         let mut sys = Vec::new();
-        // SAFETY: only the mailbox owner calls this (from `finalize`, or from
+        // only the mailbox owner calls this (from `finalize`, or from
         // `drain_closed` after a send acquired the closed mailbox).
+        // SAFETY: by the argument just above.
         unsafe { self.mailbox.take_system(&mut sys) };
         for msg in sys {
             if let SystemMsg::Watch(watcher) = msg {
                 send_system(&watcher, SystemMsg::Terminated(self.id));
             }
         }
-        // SAFETY: only the mailbox owner calls this (from `finalize`, or from
+        // only the mailbox owner calls this (from `finalize`, or from
         // `drain_closed` after a send acquired the closed mailbox), so this
         // thread is the user queue's single consumer.
+        // SAFETY: by the argument just above.
         while let Some(msg) = unsafe { self.mailbox.pop_user() } {
             self.system.dead_letter(
                 self.id,

@@ -93,8 +93,9 @@ impl PinnedThread {
             let task = self.slot.lock().unwrap_or_else(|e| e.into_inner()).take();
             match task {
                 Some(task) => {
-                    // SAFETY: the task was handed over to this thread, the only
+                    // the task was handed over to this thread, the only
                     // one that runs it.
+                    // SAFETY: by the argument just above.
                     if unsafe { task.run() } {
                         return;
                     }

@@ -115,9 +115,10 @@ fn with_local<R>(pool: &Pool, f: impl FnOnce(Option<&Local>) -> R) -> R {
         if p.is_null() {
             return f(None);
         }
-        // SAFETY: `CURRENT` is non-null only while `run_worker` is on the stack
+        // `CURRENT` is non-null only while `run_worker` is on the stack
         // of this very thread with its `Local` alive (it clears the pointer
         // before returning), and `Local` is only accessed through `&`.
+        // SAFETY: by the argument just above.
         let local = unsafe { &*p };
         if ptr::eq(local.pool, pool) {
             f(Some(local))
@@ -258,15 +259,17 @@ fn run_worker(pool: Arc<Pool>, index: usize, queue: Worker<Task>) {
     let mut turn = Turn::default();
     loop {
         if let Some(task) = next_task(&pool, &local, &mut turn) {
-            // SAFETY: the task was handed to this pool and taken off its queues
+            // the task was handed to this pool and taken off its queues
             // by this worker alone, which gives the right to run it.
+            // SAFETY: by the argument just above.
             unsafe { task.run() };
             continue;
         }
         if let Some(task) = spin_for_task(&pool, &local) {
             turn.streak = 0;
-            // SAFETY: `spin_for_task` took the task off this pool's queues for
+            // `spin_for_task` took the task off this pool's queues for
             // this worker alone, which gives the right to run it.
+            // SAFETY: by the argument just above.
             unsafe { task.run() };
             continue;
         }

@@ -61,11 +61,12 @@ impl TokioExecutor {
         // The task handle is dropped: the run is detached, as a pool's is.
         drop(self.handle.spawn(async move {
             RUNNING.with(|r| r.set(true));
-            // SAFETY: this task was handed to the executor by the send that
+            // this task was handed to the executor by the send that
             // won the mailbox's `SCHEDULED` bit (or by the owner
             // rescheduling itself), and each hand-over spawns exactly one
             // tokio task, which runs it once: this run holds the right to
             // run it. Its cell is alive by the liveness rule of `Task`.
+            // SAFETY: by the argument just above.
             unsafe { task.run() };
             RUNNING.with(|r| r.set(false));
         }));

@@ -153,14 +153,16 @@ impl Harness {
             // SAFETY: we own the mailbox (we won `SCHEDULED`).
             unsafe { self.mailbox.take_system(&mut sys) };
             self.handled.fetch_add(sys.len(), Ordering::SeqCst);
-            // SAFETY: we own the mailbox (we won `SCHEDULED` and have not
+            // we own the mailbox (we won `SCHEDULED` and have not
             // released it).
+            // SAFETY: by the argument just above.
             while unsafe { self.mailbox.pop_user() }.is_some() {
                 self.handled.fetch_add(1, Ordering::SeqCst);
             }
             self.owner_present.store(false, Ordering::SeqCst);
-            // SAFETY: we still own the mailbox (not released yet); after a
+            // we still own the mailbox (not released yet); after a
             // successful release we touch nothing.
+            // SAFETY: by the argument just above.
             if unsafe { self.mailbox.try_release(true) } {
                 return;
             }
@@ -197,8 +199,9 @@ impl Harness {
             // SAFETY: we own the closed mailbox.
             unsafe { self.mailbox.take_system(&mut sys) };
             self.dead.fetch_add(sys.len(), Ordering::SeqCst);
-            // SAFETY: we own the closed mailbox (we acquired it and have not
+            // we own the closed mailbox (we acquired it and have not
             // released it).
+            // SAFETY: by the argument just above.
             while unsafe { self.mailbox.pop_user() }.is_some() {
                 self.dead.fetch_add(1, Ordering::SeqCst);
             }

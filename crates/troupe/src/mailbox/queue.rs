@@ -138,8 +138,9 @@ impl<T> SegQueue<T> {
     #[allow(dead_code)] // used by the mailbox's tests and models
     pub(crate) fn push(&self, value: T) {
         let value = std::mem::ManuallyDrop::new(value);
-        // SAFETY: `value` is a valid `T` owned here and never dropped here
+        // `value` is a valid `T` owned here and never dropped here
         // (`ManuallyDrop`): `push_read` moves it into the queue.
+        // SAFETY: by the argument just above.
         unsafe { self.push_read(&*value) }
     }
 
@@ -179,9 +180,10 @@ impl<T> SegQueue<T> {
                         block = first;
                     }
                     Err(current) => {
-                        // SAFETY: `first` came from `Box::into_raw` above and
+                        // `first` came from `Box::into_raw` above and
                         // was never shared: the CAS that would have published
                         // it failed.
+                        // SAFETY: by the argument just above.
                         drop(unsafe { Box::from_raw(first) });
                         block = current;
                     }
@@ -200,12 +202,13 @@ impl<T> SegQueue<T> {
                 spin_hint();
                 continue;
             }
-            // SAFETY: the successful CAS claimed position `pos` in `block`: the
+            // the successful CAS claimed position `pos` in `block`: the
             // tail did not move between our load of `pos` and the CAS, and a
             // block is replaced as tail only after its last position is
             // claimed, so `block` is the block of `pos`. The consumer frees a
             // block only after reading all its slots, including ours, which we
             // have not published.
+            // SAFETY: by the argument just above.
             let block_ref = unsafe { &*block };
             if offset + 1 == BLOCK_CAP {
                 let next = Box::into_raw(next_block.take().expect("allocated above"));
@@ -246,16 +249,18 @@ impl<T> SegQueue<T> {
                 }
             }
             let offset = head.pos % LAP;
-            // SAFETY: `head.block` holds the position `head.pos`; the consumer
+            // `head.block` holds the position `head.pos`; the consumer
             // has not freed it since it still has unread slots.
+            // SAFETY: by the argument just above.
             let block = unsafe { &*head.block };
             let slot = &block.slots[offset];
             if !slot.ready.load(Ordering::Acquire) {
                 return None;
             }
-            // SAFETY: `ready` (acquire) shows the producer's write is complete;
+            // `ready` (acquire) shows the producer's write is complete;
             // the slot is read exactly once because `head.pos` advances past
             // it.
+            // SAFETY: by the argument just above.
             let value = slot.value.with(|p| unsafe { (*p).assume_init_read() });
             head.pos += 1;
             if offset + 1 == BLOCK_CAP {
@@ -267,9 +272,10 @@ impl<T> SegQueue<T> {
                 head.block = next;
                 // Skip the sentinel position.
                 head.pos += 1;
-                // SAFETY: every slot of `old` has been read, so no producer
+                // every slot of `old` has been read, so no producer
                 // still touches it (see the module's lifetime rule), and the
                 // tail has moved on to `next`; it came from `Box::into_raw`.
+                // SAFETY: by the argument just above.
                 drop(unsafe { Box::from_raw(old) });
             }
             self.consumed.store(head.pos, Ordering::Relaxed);
@@ -303,10 +309,11 @@ impl<T> SegQueue<T> {
             if block.is_null() {
                 return true;
             }
-            // SAFETY: `block` is the consumer's current block (or the first
+            // `block` is the consumer's current block (or the first
             // one, not yet reached): it still has unread slots, including
             // `head.pos`, and a block is freed only by the consumer after its
             // last slot is read, so it is live.
+            // SAFETY: by the argument just above.
             let slot = unsafe { &(*block).slots[head.pos % LAP] };
             !slot.ready.load(Ordering::Acquire)
         })
@@ -322,8 +329,9 @@ impl<T> Drop for SegQueue<T> {
         // `pop` would then have read). Claimed-but-unpublished slots cannot
         // exist either, as no producer is active.
         self.head.with_mut(|head_ptr| {
-            // SAFETY: `&mut self` proves no producer or other consumer is
+            // `&mut self` proves no producer or other consumer is
             // active, so this is the only access to `head`.
+            // SAFETY: by the argument just above.
             let head = unsafe { &mut *head_ptr };
             let block = if head.block.is_null() {
                 self.first_block.load(Ordering::Relaxed)
@@ -331,8 +339,9 @@ impl<T> Drop for SegQueue<T> {
                 head.block
             };
             if !block.is_null() {
-                // SAFETY: the block came from `Box::into_raw` and nothing else
+                // the block came from `Box::into_raw` and nothing else
                 // refers to it any more.
+                // SAFETY: by the argument just above.
                 drop(unsafe { Box::from_raw(block) });
             }
         });

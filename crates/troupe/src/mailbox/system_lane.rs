@@ -53,8 +53,9 @@ impl<S> SystemLane<S> {
         }));
         let mut head = self.head.load(Ordering::Relaxed);
         loop {
-            // SAFETY: `node` is private to this thread until the CAS below
+            // `node` is private to this thread until the CAS below
             // publishes it.
+            // SAFETY: by the argument just above.
             unsafe { (*node).next = head };
             match self
                 .head
@@ -71,9 +72,10 @@ impl<S> SystemLane<S> {
         let mut node = self.head.swap(ptr::null_mut(), Ordering::Acquire);
         let start = out.len();
         while !node.is_null() {
-            // SAFETY: the swap made this thread the owner of the whole list;
+            // the swap made this thread the owner of the whole list;
             // every node came from `Box::into_raw` in `push` and is visited
             // once.
+            // SAFETY: by the argument just above.
             let boxed = unsafe { Box::from_raw(node) };
             node = boxed.next;
             out.push(boxed.msg);

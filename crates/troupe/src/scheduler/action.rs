@@ -56,8 +56,9 @@ impl Action {
     fn inline<F: FnOnce() + Send + 'static>(f: F) -> Action {
         assert!(Self::fits::<F>(), "the closure does not fit inline");
         let mut payload = Payload([MaybeUninit::uninit(); INLINE]);
-        // SAFETY: `F` fits in `payload` and needs no more alignment than it
+        // `F` fits in `payload` and needs no more alignment than it
         // has (asserted above), and the storage is ours and uninitialised.
+        // SAFETY: by the argument just above.
         unsafe { ptr::write(payload.0.as_mut_ptr().cast::<F>(), f) };
         Action {
             call: consume::<F>,
@@ -68,17 +69,19 @@ impl Action {
     /// Runs the closure.
     pub(crate) fn run(self) {
         let mut this = ManuallyDrop::new(self);
-        // SAFETY: `payload` holds the live `F` that `call` was made for, and
+        // `payload` holds the live `F` that `call` was made for, and
         // `this` is never dropped, so the closure is consumed only here. If
         // the closure panics it has already been moved out of `payload`.
+        // SAFETY: by the argument just above.
         unsafe { (this.call)(&mut this.payload, true) }
     }
 }
 
 impl Drop for Action {
     fn drop(&mut self) {
-        // SAFETY: `run` forgets the `Action`, so a dropped one still holds
+        // `run` forgets the `Action`, so a dropped one still holds
         // the live `F` that `call` was made for; it is consumed once, here.
+        // SAFETY: by the argument just above.
         unsafe { (self.call)(&mut self.payload, false) }
     }
 }
@@ -90,8 +93,9 @@ impl Drop for Action {
 /// `payload` must hold a live `F` written by [`Action::new`], which is not
 /// used again afterwards.
 unsafe fn consume<F: FnOnce()>(payload: *mut Payload, run: bool) {
-    // SAFETY: the caller guarantees a live, properly aligned `F` that is read
+    // the caller guarantees a live, properly aligned `F` that is read
     // only this once.
+    // SAFETY: by the argument just above.
     let f = unsafe { ptr::read(payload.cast::<F>()) };
     if run {
         f();
