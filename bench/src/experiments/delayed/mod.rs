@@ -83,6 +83,9 @@ pub fn run(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadE
         {
             continue;
         }
+        // The machine's mode around the row (docs/experiments.md, "Reading
+        // the figures"): the driver thread and the workers share the CPUs.
+        let rtt = crate::core_latency::Around::start();
         let mut outcomes = Vec::new();
         for run in 0..=options.repeats {
             // No status bar here: each run is a child process whose manager
@@ -93,7 +96,10 @@ pub fn run(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadE
                 .map_err(|e| e.context(&format!("{EXPERIMENT}/{variant}: {phase}")))?;
             outcomes.push(outcome);
         }
-        rows.push(row(variant, sizes, &outcomes));
+        let mut row = row(variant, sizes, &outcomes);
+        row.params
+            .insert(crate::core_latency::PARAM.into(), rtt.finish());
+        rows.push(row);
     }
     Ok(rows)
 }
