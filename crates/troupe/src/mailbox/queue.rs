@@ -220,12 +220,15 @@ impl<T> SegQueue<T> {
                 block_ref.next.store(next, Ordering::Release);
             }
             let slot = &block_ref.slots[offset];
-            // SAFETY: position `pos` is ours alone (claimed by the CAS), and
-            // the consumer does not read the slot before `ready` is set.
-            // `src` is valid and given up by the caller (this function's
-            // contract), so reading it once moves the value into the slot.
-            slot.value
-                .with_mut(|p| unsafe { (*p).write(ptr::read(src)) });
+            // Position `pos` is ours alone (claimed by the CAS), and the
+            // consumer does not read the slot before `ready` is set. `src` is
+            // valid and given up by the caller (this function's contract), so
+            // reading it once moves the value into the slot.
+            let write = |p: *mut MaybeUninit<T>| {
+                // SAFETY: by the argument just above.
+                unsafe { (*p).write(ptr::read(src)) };
+            };
+            slot.value.with_mut(write);
             slot.ready.store(true, Ordering::Release);
             return;
         }
