@@ -56,16 +56,19 @@
 //! queue of keys whose loads the processor can overlap. This only reads
 //! ahead: it changes nothing about what fires or when.
 //!
-//! # Memory: 24 bytes per timer plus its value
+//! # Memory: 16 bytes per timer plus its value
 //!
 //! Timers live in a slab (one `Vec` with a free list; no allocation and no
 //! `Box` per timer) and each slot's timers form an intrusive doubly-linked
-//! list by `u32` index. A timer costs [`Wheel::ENTRY_SIZE`] bytes: 24 of
-//! bookkeeping ([`Wheel::ENTRY_OVERHEAD`]: deadline, two links, generation,
-//! level) plus the value, so 32 bytes for a `u64`, 40 for a boxed closure
-//! (a fat pointer, plus the closure's own allocation), and 64 for the troupe
-//! scheduler's actions (a function pointer and 32 bytes of closure kept
-//! inline, no allocation). Ten million `u64` timers take 320 MB of slab (up
+//! list by `u32` index. A timer costs [`Wheel::ENTRY_SIZE`] bytes: 16 of
+//! bookkeeping (the deadline's low 30 bits and two flags, two links, the
+//! generation) plus the value as an `Option` ([`Wheel::ENTRY_OVERHEAD`]),
+//! so 32 bytes for a `u64`, 32 for a boxed closure (a fat pointer, plus
+//! the closure's own allocation), and 56 for the troupe scheduler's
+//! actions (a function pointer and 32 bytes of closure kept inline, no
+//! allocation). The rest of a deadline comes from the wheel's current
+//! tick; a deadline 2^30 ticks or more ahead keeps its full value in a
+//! side table. Ten million `u64` timers take 320 MB of slab (up
 //! to 537 MB of capacity while the `Vec` grows by doubling; use
 //! [`Wheel::with_capacity`] to avoid the slack). The wheel itself is a fixed
 //! 53 KiB with 4,096 first-level slots, plus 8 bytes per key for the

@@ -80,11 +80,11 @@ use self::occupancy::Occupancy;
 use self::read_ahead::ReadAhead;
 
 // Compact entries are part of the contract (see `slab.rs` for the layout):
-// 24 bytes of bookkeeping per timer, 32 with a `u64` value and 40 with the
-// troupe scheduler's boxed action.
-const _: () = assert!(size_of::<Place<()>>() <= 24);
+// 16 bytes of bookkeeping per timer, 32 with a `u64` value and 32 with a
+// boxed closure.
+const _: () = assert!(size_of::<Place<()>>() <= 20);
 const _: () = assert!(size_of::<Place<u64>>() <= 32);
-const _: () = assert!(size_of::<Place<Box<dyn FnOnce() + Send>>>() <= 40);
+const _: () = assert!(size_of::<Place<Box<dyn FnOnce() + Send>>>() <= 32);
 
 /// A hierarchical hashed timing wheel (scheme 7 of the 1987 paper "Hashed
 /// and Hierarchical Timing Wheels") of timers carrying values of
@@ -116,9 +116,12 @@ impl<T> Wheel<T> {
     /// its value included (32 for a `u64`).
     pub const ENTRY_SIZE: usize = size_of::<Place<T>>();
 
-    /// Bytes of bookkeeping per timer besides its value (24): the deadline,
-    /// two list links, the generation and the place's tag. Values of up to
-    /// 8 bytes add their size rounded up to 8.
+    /// Bytes of one slab place holding `()` (20): 16 of bookkeeping (the
+    /// deadline's low 30 bits with two flags, two list links and the
+    /// generation) and the tag that says the place is pending. A value with
+    /// a niche (a reference, `Box`, function pointer) needs no tag and adds
+    /// its own size; other values add their size plus the tag, rounded up
+    /// to their alignment (16 for a `u64`).
     pub const ENTRY_OVERHEAD: usize = size_of::<Place<()>>();
 
     /// A wheel whose time is `now`, with a first level of `slots` one-tick
@@ -186,6 +189,7 @@ impl<T> Wheel<T> {
             + (self.geometry.slots0().div_ceil(64) + self.geometry.levels()) * size_of::<u64>()
             + self.versions.len() * size_of::<u32>()
             + (self.due.capacity() + self.read_ahead.capacity()) * size_of::<TimerKey>()
+            + self.slab.far_bytes()
     }
 
     /// Schedules `value` at tick `deadline` and returns the key that cancels
@@ -201,7 +205,7 @@ impl<T> Wheel<T> {
     /// If `u32::MAX - 1` timers are pending (the slab's indices are `u32`).
     pub fn insert(&mut self, deadline: u64, value: T) -> TimerKey {
         let deadline = deadline.max(self.now.saturating_add(1));
-        let key = self.slab.insert(deadline, value);
+        let key = self.slab.insert(deadline, self.now, value);
         self.link(key.index, deadline, false);
         key
     }
@@ -211,11 +215,11 @@ impl<T> Wheel<T> {
     /// touches another timer, even one that reuses the same slab place.
     pub fn cancel(&mut self, key: TimerKey) -> Option<T> {
         let index = self.slab.index_of(key)?;
-        let deadline = self.slab.deadline(index);
+        let deadline = self.slab.deadline(index, self.now);
         // A timer in `due` is linked nowhere: freeing its place makes its
         // queued key stale.
         if deadline > self.now {
-            let level = self.slab.level(index);
+            let level = self.level_of(index, deadline);
             let slot = self.geometry.slot_of(level, deadline);
             let list = self.list(level, slot);
             let list = &mut self.slots[list];
@@ -224,7 +228,7 @@ impl<T> Wheel<T> {
                 self.occupied.clear(level, slot);
             }
         }
-        Some(self.slab.remove(index).2)
+        Some(self.slab.remove(index, self.now).2)
     }
 
     /// Whether `key` names a pending timer.
@@ -235,7 +239,9 @@ impl<T> Wheel<T> {
     /// The tick a pending timer fires at (its deadline, or `now + 1` for one
     /// inserted in the past); `None` for a stale key.
     pub fn deadline(&self, key: TimerKey) -> Option<u64> {
-        self.slab.index_of(key).map(|i| self.slab.deadline(i))
+        self.slab
+            .index_of(key)
+            .map(|i| self.slab.deadline(i, self.now))
     }
 
     /// Advances time to `tick` and calls `fire(tick_fired, key, value)` for
@@ -267,7 +273,7 @@ impl<T> Wheel<T> {
                 let (versions, geometry) = (&self.versions[..], self.geometry);
                 self.read_ahead
                     .step(&self.slab, first, versions, geometry, self.now);
-                return Some(self.slab.remove(index));
+                return Some(self.slab.remove(index, self.now));
             }
             match self.next_event() {
                 Some(event) if event.tick() <= tick => self.expire(event),
@@ -300,7 +306,7 @@ impl<T> Wheel<T> {
                 let mut earliest = next_tick.unwrap_or(u64::MAX);
                 let mut index = self.slots[self.list(level, slot)].head;
                 while index != NIL {
-                    earliest = earliest.min(self.slab.deadline(index));
+                    earliest = earliest.min(self.slab.deadline(index, self.now));
                     index = self.slab.next(index);
                 }
                 Some(earliest)
@@ -318,6 +324,20 @@ impl<T> Wheel<T> {
             return Some(self.now);
         }
         self.next_event().map(|event| event.tick())
+    }
+
+    /// The level a pending timer due at `deadline > now` is linked on. Only
+    /// level 0 is recorded in its place: an upper timer's level is the
+    /// upper level of its deadline seen from `now`, which stays the level
+    /// it was placed on until `now` reaches its slot (invariant 1), because
+    /// until then `now` shares every digit above that level with it and has
+    /// a smaller digit on it.
+    fn level_of(&self, index: u32, deadline: u64) -> usize {
+        if self.slab.on_level0(index) {
+            0
+        } else {
+            self.geometry.upper_level(self.now, deadline)
+        }
     }
 
     /// The index in `slots` of `slot` on `level`.
@@ -345,7 +365,7 @@ impl<T> Wheel<T> {
         } else {
             self.slab.push_back(list, index);
         }
-        self.slab.set_level(index, level);
+        self.slab.set_on_level0(index, level == 0);
         self.occupied.set(level, slot);
         if level == 0 {
             self.versions[slot] = self.versions[slot].wrapping_add(1);
@@ -405,7 +425,8 @@ impl<T> Wheel<T> {
                 let mut keys = self.due.take_buffer();
                 let resume = match self.read_ahead.take(tick, self.versions[slot], &mut keys) {
                     Some(next)
-                        if next == NIL || self.slab.peek(next).is_some_and(|(d, ..)| d == tick) =>
+                        if next == NIL
+                            || self.slab.peek(next, tick).is_some_and(|(d, ..)| d == tick) =>
                     {
                         next
                     }
@@ -430,7 +451,7 @@ impl<T> Wheel<T> {
                 let mut index = list.tail;
                 while index != NIL {
                     let prev = self.slab.prev(index);
-                    self.link(index, self.slab.deadline(index), true);
+                    self.link(index, self.slab.deadline(index, self.now), true);
                     index = prev;
                 }
                 self.due.reverse_since(0);

@@ -14,7 +14,7 @@
 //!
 //! An entry's action is stored in the wheel itself when it is small (a
 //! scheduled `tell` of a message up to 16 bytes: see `scheduler/action.rs`),
-//! so a pending timer costs one wheel entry of 64 bytes and no allocation.
+//! so a pending timer costs one wheel entry of 56 bytes and no allocation.
 //!
 //! Messages are delivered through the ordinary `tell` path, so a timer
 //! message is ordered after everything its sender told the target before
@@ -44,7 +44,7 @@ pub(crate) use clock::Clock;
 pub use clock::ManualClock;
 
 // A pending timer is one wheel entry and nothing else (see `action.rs`).
-const _: () = assert!(Wheel::<Action>::ENTRY_SIZE <= 64);
+const _: () = assert!(Wheel::<Action>::ENTRY_SIZE <= 56);
 
 /// Slots of the wheel: one second of 1 ms ticks fits in one rotation.
 const SLOTS: usize = 4096;

@@ -123,7 +123,7 @@ impl ReadAhead {
                 continue;
             }
             busy = true;
-            match slab.peek(cursor.next) {
+            match slab.peek(cursor.next, now) {
                 Some((deadline, next, key)) if deadline == tick => {
                     cursor.keys.push(key);
                     cursor.next = next;

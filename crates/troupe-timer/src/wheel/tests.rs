@@ -30,7 +30,11 @@ impl<T> Wheel<T> {
                         "deadline {d} pending in a slot at {}",
                         self.now
                     );
-                    assert_eq!(self.slab.level(index), level, "recorded level of {d}");
+                    assert_eq!(
+                        self.slab.on_level0(index),
+                        level == 0,
+                        "level-0 flag of {d}"
+                    );
                     assert_eq!(self.geometry.slot_of(level, d), slot, "slot of {d}");
                     if level == 0 {
                         assert!(
@@ -48,7 +52,7 @@ impl<T> Wheel<T> {
             }
         }
         for index in self.due.pending(&self.slab) {
-            assert_eq!(self.slab.deadline(index), self.now, "due queue");
+            assert_eq!(self.slab.deadline(index, self.now), self.now, "due queue");
             seen += 1;
         }
         assert_eq!(
@@ -63,7 +67,7 @@ impl<T> Wheel<T> {
         let (mut index, mut prev, mut len) = (list.head, NIL, 0);
         while index != NIL {
             assert_eq!(self.slab.prev(index), prev, "back link");
-            check(index, self.slab.deadline(index));
+            check(index, self.slab.deadline(index, self.now));
             (prev, index, len) = (index, self.slab.next(index), len + 1);
         }
         assert_eq!(list.tail, prev, "tail");
@@ -81,7 +85,13 @@ enum Op {
 }
 
 fn ops() -> impl Strategy<Value = Vec<Op>> {
-    let delay = prop_oneof![0u64..80, 0u64..5_000, 0u64..1 << 20, any::<u64>()];
+    let delay = prop_oneof![
+        0u64..80,
+        0u64..5_000,
+        0u64..1 << 20,
+        (1u64 << 30) - 5_000..(1u64 << 30) + 5_000,
+        any::<u64>()
+    ];
     prop::collection::vec(
         prop_oneof![
             4 => delay.clone().prop_map(Op::Insert),
@@ -128,16 +138,17 @@ fn delays_shorter_than_level_0_never_cascade() {
     // 4100 is in level 0's next rotation, but less than 4,096 ticks ahead.
     let near = wheel.insert(4100, ());
     let edge = wheel.insert(4000 + 4095, ());
-    assert_eq!(wheel.slab.level(near.index), 0);
-    assert_eq!(wheel.slab.level(edge.index), 0);
+    assert!(wheel.slab.on_level0(near.index));
+    assert!(wheel.slab.on_level0(edge.index));
     // 4,096 ahead is beyond the window: level 1, slot starting at 4096.
     let far = wheel.insert(4000 + 4096, ());
-    assert_eq!(wheel.slab.level(far.index), 1);
+    assert!(!wheel.slab.on_level0(far.index));
+    assert_eq!(wheel.level_of(far.index, 4000 + 4096), 1);
     wheel.check_invariants();
     assert_eq!(wheel.next_deadline_hint(), Some(4096));
     assert_eq!(wheel.next_deadline(), Some(4100));
     wheel.advance_to(4096, |_, _, _| unreachable!());
-    assert_eq!(wheel.slab.level(far.index), 0, "cascaded");
+    assert!(wheel.slab.on_level0(far.index), "cascaded");
     assert_eq!(wheel.next_deadline_hint(), Some(4100));
     wheel.check_invariants();
 }
@@ -153,5 +164,28 @@ fn the_top_level_reaches_u64_max() {
     let mut fired = Vec::new();
     wheel.advance_to(u64::MAX, |tick, _, v| fired.push((tick, v)));
     assert_eq!(fired, [(1 << 63, 'y'), (u64::MAX, 'z')]);
+    wheel.check_invariants();
+}
+
+#[test]
+fn far_deadlines_live_in_the_side_table_until_their_place_is_freed() {
+    const NEAR: u64 = 1 << 30;
+    let mut wheel = Wheel::new(4096, 10);
+    let near = wheel.insert(10 + NEAR - 1, 'n');
+    let far = wheel.insert(10 + NEAR, 'f');
+    let cancelled = wheel.insert(u64::MAX, 'c');
+    assert_eq!(wheel.slab.far_len(), 2, "the last two are far");
+    wheel.check_invariants();
+    assert_eq!(wheel.cancel(cancelled), Some('c'));
+    assert_eq!(wheel.slab.far_len(), 1);
+    // A jump to just before the near one: every deadline still reads back.
+    wheel.advance_to(10 + NEAR - 2, |_, _, _| unreachable!());
+    assert_eq!(wheel.deadline(near), Some(10 + NEAR - 1));
+    assert_eq!(wheel.deadline(far), Some(10 + NEAR));
+    wheel.check_invariants();
+    let mut fired = Vec::new();
+    wheel.advance_to(10 + NEAR, |tick, _, v| fired.push((tick, v)));
+    assert_eq!(fired, [(10 + NEAR - 1, 'n'), (10 + NEAR, 'f')]);
+    assert!(wheel.slab.far_len() == 0, "freed with its place");
     wheel.check_invariants();
 }

@@ -26,12 +26,15 @@ enum Op {
 }
 
 /// Ticks ahead: mostly within a small first level, some beyond it, some
-/// far beyond every level below the top.
+/// around 2^30, some far beyond every level below the top.
 fn delay() -> impl Strategy<Value = u64> {
     prop_oneof![
         6 => 0u64..100,
         3 => 0u64..5_000,
         1 => 0u64..1 << 24,
+        // Either side of 2^30 ticks, where a place stops holding its
+        // deadline itself (see `slab.rs`).
+        1 => (1u64 << 30) - 5_000..(1u64 << 30) + 5_000,
         1 => any::<u64>(),
     ]
 }

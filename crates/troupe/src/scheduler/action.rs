@@ -5,7 +5,8 @@
 //! `ActorRef` (16 bytes) and the message. Boxed, each would cost a heap
 //! allocation (a 48-byte block for a 32-byte closure) on top of its wheel
 //! entry; inline, an entry of the wheel is all a pending timer costs (see
-//! `Wheel::ENTRY_SIZE`: 24 bytes of bookkeeping plus this 40-byte value).
+//! `Wheel::ENTRY_SIZE`: 16 bytes of bookkeeping plus this 40-byte value,
+//! whose function pointer also tells a pending place from a vacant one).
 //! A closure larger than [`INLINE`] bytes, or aligned to more than 8, is
 //! boxed and the box (one pointer) is kept inline.
 //!
