@@ -34,6 +34,7 @@ use bound::{Bound, MailboxConfig, Overflow};
 use queue::SegQueue;
 pub(crate) use state::Request;
 use state::{MailboxState, PENDING, SYSTEM};
+use std::mem::MaybeUninit;
 use system_lane::SystemLane;
 
 /// User queue + system lane + state word.
@@ -148,9 +149,23 @@ impl<M, S> Mailbox<M, S> {
     #[inline]
     pub(crate) unsafe fn pop_user(&self) -> Option<M> {
         // the caller owns the mailbox (this function's contract), and
+        // a popped message is initialised.
+        // SAFETY: by the argument just above.
+        unsafe { self.pop_user_uninit().map(|msg| msg.assume_init()) }
+    }
+
+    /// [`pop_user`](Self::pop_user), with the message still wrapped in
+    /// `MaybeUninit` (it is initialised): see `ActorCell::invoke_next`.
+    ///
+    /// # Safety
+    ///
+    /// The caller must own the mailbox (see `state.rs`).
+    #[inline(always)]
+    pub(crate) unsafe fn pop_user_uninit(&self) -> Option<MaybeUninit<M>> {
+        // the caller owns the mailbox (this function's contract), and
         // only the owner pops, so it is the queue's single consumer.
         // SAFETY: by the argument just above.
-        let msg = unsafe { self.user.pop() }?;
+        let msg = unsafe { self.user.pop_uninit() }?;
         if let Some(bound) = &self.bound {
             bound.release();
         }

@@ -242,6 +242,23 @@ impl<T> SegQueue<T> {
     /// The caller must be the only consumer: no other thread may run `pop` or
     /// `is_empty` on this queue concurrently.
     pub(crate) unsafe fn pop(&self) -> Option<T> {
+        // the caller is the single consumer (this function's contract),
+        // and a value `pop_uninit` returns was written by its producer
+        // before the slot was published.
+        // SAFETY: by the argument just above.
+        unsafe { self.pop_uninit().map(|value| value.assume_init()) }
+    }
+
+    /// [`pop`](Self::pop), with the value still wrapped in `MaybeUninit`
+    /// (it is initialised). Moved as a whole block of bytes, the value is
+    /// copied the way it was stored; see `ActorCell::invoke_next` for why
+    /// that matters.
+    ///
+    /// # Safety
+    ///
+    /// As for [`pop`](Self::pop).
+    #[inline(always)]
+    pub(crate) unsafe fn pop_uninit(&self) -> Option<MaybeUninit<T>> {
         self.head.with_mut(|head_ptr| {
             // SAFETY: the caller is the single consumer, so `head` is ours.
             let head = unsafe { &mut *head_ptr };
@@ -264,7 +281,7 @@ impl<T> SegQueue<T> {
             // the slot is read exactly once because `head.pos` advances past
             // it.
             // SAFETY: by the argument just above.
-            let value = slot.value.with(|p| unsafe { (*p).assume_init_read() });
+            let value = slot.value.with(|p| unsafe { p.read() });
             head.pos += 1;
             if offset + 1 == BLOCK_CAP {
                 // The last slot is read: move to the next block (linked before
