@@ -68,11 +68,13 @@ impl Task {
     /// (callers pass `Arc::as_ptr(&arc)`, coerced to `dyn Runnable`), so that
     /// it keeps the provenance of the whole allocation: the runnable rebuilds
     /// a borrowed `Arc` from it (see `ActorCell::run`).
+    #[inline]
     pub(crate) fn new(ptr: *const dyn Runnable) -> Task {
         Task(NonNull::new(ptr.cast_mut()).expect("an Arc is never null"))
     }
 
     /// The raw pointer, for the runnable to rebuild its `Arc`.
+    #[inline]
     pub(crate) fn as_ptr(self) -> *const dyn Runnable {
         self.0.as_ptr()
     }
