@@ -515,9 +515,10 @@ impl<A: Actor> ActorCell<A> {
     /// two of the stores that had just written it (the stores and loads
     /// split the message differently: tag and payload, or a 7-byte payload
     /// as two overlapping 4-byte moves): a store-to-load forwarding stall
-    /// on every message, about 18 ns of a 120 ns chameneos meeting on one
-    /// worker, or 9 ns of a 25 ns ping-pong hop, depending on the message
-    /// type and on what else got inlined. The slot was written long before,
+    /// on every message: about 23 ns of a 120 ns chameneos meeting (four
+    /// messages) on one worker, or 9 ns of a 25 ns ping-pong hop when
+    /// another arrangement of the copies put it there, depending on the
+    /// message type and on what else got inlined. The slot was written long before,
     /// so reading it never stalls.
     ///
     /// # Safety
