@@ -426,7 +426,10 @@ impl<T> Wheel<T> {
                 let resume = match self.read_ahead.take(tick, self.versions[slot], &mut keys) {
                     Some(next)
                         if next == NIL
-                            || self.slab.peek(next, tick).is_some_and(|(d, ..)| d == tick) =>
+                            || self
+                                .slab
+                                .peek(next, self.now)
+                                .is_some_and(|(d, ..)| d == tick) =>
                     {
                         next
                     }
