@@ -113,13 +113,21 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         readme: Option<PathBuf>,
     },
-    /// Prints the change of every row between two saved runs.
+    /// Prints the change of every row between two saved runs (or two sets
+    /// of runs: `--old` and `--new`, each repeated).
     #[command(display_order = 100)]
     Compare {
         /// The earlier run's JSON.
-        old: PathBuf,
+        old: Option<PathBuf>,
         /// The later run's JSON.
-        new: PathBuf,
+        new: Option<PathBuf>,
+        /// One more run of the earlier side (repeat the flag); a side's
+        /// figure is then the median of its runs' medians.
+        #[arg(long = "old", value_name = "FILE")]
+        more_old: Vec<PathBuf>,
+        /// One more run of the later side (repeat the flag).
+        #[arg(long = "new", value_name = "FILE")]
+        more_new: Vec<PathBuf>,
         /// Flag changes larger than this many percent.
         #[arg(long, default_value_t = 10.0)]
         threshold: f64,
@@ -302,9 +310,24 @@ fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
             Command::Compare {
                 old,
                 new,
+                more_old,
+                more_new,
                 threshold,
             } => {
-                let (old, new) = (compare::load(&old)?, compare::load(&new)?);
+                let side = |first: Option<PathBuf>, more: Vec<PathBuf>, name: &str| {
+                    let paths: Vec<PathBuf> = first.into_iter().chain(more).collect();
+                    if paths.is_empty() {
+                        return Err(format!(
+                            "compare: no {name} run given (OLD.json NEW.json, or --old FILE and --new FILE)"
+                        ));
+                    }
+                    paths
+                        .iter()
+                        .map(|p| compare::load(p))
+                        .collect::<Result<Vec<_>, _>>()
+                };
+                let old = side(old, more_old, "old")?;
+                let new = side(new, more_new, "new")?;
                 print!("{}", compare::render(&old, &new, threshold));
                 return Ok(());
             }
