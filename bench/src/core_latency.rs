@@ -58,8 +58,19 @@ struct Line(AtomicU64);
 /// Median nanoseconds of one round trip of a cache line between two
 /// threads, over three probes. The threads are not pinned: two spinning
 /// threads on an otherwise idle 2-CPU machine run on different CPUs.
+///
+/// Both threads are the probe's own, and the caller only waits for them.
+/// When the calling thread did the spinning itself, the kernel went on
+/// treating it as CPU-bound for the next milliseconds and woke the row's
+/// worker on the other CPU instead of its own; a row made of short
+/// hand-offs between the calling thread and one worker (the chameneos
+/// sweep's small games) then paid a wake-up across CPUs per game: about
+/// 65 us a ten-creature game of one meeting instead of 8 us
+/// (bench/runs/2026-11-26-polyglot).
 pub fn round_trip_ns() -> f64 {
-    let mut probes: Vec<f64> = (0..3).map(|_| probe()).collect();
+    let mut probes: Vec<f64> = std::thread::spawn(|| (0..3).map(|_| probe()).collect())
+        .join()
+        .expect("the probe threads do not panic");
     probes.sort_by(f64::total_cmp);
     probes[1]
 }
