@@ -39,7 +39,7 @@ fn check(frame: Result<Frame<'_>, troupe_remote::DeadLetterReason>) {
     match frame {
         Ok(Frame::Tell { name, payload, .. }) => {
             if let Ok(msg) = wire::decode_payload::<Sample>(payload) {
-                let again = wire::encode_tell(name, &msg).expect("a decoded message encodes");
+                let again = wire::encode_tell(0, name, &msg).expect("a decoded message encodes");
                 match wire::decode_frame(&again, MAX) {
                     Ok(Frame::Tell { payload, .. }) => {
                         assert_eq!(wire::decode_payload::<Sample>(payload), Ok(msg));

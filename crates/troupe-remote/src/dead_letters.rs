@@ -36,6 +36,16 @@ pub enum DeadLetterReason {
     Unreachable,
     /// The node has shut down.
     NodeStopped,
+    /// A tell frame named another incarnation of this node: it was sent
+    /// through a ref to a process that ran under this node's name before
+    /// (this one was restarted since), and is not delivered.
+    WrongIncarnation,
+    /// A send through a ref whose actor is known to have terminated (a
+    /// `Terminated` from its node, or its node said it is not there).
+    Terminated,
+    /// A send through a ref whose node incarnation is known to be down (it
+    /// left, fell silent, or was restarted).
+    NodeDown,
     /// A received message the NATS client dropped because a subscription's
     /// queue was full (a slow consumer). Counted from the client's events,
     /// which it may itself drop when they come too fast: a lower bound.
@@ -68,7 +78,7 @@ mod office {
 
     use super::{DeadLetter, DeadLetterReason};
 
-    const REASONS: [DeadLetterReason; 13] = [
+    const REASONS: [DeadLetterReason; 16] = [
         DeadLetterReason::Truncated,
         DeadLetterReason::Oversized,
         DeadLetterReason::BadVersion,
@@ -81,6 +91,9 @@ mod office {
         DeadLetterReason::OutboundFull,
         DeadLetterReason::Unreachable,
         DeadLetterReason::NodeStopped,
+        DeadLetterReason::WrongIncarnation,
+        DeadLetterReason::Terminated,
+        DeadLetterReason::NodeDown,
         DeadLetterReason::SlowConsumer,
     ];
 

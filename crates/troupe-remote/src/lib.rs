@@ -76,10 +76,14 @@ pub mod actor_ref {
     pub use crate::node::refs::{deserialize, serialize};
 }
 #[cfg(feature = "node")]
+mod address;
+#[cfg(feature = "node")]
 mod config;
 mod dead_letters;
 #[cfg(feature = "node")]
 mod error;
+#[cfg(feature = "node")]
+mod liveness;
 #[cfg(feature = "node")]
 mod membership;
 #[cfg(feature = "node")]

@@ -2,9 +2,16 @@
 //! NATS subjects.
 //!
 //! ```text
-//! troupe.<cluster>.members.beat.<node>    every heartbeat_interval
-//! troupe.<cluster>.members.leave.<node>   once, from Node::shutdown
+//! troupe.<cluster>.members.beat.<node>    every heartbeat_interval, payload: incarnation (u64, LE)
+//! troupe.<cluster>.members.leave.<node>   once, from Node::shutdown, payload: incarnation
 //! ```
+//!
+//! A node draws a random **incarnation** each time it starts, and its
+//! heartbeats carry it. A heartbeat under a known name with another
+//! incarnation means the node was restarted: the old incarnation is down
+//! at once ([`DownReason::Restarted`]) and the new one is up, without
+//! waiting for the heartbeat timeout. A leave names its incarnation too, so
+//! a late leave of a past incarnation does not take the new one down.
 //!
 //! A node is up from its first heartbeat heard, and down when it says it
 //! leaves ([`DownReason::Left`]) or when no heartbeat of it has been heard
@@ -14,7 +21,7 @@
 //! no agreement protocol, so two nodes may see a third go down a check
 //! apart.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -41,12 +48,22 @@ pub enum DownReason {
     Left,
     /// No heartbeat for `heartbeat_timeout`.
     Silent,
+    /// Another incarnation of it was heard: it was restarted, and what
+    /// lived in the old process is gone.
+    Restarted,
 }
 
-/// The nodes this node has heard, with when it last heard each.
+/// A node incarnation that went down: its name and incarnation.
+pub(crate) type Gone = (String, u64);
+
+/// The nodes this node has heard, with the incarnation heard last and
+/// when.
 pub(crate) struct Membership {
     me: String,
-    seen: Mutex<HashMap<String, Instant>>,
+    seen: Mutex<HashMap<String, (u64, Instant)>>,
+    /// Incarnations replaced by a restart: a heartbeat of one that was in
+    /// flight when the new one was heard must not bring it back.
+    replaced: Mutex<HashSet<Gone>>,
     events: broadcast::Sender<MemberEvent>,
 }
 
@@ -55,32 +72,71 @@ impl Membership {
         Membership {
             me: me.to_string(),
             seen: Mutex::new(HashMap::new()),
+            replaced: Mutex::new(HashSet::new()),
             events: broadcast::channel(1024).0,
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, Instant)>> {
         self.seen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A heartbeat of `node` arrived.
-    pub(crate) fn heard(&self, node: &str) {
+    /// A heartbeat of `node`'s incarnation `incarnation` arrived. If it
+    /// replaces another incarnation (a restart), `down` is called with the
+    /// old one before `Down` is announced, so that whoever hears the event
+    /// finds its consequences done; the old one is returned.
+    pub(crate) fn heard(
+        &self,
+        node: &str,
+        incarnation: u64,
+        down: impl FnOnce(&str, u64),
+    ) -> Option<Gone> {
         if node == self.me {
-            return;
+            return None;
         }
-        let new = self
+        let mut replaced = self.replaced.lock().unwrap_or_else(|e| e.into_inner());
+        if replaced.contains(&(node.to_string(), incarnation)) {
+            return None;
+        }
+        let previous = self
             .lock()
-            .insert(node.to_string(), Instant::now())
-            .is_none();
-        if new {
-            let _ = self.events.send(MemberEvent::Up(node.to_string()));
+            .insert(node.to_string(), (incarnation, Instant::now()));
+        if let Some((before, _)) = previous.filter(|(before, _)| *before != incarnation) {
+            replaced.insert((node.to_string(), before));
+        }
+        drop(replaced);
+        match previous {
+            Some((before, _)) if before == incarnation => None,
+            Some((before, _)) => {
+                down(node, before);
+                let _ = self.events.send(MemberEvent::Down {
+                    node: node.to_string(),
+                    reason: DownReason::Restarted,
+                });
+                let _ = self.events.send(MemberEvent::Up(node.to_string()));
+                Some((node.to_string(), before))
+            }
+            None => {
+                let _ = self.events.send(MemberEvent::Up(node.to_string()));
+                None
+            }
         }
     }
 
-    /// `node` announced that it leaves; true if it was up.
-    pub(crate) fn left(&self, node: &str) -> bool {
-        let was_up = self.lock().remove(node).is_some();
+    /// `node`'s incarnation `incarnation` announced that it leaves; true if
+    /// it was the one up (then `down` is called before `Down` is
+    /// announced).
+    pub(crate) fn left(&self, node: &str, incarnation: u64, down: impl FnOnce(&str, u64)) -> bool {
+        let was_up = {
+            let mut seen = self.lock();
+            let up = seen.get(node).is_some_and(|(i, _)| *i == incarnation);
+            if up {
+                seen.remove(node);
+            }
+            up
+        };
         if was_up {
+            down(node, incarnation);
             let _ = self.events.send(MemberEvent::Down {
                 node: node.to_string(),
                 reason: DownReason::Left,
@@ -89,27 +145,29 @@ impl Membership {
         was_up
     }
 
-    /// Whether `node` is this node or one heard and not declared down.
-    pub(crate) fn is_up(&self, node: &str) -> bool {
-        node == self.me || self.lock().contains_key(node)
+    /// The incarnation of `node` heard last, if it is up (not this node's).
+    pub(crate) fn incarnation(&self, node: &str) -> Option<u64> {
+        self.lock().get(node).map(|(incarnation, _)| *incarnation)
     }
 
-    /// Declares down every node silent for `timeout`; returns them.
-    pub(crate) fn expire(&self, timeout: Duration) -> Vec<String> {
+    /// Declares down every node silent for `timeout`, calling `down` for
+    /// each before announcing it; returns them.
+    pub(crate) fn expire(&self, timeout: Duration, down: impl Fn(&str, u64)) -> Vec<Gone> {
         let now = Instant::now();
-        let silent: Vec<String> = {
+        let silent: Vec<Gone> = {
             let mut seen = self.lock();
-            let silent: Vec<String> = seen
+            let silent: Vec<Gone> = seen
                 .iter()
-                .filter(|(_, at)| now.duration_since(**at) >= timeout)
-                .map(|(node, _)| node.clone())
+                .filter(|(_, (_, at))| now.duration_since(*at) >= timeout)
+                .map(|(node, (incarnation, _))| (node.clone(), *incarnation))
                 .collect();
-            for node in &silent {
+            for (node, _) in &silent {
                 seen.remove(node);
             }
             silent
         };
-        for node in &silent {
+        for (node, incarnation) in &silent {
+            down(node, *incarnation);
             let _ = self.events.send(MemberEvent::Down {
                 node: node.clone(),
                 reason: DownReason::Silent,
@@ -135,20 +193,24 @@ impl Membership {
 mod tests {
     use super::*;
 
+    fn no(_: &str, _: u64) {}
+
     #[test]
     fn up_once_down_once_and_never_myself() {
         let m = Membership::new("me");
         let mut events = m.subscribe();
-        m.heard("me");
-        m.heard("b");
-        m.heard("b");
+        assert_eq!(m.heard("me", 1, no), None);
+        assert_eq!(m.heard("b", 2, no), None);
+        assert_eq!(m.heard("b", 2, no), None);
         assert_eq!(m.members(), vec!["b".to_string(), "me".to_string()]);
-        assert!(m.left("b"));
-        assert!(!m.left("b"));
-        assert!(!m.is_up("b") && m.is_up("me"));
-        m.heard("c");
-        assert_eq!(m.expire(Duration::ZERO), vec!["c".to_string()]);
-        assert!(m.expire(Duration::ZERO).is_empty());
+        // A leave of another incarnation is not this one's.
+        assert!(!m.left("b", 9, no));
+        assert!(m.left("b", 2, no));
+        assert!(!m.left("b", 2, no));
+        assert_eq!(m.incarnation("b"), None);
+        assert_eq!(m.heard("c", 3, no), None);
+        assert_eq!(m.expire(Duration::ZERO, no), vec![("c".to_string(), 3)]);
+        assert!(m.expire(Duration::ZERO, no).is_empty());
         let got: Vec<MemberEvent> = std::iter::from_fn(|| events.try_recv().ok()).collect();
         assert_eq!(
             got,
@@ -166,5 +228,35 @@ mod tests {
             ]
         );
         assert_eq!(m.members(), vec!["me".to_string()]);
+    }
+
+    #[test]
+    fn another_incarnation_is_a_restart_down_then_up() {
+        let m = Membership::new("me");
+        m.heard("a", 1, no);
+        let mut events = m.subscribe();
+        let mut told = None;
+        let restart = m.heard("a", 2, |node, before| {
+            told = Some((node.to_string(), before))
+        });
+        assert_eq!(restart, Some(("a".to_string(), 1)));
+        assert_eq!(told, restart);
+        assert_eq!(m.incarnation("a"), Some(2));
+        let got: Vec<MemberEvent> = std::iter::from_fn(|| events.try_recv().ok()).collect();
+        assert_eq!(
+            got,
+            vec![
+                MemberEvent::Down {
+                    node: "a".into(),
+                    reason: DownReason::Restarted
+                },
+                MemberEvent::Up("a".into()),
+            ]
+        );
+        // The late leave or heartbeat of the first incarnation leaves the
+        // second up.
+        assert!(!m.left("a", 1, no));
+        assert_eq!(m.heard("a", 1, no), None);
+        assert_eq!(m.incarnation("a"), Some(2));
     }
 }

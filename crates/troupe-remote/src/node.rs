@@ -13,9 +13,15 @@
 //! troupe.<cluster>.system.<node>      death-watch control messages for <node>
 //! ```
 //!
-//! A frame for a published actor is addressed by name, not by node: NATS
-//! routes it to whichever node subscribed the name, so a ref keeps working
-//! wherever its actor is published. An actor sent inside a message is
+//! Every start of a node draws a random 64-bit **incarnation**. A ref from
+//! `lookup` (or received in a message) names the node and incarnation
+//! that served its actor, and every frame sent through it carries that
+//! incarnation: a node restarted under the same name refuses the frame
+//! (`WrongIncarnation`), so an old ref never reaches the new process, and
+//! the sender learns of the restart from the refusal or the new
+//! heartbeat (`node/watch.rs`, `liveness.rs`). A ref from `select` names
+//! only the published name: NATS routes its frames to whichever node
+//! serves the name at the time. An actor sent inside a message is
 //! exported under a random token (`node/refs.rs`). Only published and
 //! exported actors have a subject; a frame whose header names another
 //! actor than its subject's is refused (`UnknownName`). Death watch is in
@@ -48,15 +54,16 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use troupe::{ActorId, ActorRef, ActorSystem};
 
+use crate::address::{Address, Kind};
 use crate::config::{valid_token, RemoteConfig};
 use crate::dead_letters::{DeadLetter, DeadLetterReason, DeadLetters};
 use crate::error::RemoteError;
+use crate::liveness::Registry;
 use crate::membership::{MemberEvent, Membership};
 use crate::reply_to::{Pending, ReplySink};
 use crate::wire::RemoteMessage;
 use connect::connect_options;
 use locals::Locals;
-use refs::{Address, Kind};
 use tasks::{
     answer_lookups, beat, listen_members, listen_no_responders, listen_replies, serve,
     serve_exports, sweep, write,
@@ -82,6 +89,8 @@ enum Outgoing {
 /// State shared by the node handle, its tasks and every remote ref.
 struct Shared {
     config: RemoteConfig,
+    /// This start of the node (random, never 0).
+    incarnation: u64,
     system: ActorSystem,
     client: Client,
     dead_letters: Arc<DeadLetters>,
@@ -101,9 +110,23 @@ struct Shared {
     locals: Locals,
     /// Actors elsewhere watched from here.
     watching: Watching,
+    /// What this node knows of the actors its refs point at.
+    liveness: Registry,
     /// Published names: their subscription tasks.
     published: Mutex<HashMap<String, PublishedEntry>>,
     stopped: AtomicBool,
+}
+
+impl Shared {
+    /// The incarnation of `node` as this node knows it now: its own for
+    /// itself, else the one heard last, if it is up.
+    fn heard_incarnation(&self, node: &str) -> Option<u64> {
+        if node == self.config.node_name {
+            Some(self.incarnation)
+        } else {
+            self.membership.incarnation(node)
+        }
+    }
 }
 
 /// The sending side, cloned into every remote ref and reply task.
@@ -227,6 +250,7 @@ impl Node {
                 return Err(RemoteError::InvalidName(token.clone()));
             }
         }
+        let incarnation = fresh_incarnation()?;
         let dead_letters = Arc::new(DeadLetters::default());
         let client = connect_options(&config, dead_letters.clone())
             .await?
@@ -276,20 +300,22 @@ impl Node {
             reply_prefix,
             no_responders_prefix,
             config,
+            incarnation,
             runtime: tokio::runtime::Handle::current(),
             locals: Locals::default(),
             watching: Watching::default(),
+            liveness: Registry::default(),
             published: Mutex::new(HashMap::new()),
             stopped: AtomicBool::new(false),
         });
         let (tx, rx) = mpsc::channel(shared.config.outbound_buffer.max(1));
         let (stop_writer, writer_stopped) = oneshot::channel();
         let writer = tokio::spawn(write(shared.clone(), rx, writer_stopped));
-        let unserved = tokio::spawn(listen_no_responders(shared.clone(), no_responders));
         let sweeper = tokio::spawn(sweep(shared.clone()));
         let listen_members = tokio::spawn(listen_members(shared.clone(), members));
         let beat = tokio::spawn(beat(shared.clone()));
         let outbound = Outbound { tx, shared };
+        let unserved = tokio::spawn(listen_no_responders(outbound.clone(), no_responders));
         let listener = tokio::spawn(listen_replies(outbound.clone(), replies));
         let exports = tokio::spawn(serve_exports(outbound.clone(), exports));
         let control = tokio::spawn(watch::serve_control(outbound.clone(), control));
@@ -311,6 +337,14 @@ impl Node {
     /// This node's name.
     pub fn name(&self) -> &str {
         &self.shared().config.node_name
+    }
+
+    /// This start of the node: a random number drawn by [`Node::start`],
+    /// never 0. Refs to this node's actors carry it, so that once this
+    /// process is gone they never reach another process started under the
+    /// same name.
+    pub fn incarnation(&self) -> u64 {
+        self.shared().incarnation
     }
 
     /// The node's NATS connection, for what an application keeps next to
@@ -436,13 +470,54 @@ impl Node {
     /// node included) and returns an ordinary ref to it. Fails with
     /// `NotFound` if no node answers, `TagMismatch` if the actor's message
     /// type has another tag than `M`'s, `Timeout` after `lookup_timeout`.
+    ///
+    /// The ref is pinned to the node and incarnation that answered: if
+    /// that process stops or is restarted, or the actor is unpublished,
+    /// the ref is dead for good (`is_terminated()`, watchers get
+    /// `Terminated`, sends are counted dead letters, asks fail with
+    /// `Unreachable`) and a new `lookup` finds the actor's successor. For
+    /// a ref that follows a name from node to node, see
+    /// [`select`](Node::select).
     pub async fn lookup<M: RemoteMessage>(&self, name: &str) -> Result<ActorRef<M>, RemoteError> {
         if !valid_token(name) {
             return Err(RemoteError::InvalidName(name.to_string()));
         }
-        let host = self.probe(name, M::TAG).await?;
+        let (host, incarnation) = self.probe(name, M::TAG).await?;
         let address = Address {
             host: host.into(),
+            incarnation,
+            kind: Kind::Published,
+            id: name.into(),
+        };
+        Ok(refs::remote_ref(&self.outbound, address))
+    }
+
+    /// A ref to whichever node serves `name` when each message arrives,
+    /// like a NATS subject (Akka's actor selection): no lookup is made,
+    /// the ref follows the name when it moves to another node or process
+    /// (a standby taking over), and it never counts as terminated. The
+    /// price: a message sent while nobody serves the name is lost
+    /// uncounted (an ask through it fails with `Unreachable`), a message
+    /// for another message type is an `UnknownTag` dead letter on the
+    /// serving node, and `ctx.watch` on it never fires: watch a
+    /// [`lookup`](Node::lookup) ref instead. Fails only for an invalid
+    /// name.
+    ///
+    /// ```no_run
+    /// # async fn run(node: troupe_remote::Node) -> Result<(), troupe_remote::RemoteError> {
+    /// use troupe_remote::testing::echo::EchoMsg;
+    ///
+    /// let engine = node.select::<EchoMsg>("engine-0")?;
+    /// engine.tell(EchoMsg::Say("to whoever serves engine-0 now".into()));
+    /// # Ok(()) }
+    /// ```
+    pub fn select<M: RemoteMessage>(&self, name: &str) -> Result<ActorRef<M>, RemoteError> {
+        if !valid_token(name) {
+            return Err(RemoteError::InvalidName(name.to_string()));
+        }
+        let address = Address {
+            host: self.name().into(),
+            incarnation: 0,
             kind: Kind::Published,
             id: name.into(),
         };
@@ -450,8 +525,8 @@ impl Node {
     }
 
     /// Asks the cluster who serves `name`, with our tag; the answer is the
-    /// node that serves it.
-    async fn probe(&self, name: &str, tag: &str) -> Result<String, RemoteError> {
+    /// node that serves it and its incarnation.
+    async fn probe(&self, name: &str, tag: &str) -> Result<(String, u64), RemoteError> {
         let shared = self.shared();
         let subject = format!("troupe.{}.lookup.{name}", shared.config.cluster_name);
         let request = shared
@@ -468,21 +543,23 @@ impl Node {
             Ok(Err(e)) => return Err(RemoteError::Nats(e.to_string())),
             Ok(Ok(answer)) => answer,
         };
+        let malformed = || RemoteError::Nats(format!("malformed lookup answer for {name}"));
         match answer.payload.split_first() {
-            Some((0, host)) => match std::str::from_utf8(host) {
-                Ok(host) if valid_token(host) => Ok(host.to_string()),
-                _ => Err(RemoteError::Nats(format!(
-                    "malformed lookup answer for {name}"
-                ))),
-            },
+            Some((0, found)) => {
+                let (incarnation, host) = found.split_first_chunk::<8>().ok_or_else(malformed)?;
+                match std::str::from_utf8(host) {
+                    Ok(host) if valid_token(host) => {
+                        Ok((host.to_string(), u64::from_le_bytes(*incarnation)))
+                    }
+                    _ => Err(malformed()),
+                }
+            }
             Some((1, theirs)) => Err(RemoteError::TagMismatch {
                 name: name.to_string(),
                 ours: tag.to_string(),
                 theirs: String::from_utf8_lossy(theirs).into_owned(),
             }),
-            _ => Err(RemoteError::Nats(format!(
-                "malformed lookup answer for {name}"
-            ))),
+            _ => Err(malformed()),
         }
     }
 
@@ -586,12 +663,27 @@ impl Node {
             shared.config.cluster_name, shared.config.node_name
         );
         let _ = tokio::time::timeout(shared.config.shutdown_timeout, async {
-            let _ = shared.client.publish(leave, Bytes::new()).await;
+            let incarnation = Bytes::copy_from_slice(&shared.incarnation.to_le_bytes());
+            let _ = shared.client.publish(leave, incarnation).await;
             let _ = shared.client.flush().await;
         })
         .await;
         shared.pending.clear();
         let _ = tokio::time::timeout(shared.config.shutdown_timeout, shared.client.drain()).await;
+    }
+}
+
+/// A fresh incarnation: 64 random bits from the operating system, not 0
+/// (0 in a frame means "any incarnation").
+fn fresh_incarnation() -> Result<u64, RemoteError> {
+    loop {
+        let mut bytes = [0u8; 8];
+        getrandom::getrandom(&mut bytes)
+            .map_err(|e| RemoteError::Connect(format!("no randomness for an incarnation: {e}")))?;
+        let incarnation = u64::from_le_bytes(bytes);
+        if incarnation != 0 {
+            return Ok(incarnation);
+        }
     }
 }
 

@@ -7,9 +7,14 @@
 //!   handle is [`share`](troupe::ReplyTo::share)d into this node's table of
 //!   pending replies under a fresh id, and the node's reply subject and that
 //!   id are written. The original handle is dropped with the message; the
-//!   shared one answers the ask when the reply frame arrives, or fails it
-//!   with `NoReply` when a no-reply frame arrives, when the send fails, or
-//!   when it has waited `reply_ttl`.
+//!   shared one answers the ask when the reply frame arrives, or fails it:
+//!   with `NoReply` when a no-reply frame arrives or when it has waited
+//!   `reply_ttl`; with `Unreachable` when nobody serves the target (the
+//!   server's "no responders"), when the target's node refuses the frame
+//!   as addressed to a past incarnation of it, or when the target is known
+//!   gone so nothing was sent. Each entry remembers the ref it was sent
+//!   through (its [`Liveness`]), so such an answer also tells the node
+//!   which actor is gone.
 //! * **Receiving** (inside the node's subscription task): a fresh local
 //!   reply handle is made with [`troupe::ReplyTo::pair`] and put in the
 //!   message; its answer (`Ask::on_answer`, on the answering actor's
@@ -34,46 +39,122 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use troupe::{ActorId, ActorSystem, AskError, ReplyTo};
 
 use crate::dead_letters::DeadLetterReason;
+use crate::liveness::Liveness;
 use crate::wire;
 
-type Complete = Box<dyn FnOnce(Option<&[u8]>) -> Result<(), DeadLetterReason> + Send>;
+/// How a pending ask ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer<'a> {
+    /// The answer's encoded bytes.
+    Reply(&'a [u8]),
+    /// The far actor dropped the request (`AskError::NoReply`).
+    NoReply,
+    /// The request did not reach the actor (`AskError::Unreachable`).
+    Unreachable,
+}
+
+impl Answer<'_> {
+    /// How the asks in a message that was not sent end: `Unreachable`
+    /// when the target or the network is known gone, `NoReply` when this
+    /// node refused the message itself (too big, not encodable, its own
+    /// buffer full).
+    pub(crate) fn for_unsent(reason: DeadLetterReason) -> Answer<'static> {
+        match reason {
+            DeadLetterReason::Unreachable
+            | DeadLetterReason::NodeStopped
+            | DeadLetterReason::Terminated
+            | DeadLetterReason::NodeDown => Answer::Unreachable,
+            _ => Answer::NoReply,
+        }
+    }
+}
+
+type Complete = Box<dyn FnOnce(Answer<'_>) -> Result<(), DeadLetterReason> + Send>;
+
+/// One ask waiting here: since when, how to end it, and the ref it was
+/// sent through.
+struct Entry {
+    at: Instant,
+    complete: Complete,
+    owner: Arc<Liveness>,
+}
 
 /// Reply handles of this node's asks that travel elsewhere, by reply id.
 #[derive(Default)]
 pub(crate) struct Pending {
     next: AtomicU64,
-    map: Mutex<HashMap<u64, (Instant, Complete)>>,
+    map: Mutex<HashMap<u64, Entry>>,
 }
 
 impl Pending {
-    fn register(&self, complete: Complete) -> u64 {
+    fn register(&self, complete: Complete, owner: Arc<Liveness>) -> u64 {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.lock().insert(id, (Instant::now(), complete));
+        let entry = Entry {
+            at: Instant::now(),
+            complete,
+            owner,
+        };
+        self.lock().insert(id, entry);
         id
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, (Instant, Complete)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Entry>> {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Completes ask `id` with an answer (`Some(payload)`) or with no
-    /// answer (`None`); an id not pending is `UnknownReply`.
-    pub(crate) fn complete(&self, id: u64, answer: Option<&[u8]>) -> Result<(), DeadLetterReason> {
+    /// Ends ask `id` with `answer`; an id not pending is `UnknownReply`.
+    /// Returns the ref the ask went through.
+    pub(crate) fn complete(
+        &self,
+        id: u64,
+        answer: Answer<'_>,
+    ) -> Result<Arc<Liveness>, DeadLetterReason> {
         let entry = self.lock().remove(&id);
         match entry {
             // Run outside the lock: replying wakes the asker.
-            Some((_, complete)) => complete(answer),
+            Some(entry) => (entry.complete)(answer).map(|()| entry.owner),
             None => Err(DeadLetterReason::UnknownReply),
         }
     }
 
-    /// Drops the given entries (a send that failed): their asks get `NoReply`.
-    pub(crate) fn cancel(&self, ids: &[u64]) {
-        let removed: Vec<_> = {
+    /// Ends the given asks with `answer` (a message that was not sent).
+    pub(crate) fn fail(&self, ids: &[u64], answer: Answer<'_>) {
+        if ids.is_empty() {
+            return;
+        }
+        let removed: Vec<Entry> = {
             let mut map = self.lock();
             ids.iter().filter_map(|id| map.remove(id)).collect()
         };
-        drop(removed);
+        for entry in removed {
+            let _ = (entry.complete)(answer);
+        }
+    }
+
+    /// Ends with `Unreachable` those of `ids` sent to an actor of node
+    /// incarnation `incarnation` (refused by the node that now answers in
+    /// its place); returns the refs they went through.
+    pub(crate) fn refused(&self, ids: &[u64], incarnation: u64) -> Vec<Arc<Liveness>> {
+        let removed: Vec<Entry> = {
+            let mut map = self.lock();
+            let mut removed = Vec::new();
+            for id in ids {
+                let sent_there = map
+                    .get(id)
+                    .is_some_and(|e| e.owner.address.incarnation == incarnation);
+                if sent_there {
+                    removed.extend(map.remove(id));
+                }
+            }
+            removed
+        };
+        removed
+            .into_iter()
+            .map(|entry| {
+                let _ = (entry.complete)(Answer::Unreachable);
+                entry.owner
+            })
+            .collect()
     }
 
     /// Drops entries older than `ttl`; returns how many.
@@ -83,7 +164,7 @@ impl Pending {
             let mut map = self.lock();
             let old: Vec<u64> = map
                 .iter()
-                .filter(|(_, (at, _))| now.duration_since(*at) >= ttl)
+                .filter(|(_, e)| now.duration_since(e.at) >= ttl)
                 .map(|(id, _)| *id)
                 .collect();
             old.iter().filter_map(|id| map.remove(id)).collect()
@@ -105,6 +186,8 @@ impl Pending {
 struct EncodeCtx {
     pending: Arc<Pending>,
     reply_subject: Arc<str>,
+    /// The ref the message goes through.
+    owner: Arc<Liveness>,
     registered: Vec<u64>,
 }
 
@@ -133,17 +216,20 @@ thread_local! {
     static DECODING: RefCell<Option<DecodeCtx>> = const { RefCell::new(None) };
 }
 
-/// Runs `f` (an encode) with reply handles registered in `pending`;
-/// returns its result and the ids it registered.
+/// Runs `f` (an encode of a message sent through `owner`) with reply
+/// handles registered in `pending`; returns its result and the ids it
+/// registered.
 pub(crate) fn encoding<T>(
     pending: &Arc<Pending>,
     reply_subject: &Arc<str>,
+    owner: &Arc<Liveness>,
     f: impl FnOnce() -> T,
 ) -> (T, Vec<u64>) {
     let previous = ENCODING.with(|c| {
         c.replace(Some(EncodeCtx {
             pending: pending.clone(),
             reply_subject: reply_subject.clone(),
+            owner: owner.clone(),
             registered: Vec::new(),
         }))
     });
@@ -170,18 +256,22 @@ where
         let mut c = c.borrow_mut();
         let ctx = c.as_mut()?;
         let handle = reply.share();
-        let id = ctx.pending.register(Box::new(move |answer: Option<&[u8]>| {
+        let complete: Complete = Box::new(move |answer: Answer<'_>| {
             match answer {
-                Some(bytes) => {
+                Answer::Reply(bytes) => {
                     // An answer that does not decode drops the handle: the
                     // asker gets NoReply, and the frame is a dead letter.
                     let value = wire::decode_payload::<R>(bytes)?;
                     handle.reply(value);
                 }
-                None => drop(handle),
+                Answer::NoReply => drop(handle),
+                Answer::Unreachable => {
+                    handle.unreachable();
+                }
             }
             Ok(())
-        }));
+        });
+        let id = ctx.pending.register(complete, ctx.owner.clone());
         ctx.registered.push(id);
         Some((ctx.reply_subject.clone(), id))
     });

@@ -2,11 +2,17 @@
 //! (version, kind, target or reply id, tag) around a postcard payload.
 //!
 //! ```text
-//! tell:   [VERSION] [KIND_TELL]   varint(len) name   varint(len) tag   payload
+//! tell:   [VERSION] [KIND_TELL]   varint(incarnation) varint(len) name   varint(len) tag   payload
 //! reply:  [VERSION] [KIND_REPLY]  varint(reply id)                     payload
 //! noreply:[VERSION] [KIND_NO_REPLY] varint(reply id)
 //! batch:  [VERSION] [KIND_BATCH]  (varint(len) frame)*   frames of the kinds above
 //! ```
+//!
+//! A tell names the **incarnation** of the node it is for (the random id a
+//! node draws each time it starts): a node delivers it only if that is its
+//! own incarnation, so a ref to an actor of a node that has since been
+//! restarted never reaches the new process. Incarnation 0 means "whichever
+//! node serves the name now" (`Node::select`).
 //!
 //! A **batch** carries several frames for one subject in one NATS message:
 //! the node's writer packs the frames that are already queued for the same
@@ -26,8 +32,9 @@ use serde::Serialize;
 
 use crate::dead_letters::DeadLetterReason;
 
-/// The format version this build writes and reads.
-pub const VERSION: u8 = 1;
+/// The format version this build writes and reads. Version 2 added the
+/// incarnation to tell frames; a version-1 frame is `BadVersion`.
+pub const VERSION: u8 = 2;
 
 const KIND_TELL: u8 = 0;
 const KIND_REPLY: u8 = 1;
@@ -53,6 +60,8 @@ pub trait RemoteMessage: Serialize + DeserializeOwned + Send + 'static {
 pub enum Frame<'a> {
     /// A message for the published actor `name`, of type `tag`.
     Tell {
+        /// The incarnation of the node the sender meant (0: any).
+        incarnation: u64,
         /// The published name of the target.
         name: &'a str,
         /// The message type's tag.
@@ -86,9 +95,11 @@ pub fn decode_frame(bytes: &[u8], max: usize) -> Result<Frame<'_>, DeadLetterRea
     }
     match r.byte()? {
         KIND_TELL => {
+            let incarnation = r.varint()?;
             let name = r.str()?;
             let tag = r.str()?;
             Ok(Frame::Tell {
+                incarnation,
                 name,
                 tag,
                 payload: r.0,
@@ -192,13 +203,19 @@ impl BatchWriter {
     }
 }
 
-/// Encodes a tell frame for `name` carrying `msg`.
-pub fn encode_tell<M: RemoteMessage>(name: &str, msg: &M) -> Result<Vec<u8>, postcard::Error> {
+/// Encodes a tell frame for `name` on the node incarnation `incarnation`
+/// (0: whichever serves `name`) carrying `msg`.
+pub fn encode_tell<M: RemoteMessage>(
+    incarnation: u64,
+    name: &str,
+    msg: &M,
+) -> Result<Vec<u8>, postcard::Error> {
     // Room for a small message's payload too, so that encoding it does not
     // grow the vector (a reallocation per message showed in profiles).
-    let mut out = Vec::with_capacity(192 + name.len() + M::TAG.len());
+    let mut out = Vec::with_capacity(202 + name.len() + M::TAG.len());
     out.push(VERSION);
     out.push(KIND_TELL);
+    put_varint(&mut out, incarnation);
     put_str(&mut out, name);
     put_str(&mut out, M::TAG);
     postcard::to_io(msg, &mut out)?;
@@ -312,7 +329,7 @@ mod tests {
 
     #[test]
     fn a_batch_yields_its_frames_in_order_and_refuses_bad_entries() {
-        let one = encode_tell("echo", &sample()).unwrap();
+        let one = encode_tell(7, "echo", &sample()).unwrap();
         let two = encode_no_reply(9);
         let mut nested = BatchWriter::default();
         nested.push(&one);
@@ -345,11 +362,17 @@ mod tests {
 
     #[test]
     fn tell_round_trips() {
-        let bytes = encode_tell("echo", &sample()).unwrap();
-        let Frame::Tell { name, tag, payload } = decode_frame(&bytes, 1024).unwrap() else {
+        let bytes = encode_tell(u64::MAX, "echo", &sample()).unwrap();
+        let Frame::Tell {
+            incarnation,
+            name,
+            tag,
+            payload,
+        } = decode_frame(&bytes, 1024).unwrap()
+        else {
             panic!("not a tell frame");
         };
-        assert_eq!((name, tag), ("echo", "sample.v1"));
+        assert_eq!((incarnation, name, tag), (u64::MAX, "echo", "sample.v1"));
         assert_eq!(decode_payload::<Sample>(payload).unwrap(), sample());
     }
 
@@ -369,7 +392,7 @@ mod tests {
 
     #[test]
     fn every_truncation_is_refused_not_panicking() {
-        let bytes = encode_tell("echo", &sample()).unwrap();
+        let bytes = encode_tell(1 << 40, "echo", &sample()).unwrap();
         for cut in 0..bytes.len() {
             let result = decode_frame(&bytes[..cut], 1024).and_then(|f| match f {
                 Frame::Tell { payload, .. } => decode_payload::<Sample>(payload).map(|_| ()),
@@ -389,7 +412,7 @@ mod tests {
         );
         assert_eq!(decode_frame(&[0; 17], 16), Err(DeadLetterReason::Oversized));
         // A length far beyond the frame.
-        let mut huge = vec![VERSION, KIND_TELL];
+        let mut huge = vec![VERSION, KIND_TELL, 0];
         put_varint(&mut huge, u64::MAX);
         assert_eq!(decode_frame(&huge, 64), Err(DeadLetterReason::Truncated));
         // An endless varint.
@@ -399,7 +422,7 @@ mod tests {
         assert_eq!(decode_frame(&endless, 64), Err(DeadLetterReason::Malformed));
         // A name that is not UTF-8.
         assert_eq!(
-            decode_frame(&[VERSION, KIND_TELL, 1, 0xff, 0], 64),
+            decode_frame(&[VERSION, KIND_TELL, 0, 1, 0xff, 0], 64),
             Err(DeadLetterReason::Malformed)
         );
     }

@@ -23,7 +23,7 @@ proptest! {
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
         decode_like_a_node(&bytes);
         // With a valid header in front, the payload decoder is reached too.
-        let mut framed = wire::encode_tell("echo", &EchoMsg::Say(String::new())).unwrap();
+        let mut framed = wire::encode_tell(0, "echo", &EchoMsg::Say(String::new())).unwrap();
         framed.truncate(framed.len() - 2);
         framed.extend_from_slice(&bytes);
         decode_like_a_node(&framed);
@@ -34,7 +34,7 @@ proptest! {
         text in ".{0,40}",
         flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
     ) {
-        let mut frame = wire::encode_tell("echo", &EchoMsg::Say(text)).unwrap();
+        let mut frame = wire::encode_tell(0, "echo", &EchoMsg::Say(text)).unwrap();
         for (at, byte) in flips {
             let at = at % frame.len();
             frame[at] = byte;
@@ -44,7 +44,7 @@ proptest! {
 
     #[test]
     fn valid_frames_round_trip(text in ".{0,200}", name in "[a-z0-9_-]{1,40}") {
-        let frame = wire::encode_tell(&name, &EchoMsg::Say(text.clone())).unwrap();
+        let frame = wire::encode_tell(0, &name, &EchoMsg::Say(text.clone())).unwrap();
         let Ok(Frame::Tell { name: got, payload, .. }) = wire::decode_frame(&frame, 1 << 16) else {
             panic!("a valid frame was refused");
         };

@@ -39,7 +39,7 @@ async fn hostile_frames_are_dead_letters_and_the_node_keeps_serving() {
     let actor_subject = "troupe.troupe.actor.echo";
     let reply_subject = "troupe.troupe.reply.target";
 
-    let say = wire::encode_tell("echo", &EchoMsg::Say("x".repeat(40))).unwrap();
+    let say = wire::encode_tell(0, "echo", &EchoMsg::Say("x".repeat(40))).unwrap();
     let mut wrong_version = say.clone();
     wrong_version[0] = wire::VERSION + 1;
     let mut trailing = say.clone();
@@ -47,7 +47,7 @@ async fn hostile_frames_are_dead_letters_and_the_node_keeps_serving() {
     let mut oversized = say[..say.len() - 41].to_vec();
     oversized.extend(std::iter::repeat_n(b'y', 8192));
     // A Say whose string length claims more than the frame holds.
-    let mut bad_payload = wire::encode_tell("echo", &EchoMsg::Say(String::new())).unwrap();
+    let mut bad_payload = wire::encode_tell(0, "echo", &EchoMsg::Say(String::new())).unwrap();
     let last = bad_payload.len() - 1;
     bad_payload[last] = 0x7f;
     let cases: Vec<(&str, Vec<u8>, DeadLetterReason)> = vec![
@@ -65,7 +65,7 @@ async fn hostile_frames_are_dead_letters_and_the_node_keeps_serving() {
         (actor_subject, wrong_version, DeadLetterReason::BadVersion),
         (
             actor_subject,
-            wire::encode_tell("echo", &Stranger("who".into())).unwrap(),
+            wire::encode_tell(0, "echo", &Stranger("who".into())).unwrap(),
             DeadLetterReason::UnknownTag,
         ),
         (
@@ -78,7 +78,7 @@ async fn hostile_frames_are_dead_letters_and_the_node_keeps_serving() {
         (actor_subject, oversized, DeadLetterReason::Oversized),
         (
             actor_subject,
-            wire::encode_tell("someone-else", &EchoMsg::Say("x".into())).unwrap(),
+            wire::encode_tell(0, "someone-else", &EchoMsg::Say("x".into())).unwrap(),
             DeadLetterReason::UnknownName,
         ),
         (
@@ -123,10 +123,10 @@ async fn hostile_frames_are_dead_letters_and_the_node_keeps_serving() {
     let mut nested = wire::BatchWriter::default();
     nested.push(&say);
     let mut batch = wire::BatchWriter::default();
-    batch.push(&wire::encode_tell("echo", &EchoMsg::Say("b1".into())).unwrap());
+    batch.push(&wire::encode_tell(0, "echo", &EchoMsg::Say("b1".into())).unwrap());
     batch.push(&[wire::VERSION, 200, 1]);
     batch.push(&nested.finish());
-    batch.push(&wire::encode_tell("echo", &EchoMsg::Say("b2".into())).unwrap());
+    batch.push(&wire::encode_tell(0, "echo", &EchoMsg::Say("b2".into())).unwrap());
     let mut batch = batch.finish();
     batch.extend_from_slice(&[0x7f, 1, 2]);
     attacker.publish(actor_subject, batch.into()).await.unwrap();
@@ -164,7 +164,7 @@ async fn a_reply_address_outside_the_cluster_is_refused() {
 
     // An Echo request (variant 1) whose reply handle points at an arbitrary
     // subject: the node must not publish there.
-    let mut frame = wire::encode_tell("echo", &EchoMsg::Say(String::new())).unwrap();
+    let mut frame = wire::encode_tell(0, "echo", &EchoMsg::Say(String::new())).unwrap();
     frame.truncate(frame.len() - 2); // drop the Say payload (variant 0, empty string)
     frame.extend_from_slice(&postcard::to_stdvec(&(1u32, "hi", "elsewhere.inbox", 7u64)).unwrap());
     attacker

@@ -5,16 +5,20 @@
 //! boundary both ways (an actor here watching one there, and the reverse),
 //! with refs inside messages. Another child is killed with SIGKILL: its
 //! node is declared down (silent), and an actor watching its echo gets
-//! `Terminated`, within the heartbeat timeout plus one second.
+//! `Terminated`, within the heartbeat timeout plus one second. A node
+//! process SIGKILLed and started again under the same name is another
+//! incarnation: refs to the old one are dead (watch fired as soon as the
+//! new one is heard, sends counted, asks `Unreachable`) and never reach
+//! the new process; a new lookup does.
 
 mod support;
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use troupe::{Actor, ActorId, ActorRef, Context, Props, Signal};
+use troupe::{Actor, ActorId, ActorRef, AskError, Context, Props, Signal, TrySendError};
 use troupe_remote::testing::echo::{Echo, EchoMsg};
-use troupe_remote::{DownReason, MemberEvent, Node, RemoteConfig};
+use troupe_remote::{DeadLetterReason, DownReason, MemberEvent, Node, RemoteConfig};
 
 use support::{await_member_event, finish, node, server, spawn_echo, stop, system};
 
@@ -198,6 +202,91 @@ async fn a_sigkilled_node_process_is_declared_down() {
     );
     assert_eq!(here.members(), vec!["watcher".to_string()]);
 
+    here.shutdown().await;
+    stop(sys);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_node_process_is_a_new_incarnation_old_refs_never_reach_it() {
+    let server = server();
+    let sys = system();
+    let mut config = RemoteConfig::new(server.url(), "watcher");
+    // Far longer than the test: only the new incarnation's heartbeat can
+    // tell this node that the first process is gone.
+    config.heartbeat_timeout = Duration::from_secs(120);
+    let here = Node::start(&sys, config).await.unwrap();
+    let mut events = here.member_events();
+
+    let mut first = spawn_echo(&server.url(), "inventory", "stock");
+    let old = here.lookup::<EchoMsg>("stock").await.unwrap();
+    old.tell(EchoMsg::Say("reservation 1".into()));
+    assert_eq!(
+        old.ask(EchoMsg::History, Duration::from_secs(5))
+            .await
+            .unwrap(),
+        vec!["reservation 1".to_string()]
+    );
+    let (watcher, terminated) = watching(&sys);
+    watcher.tell(EchoMsg::Watch(old.clone(), watcher.clone()));
+    // Answered once the watch request has been answered by the first
+    // process (it is sent before this ask, on the same connection).
+    old.ask(|r| EchoMsg::Echo("sync".into(), r), Duration::from_secs(5))
+        .await
+        .unwrap();
+
+    first.kill().unwrap(); // SIGKILL: no leave message
+    first.wait().unwrap();
+    let second = spawn_echo(&server.url(), "inventory", "stock");
+    let restarted = Instant::now();
+    await_member_event(
+        &mut events,
+        MemberEvent::Down {
+            node: "inventory".into(),
+            reason: DownReason::Restarted,
+        },
+    )
+    .await;
+    assert_eq!(
+        terminated.recv_timeout(Duration::from_secs(10)).unwrap(),
+        Ok(old.id())
+    );
+    println!(
+        "second process ready to Terminated at the watcher: {:?}",
+        restarted.elapsed()
+    );
+
+    // The old ref is dead: counted, refused, Unreachable.
+    assert!(old.is_terminated());
+    let before = here.dead_letter_count(DeadLetterReason::NodeDown);
+    old.tell(EchoMsg::Say("stale reservation".into()));
+    assert!(matches!(
+        old.try_tell(EchoMsg::Say("stale".into())),
+        Err(TrySendError::Closed(_))
+    ));
+    let answer = old
+        .ask(
+            |r| EchoMsg::Echo("stale?".into(), r),
+            Duration::from_secs(30),
+        )
+        .await;
+    assert_eq!(answer, Err(AskError::Unreachable { target: old.id() }));
+    assert_eq!(
+        here.dead_letter_count(DeadLetterReason::NodeDown),
+        before + 2
+    );
+
+    // A new lookup reaches the new process, which got nothing of the old
+    // ref's messages.
+    let new = here.lookup::<EchoMsg>("stock").await.unwrap();
+    assert!(!new.is_terminated());
+    assert_eq!(
+        new.ask(EchoMsg::History, Duration::from_secs(5))
+            .await
+            .unwrap(),
+        Vec::<String>::new()
+    );
+
+    finish(second);
     here.shutdown().await;
     stop(sys);
 }

@@ -177,6 +177,7 @@ async fn refs_of_another_type_and_guessed_tokens_are_refused() {
 
     // A frame for a token nobody was given.
     let guessed = troupe_remote::wire::encode_tell(
+        0,
         "0123456789abcdef0123456789abcdef",
         &EchoMsg::Say("guess".into()),
     )
@@ -204,7 +205,8 @@ async fn refs_of_another_type_and_guessed_tokens_are_refused() {
 }
 
 /// A tell frame for the echo, with the echo's tag, whose payload has the
-/// shape of a `Forward` but a ref (host, kind, token, tag) of `Other`'s tag.
+/// shape of a `Forward` but a ref (host, incarnation, kind, token, tag) of
+/// `Other`'s tag.
 fn forged_frame() -> Vec<u8> {
     #[derive(Serialize)]
     enum Shape<'a> {
@@ -213,16 +215,14 @@ fn forged_frame() -> Vec<u8> {
         _History,
         _Drop,
         _Keep,
-        Forward(String, (&'a str, u32, &'a str, &'a str)),
+        Forward(String, (&'a str, u64, u32, &'a str, &'a str)),
     }
     let payload = Shape::Forward(
         "forged".into(),
-        ("b", 1, "0123456789abcdef0123456789abcdef", Other::TAG),
+        ("b", 7, 1, "0123456789abcdef0123456789abcdef", Other::TAG),
     );
-    let mut frame = Vec::new();
-    frame.push(troupe_remote::wire::VERSION);
-    frame.push(0);
-    frame.push(4);
+    // A tell, to any incarnation, for a four-byte name.
+    let mut frame = vec![troupe_remote::wire::VERSION, 0, 0, 4];
     frame.extend_from_slice(b"echo");
     frame.push(EchoMsg::TAG.len() as u8);
     frame.extend_from_slice(EchoMsg::TAG.as_bytes());

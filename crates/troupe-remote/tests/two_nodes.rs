@@ -140,7 +140,8 @@ async fn names_are_found_only_when_published_with_the_right_type() {
 
     // Unpublished: the name is gone, and a ref made before sends into the
     // void (NATS drops a message nobody subscribes to: at-most-once); an
-    // ask learns it from the server's "no responders" at once.
+    // ask learns it from the server's "no responders" at once: the request
+    // reached nobody, so it is Unreachable, not NoReply.
     let remote = b.lookup::<EchoMsg>("echo").await.unwrap();
     assert!(a.unpublish("echo").await);
     let gone = b.lookup::<EchoMsg>("echo").await;
@@ -152,7 +153,10 @@ async fn names_are_found_only_when_published_with_the_right_type() {
     let lost = remote
         .ask(|r| EchoMsg::Echo("x".into(), r), Duration::from_secs(30))
         .await;
-    assert!(matches!(lost, Err(AskError::NoReply { .. })), "{lost:?}");
+    assert!(
+        matches!(lost, Err(AskError::Unreachable { .. })),
+        "{lost:?}"
+    );
     assert_eq!(b.pending_replies(), 0);
 
     a.shutdown().await;
@@ -179,10 +183,11 @@ async fn sends_after_shutdown_are_dead_letters() {
         remote.try_tell(EchoMsg::Say("late".into())),
         Err(TrySendError::Closed(_))
     ));
-    // An ask through a stopped node fails at once, its handle released.
+    // An ask through a stopped node fails at once, its handle released:
+    // nothing was sent, so the far actor is Unreachable.
     let answer = remote.ask(|r| EchoMsg::Echo("x".into(), r), ASK).await;
     assert!(
-        matches!(answer, Err(AskError::NoReply { .. })),
+        matches!(answer, Err(AskError::Unreachable { .. })),
         "{answer:?}"
     );
     assert_eq!(next_reason(&probe), DeadLetterReason::NodeStopped);
@@ -275,7 +280,7 @@ impl troupe::Actor for Watcher {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_ask_to_a_stopped_published_actor_fails_with_no_reply() {
+async fn an_ask_to_a_stopped_published_actor_fails_at_once() {
     let server = server();
     let (sys_a, sys_b) = (system(), system());
     let a = node(&sys_a, &server, "a").await;
@@ -298,9 +303,9 @@ async fn an_ask_to_a_stopped_published_actor_fails_with_no_reply() {
         .expect("the echo actor did not stop");
 
     // Stopped: node a unpublishes it. Whether the request reaches node a
-    // before that (a dead letter there, its reply handle dropped) or after
-    // (nobody serves the subject: the server's "no responders"), b's ask
-    // fails with NoReply well before its timeout.
+    // before that (a dead letter there, its reply handle dropped: NoReply)
+    // or after (nobody serves the subject: the server's "no responders",
+    // Unreachable), b's ask fails well before its timeout.
     let answer = remote
         .ask(
             |r| EchoMsg::Echo("anyone?".into(), r),
@@ -308,7 +313,10 @@ async fn an_ask_to_a_stopped_published_actor_fails_with_no_reply() {
         )
         .await;
     assert!(
-        matches!(answer, Err(AskError::NoReply { .. })),
+        matches!(
+            answer,
+            Err(AskError::NoReply { .. } | AskError::Unreachable { .. })
+        ),
         "{answer:?}"
     );
 

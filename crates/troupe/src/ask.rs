@@ -63,6 +63,14 @@ pub enum AskError {
         /// The actor that was asked.
         target: ActorId,
     },
+    /// The actor cannot be reached: a transport knows that it is gone (its
+    /// node is down or was restarted, or nobody serves it any more), so
+    /// the request was not delivered. Unlike `NoReply`, this says nothing
+    /// about what the actor's handler did: it never saw the request.
+    Unreachable {
+        /// The actor that was asked.
+        target: ActorId,
+    },
     /// `wait` was called on a dispatcher worker thread, where blocking could
     /// deadlock the dispatcher; from an actor, put a reply address in the
     /// request instead, or await the answer in async code.
@@ -80,6 +88,12 @@ impl fmt::Display for AskError {
             }
             AskError::MailboxFull { target } => {
                 write!(f, "actor {target} refused the request: its mailbox is full")
+            }
+            AskError::Unreachable { target } => {
+                write!(
+                    f,
+                    "actor {target} cannot be reached: the request was not delivered"
+                )
             }
             AskError::WouldBlockDispatcher => {
                 f.write_str("blocking wait on a dispatcher thread refused (it could deadlock)")
@@ -111,6 +125,7 @@ enum State<R> {
     Waiting(Option<Waiter>),
     Ready(R),
     NoReply,
+    Unreachable,
     Refused,
     Expired,
     Taken,
@@ -161,6 +176,7 @@ impl<R> Promise<R> {
             State::Ready(r) => Some(Ok(r)),
             State::NoReply => Some(Err(AskError::NoReply { target })),
             State::Refused => Some(Err(AskError::MailboxFull { target })),
+            State::Unreachable => Some(Err(AskError::Unreachable { target })),
             State::Expired => {
                 #[cfg(feature = "metrics")]
                 crate::runtime_metrics::ask_timed_out();
@@ -193,6 +209,36 @@ impl<R> ReplyTo<R> {
             .take()
             .expect("a ReplyTo is consumed only by reply");
         promise.complete(State::Ready(value)).is_ok()
+    }
+
+    /// Fails the ask with [`AskError::Unreachable`]: for a transport that
+    /// knows the request cannot reach its actor (the actor's node is down,
+    /// say). Returns `false` if the ask was already answered or abandoned.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use troupe::{Actor, ActorSystem, AskError, Context, Props, ReplyTo};
+    ///
+    /// struct Idle;
+    /// impl Actor for Idle {
+    ///     type Msg = ();
+    ///     fn receive(&mut self, _ctx: &mut Context<'_, Self>, _msg: ()) {}
+    /// }
+    ///
+    /// let system = ActorSystem::builder().threads(1).build().unwrap();
+    /// let far = system.spawn(Props::new(|| Idle)).unwrap().id();
+    /// let (reply, answer) = ReplyTo::<u32>::pair(&system, far, Duration::from_secs(5));
+    /// // The transport learns that the actor's node is gone.
+    /// assert!(reply.unreachable());
+    /// assert_eq!(answer.wait(), Err(AskError::Unreachable { target: far }));
+    /// system.shutdown();
+    /// ```
+    pub fn unreachable(mut self) -> bool {
+        let promise = self
+            .promise
+            .take()
+            .expect("a ReplyTo is consumed only once");
+        promise.complete(State::Unreachable).is_ok()
     }
 
     /// A second handle to the same pending answer, for a transport that

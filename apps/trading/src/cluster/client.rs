@@ -27,7 +27,8 @@ use crate::topology::{engine_of, Scenario};
 
 /// A stateless order receiver.
 pub struct ClusterReceiver {
-    /// The engines' primaries by engine index (published-name refs).
+    /// The engines' primaries by engine index: `Node::select` refs, which
+    /// follow each engine's name to whichever node serves it.
     pub engines: Arc<[ActorRef<EngineCmd>]>,
 }
 

@@ -263,7 +263,11 @@ async fn engines(
 async fn receivers(system: &ActorSystem, node: &Arc<Node>) -> Result<(), Box<dyn Error>> {
     let mut primaries = Vec::with_capacity(ENGINES);
     for index in 0..ENGINES {
-        primaries.push(find::<EngineCmd>(node, &engine_name(index)).await?);
+        // Found once, so that orders are not sent before a primary serves;
+        // then followed by name: a standby that takes over publishes the
+        // same name, and a looked-up ref would stay with the dead primary.
+        find::<EngineCmd>(node, &engine_name(index)).await?;
+        primaries.push(node.select::<EngineCmd>(&engine_name(index))?);
     }
     let primaries: Arc<[ActorRef<EngineCmd>]> = primaries.into();
     for index in 0..RECEIVERS {

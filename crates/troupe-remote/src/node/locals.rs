@@ -19,14 +19,17 @@ use std::sync::{Arc, Mutex};
 
 use troupe::{Actor, ActorId, ActorRef, ActorSystem, Context, Props, Signal};
 
-use super::refs::Kind;
 use super::{watch, Outbound};
+use crate::address::Kind;
 use crate::dead_letters::DeadLetterReason;
 use crate::reply_to::{self, DecodeCtx, ReplySink};
 use crate::wire::{self, RemoteMessage};
 
 /// A local actor's key in the table: its kind and its name or token.
 pub(crate) type Key = (Kind, Arc<str>);
+
+/// A watching node: its name and incarnation.
+pub(crate) type Watching = (String, u64);
 
 /// A local actor with its message type erased.
 pub(crate) trait LocalActor: Send + Sync {
@@ -126,8 +129,8 @@ impl<M: Send + 'static> Actor for Sentinel<M> {
 
 struct Entry {
     actor: Arc<dyn LocalActor>,
-    /// The nodes watching this actor.
-    watchers: HashSet<String>,
+    /// The node incarnations watching this actor.
+    watchers: HashSet<Watching>,
 }
 
 #[derive(Default)]
@@ -225,29 +228,30 @@ impl Locals {
         Some(local.0.clone())
     }
 
-    /// Node `node` watches `key`; false if there is no such actor (any
-    /// more).
-    pub(crate) fn add_watcher(&self, key: &Key, node: &str) -> bool {
+    /// `node` watches `key`; false if there is no such actor (any more).
+    pub(crate) fn add_watcher(&self, key: &Key, node: Watching) -> bool {
         match self.lock().entries.get_mut(key) {
             Some(entry) => {
-                entry.watchers.insert(node.to_string());
+                entry.watchers.insert(node);
                 true
             }
             None => false,
         }
     }
 
-    /// Node `node` no longer watches `key`.
-    pub(crate) fn remove_watcher(&self, key: &Key, node: &str) {
+    /// `node` no longer watches `key`.
+    pub(crate) fn remove_watcher(&self, key: &Key, node: &Watching) {
         if let Some(entry) = self.lock().entries.get_mut(key) {
             entry.watchers.remove(node);
         }
     }
 
-    /// Node `node` is gone: it watches nothing any more.
-    pub(crate) fn forget_node(&self, node: &str) {
+    /// Node `node`'s incarnation `incarnation` is gone: it watches nothing
+    /// any more (a newer incarnation's watches stay).
+    pub(crate) fn forget_node(&self, node: &str, incarnation: u64) {
+        let gone = (node.to_string(), incarnation);
         for entry in self.lock().entries.values_mut() {
-            entry.watchers.remove(node);
+            entry.watchers.remove(&gone);
         }
     }
 

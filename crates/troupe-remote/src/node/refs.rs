@@ -1,19 +1,21 @@
 //! Actor refs on the wire: the [`Address`] of a remote ref, and the serde
 //! functions behind `#[serde(with = "troupe_remote::actor_ref")]`.
 //!
-//! On the wire a ref is `(host node, kind, id, tag)`:
+//! On the wire a ref is `(host node, host incarnation, kind, id, tag)`:
 //!
 //! * a ref that came from this cluster (a lookup, or a ref received in a
 //!   message) is written as the address it already has, so it can be passed
 //!   on through any number of nodes;
 //! * a local ref is **exported**: the node gives its actor a random 128-bit
 //!   token once (see `node/locals.rs`) and writes
-//!   `(this node, Exported, token)`. Frames for it go to
+//!   `(this node, its incarnation, Exported, token)`. Frames for it go to
 //!   `troupe.<cluster>.ref.<node>.<token>`; an actor that was never sent
 //!   anywhere has no subject, and a token cannot be guessed.
 //!
 //! Reading a ref back on the node that exported it yields the original
-//! local ref; elsewhere, a remote ref to the same actor. The tag is the
+//! local ref; elsewhere, a remote ref to the same actor. The incarnation
+//! pins the ref to one start of its node: frames through it carry it, and
+//! a restarted node (another incarnation) refuses them. The tag is the
 //! message type's [`RemoteMessage::TAG`]: a ref of another message type does
 //! not decode.
 //!
@@ -22,7 +24,6 @@
 
 use std::cell::RefCell;
 use std::marker::PhantomData;
-use std::sync::Arc;
 
 use serde::de::Error as _;
 use serde::ser::Error as _;
@@ -31,37 +32,9 @@ use troupe::ActorRef;
 
 use super::target::RemoteTarget;
 use super::Outbound;
+use crate::address::{Address, Kind};
 use crate::config::valid_token;
 use crate::wire::RemoteMessage;
-
-/// Whether a ref names a published actor or an exported one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub(crate) enum Kind {
-    /// Published under a cluster-wide name (`Node::publish`).
-    Published,
-    /// Sent inside a message; reachable by its token only.
-    Exported,
-}
-
-/// Where a remote ref's frames go, and which node serves its actor.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct Address {
-    /// The node that serves the actor (for death watch and node loss).
-    pub(crate) host: Arc<str>,
-    pub(crate) kind: Kind,
-    /// The published name, or the export token.
-    pub(crate) id: Arc<str>,
-}
-
-impl Address {
-    /// The subject frames for this actor are published on.
-    pub(crate) fn subject(&self, cluster: &str) -> String {
-        match self.kind {
-            Kind::Published => format!("troupe.{cluster}.actor.{}", self.id),
-            Kind::Exported => format!("troupe.{cluster}.ref.{}.{}", self.host, self.id),
-        }
-    }
-}
 
 thread_local! {
     static NODE: RefCell<Option<Outbound>> = const { RefCell::new(None) };
@@ -92,7 +65,7 @@ where
         ));
     };
     let address = match actor.external_target::<RemoteTarget<M>>() {
-        Some(target) => target.address.clone(),
+        Some(target) => target.liveness.address.clone(),
         // A local ref; an external ref of another transport has no
         // meaning on another node.
         None if !actor.is_external() => {
@@ -103,6 +76,7 @@ where
                 .map_err(S::Error::custom)?;
             Address {
                 host: outbound.shared.config.node_name.as_str().into(),
+                incarnation: outbound.shared.incarnation,
                 kind: Kind::Exported,
                 id: token,
             }
@@ -113,7 +87,14 @@ where
             ))
         }
     };
-    (&*address.host, address.kind, &*address.id, M::TAG).serialize(serializer)
+    (
+        &*address.host,
+        address.incarnation,
+        address.kind,
+        &*address.id,
+        M::TAG,
+    )
+        .serialize(serializer)
 }
 
 /// Deserializes an actor ref (see the module docs).
@@ -122,7 +103,8 @@ where
     M: RemoteMessage,
     D: Deserializer<'de>,
 {
-    let (host, kind, id, tag) = <(String, Kind, String, String)>::deserialize(deserializer)?;
+    let (host, incarnation, kind, id, tag) =
+        <(String, u64, Kind, String, String)>::deserialize(deserializer)?;
     let Some(outbound) = current() else {
         return Err(D::Error::custom(
             "an ActorRef can only be deserialized by a troupe-remote node",
@@ -138,13 +120,17 @@ where
         )));
     }
     let shared = &outbound.shared;
-    if kind == Kind::Exported && host == shared.config.node_name {
+    if kind == Kind::Exported
+        && host == shared.config.node_name
+        && incarnation == shared.incarnation
+    {
         if let Some(local) = shared.locals.exported::<M>(&id) {
             return Ok(local);
         }
     }
     let address = Address {
         host: host.into(),
+        incarnation,
         kind,
         id: id.into(),
     };
@@ -153,10 +139,13 @@ where
 
 /// An ordinary ref whose messages go to `address` through `outbound`.
 pub(crate) fn remote_ref<M: RemoteMessage>(outbound: &Outbound, address: Address) -> ActorRef<M> {
-    let subject = address.subject(&outbound.shared.config.cluster_name);
+    let shared = &outbound.shared;
+    let subject = address.subject(&shared.config.cluster_name);
+    let current = shared.heard_incarnation(&address.host);
+    let liveness = shared.liveness.liveness(&address, current);
     let target = RemoteTarget::<M> {
         subject: subject.into(),
-        address,
+        liveness,
         outbound: outbound.clone(),
         _msg: PhantomData,
     };

@@ -13,11 +13,12 @@ use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 
 use super::locals::LocalActor;
-use super::refs::{self, Kind};
+use super::refs;
 use super::{watch, Outbound, Outgoing, Shared};
+use crate::address::Kind;
 use crate::config::valid_token;
 use crate::dead_letters::DeadLetterReason;
-use crate::reply_to::ReplySink;
+use crate::reply_to::{Answer, ReplySink};
 use crate::wire::{self, Frame};
 
 /// The largest batch the writer packs (less if `max_frame_size` is less).
@@ -210,22 +211,13 @@ pub(super) async fn serve(
 ) {
     // One handle for the reply tasks of every frame this actor receives.
     let sink: Arc<dyn ReplySink> = Arc::new(outbound.clone());
-    let deliver = |msg: &async_nats::Message| {
-        let max = outbound.shared.config.max_frame_size;
-        for frame in wire::frames(&msg.payload, max) {
-            let delivered = tell_frame(frame, |target| (target == name).then(|| actor.clone()))
-                .and_then(|(actor, payload)| actor.deliver(&outbound, &sink, payload));
-            if let Err(reason) = delivered {
-                outbound.dead_letter(reason, &msg.subject);
-            }
-        }
-    };
+    let find = |target: &str| (target == name).then(|| actor.clone());
     loop {
         tokio::select! {
             biased;
             _ = &mut stop => break,
             msg = frames.next() => match msg {
-                Some(msg) => deliver(&msg),
+                Some(msg) => deliver_all(&outbound, &msg, find, &sink).await,
                 None => return,
             },
         }
@@ -239,7 +231,7 @@ pub(super) async fn serve(
     if frames.drain().await.is_ok() {
         let drained = async {
             while let Some(msg) = frames.next().await {
-                deliver(&msg);
+                deliver_all(&outbound, &msg, find, &sink).await;
             }
         };
         let _ = tokio::time::timeout(outbound.shared.config.shutdown_timeout, drained).await;
@@ -251,46 +243,120 @@ pub(super) async fn serve(
 pub(super) async fn serve_exports(outbound: Outbound, mut frames: async_nats::Subscriber) {
     let sink: Arc<dyn ReplySink> = Arc::new(outbound.clone());
     let locals = &outbound.shared.locals;
-    let max = outbound.shared.config.max_frame_size;
     while let Some(msg) = frames.next().await {
         // The subject's last token is the token every frame must name.
         let token = msg.subject.rsplit('.').next().unwrap_or_default();
-        for frame in wire::frames(&msg.payload, max) {
-            let delivered = tell_frame(frame, |target| {
-                if target != token {
-                    return None;
-                }
-                locals.get(&(Kind::Exported, target.into()))
-            })
-            .and_then(|(actor, payload)| actor.deliver(&outbound, &sink, payload));
-            if let Err(reason) = delivered {
-                outbound.dead_letter(reason, &msg.subject);
+        let find = |target: &str| {
+            if target != token {
+                return None;
             }
+            locals.get(&(Kind::Exported, target.into()))
+        };
+        deliver_all(&outbound, &msg, find, &sink).await;
+    }
+}
+
+/// Tells every frame of `msg` to the actor `find` gives for its target; a
+/// refused frame is a dead letter with its reason. Frames addressed to
+/// another incarnation of this node are `WrongIncarnation` dead letters,
+/// and if `msg` carries asks the sender is told at once (see
+/// [`refuse_incarnations`]).
+async fn deliver_all(
+    outbound: &Outbound,
+    msg: &async_nats::Message,
+    find: impl Fn(&str) -> Option<Arc<dyn LocalActor>>,
+    sink: &Arc<dyn ReplySink>,
+) {
+    let shared = &outbound.shared;
+    let mut refused: Vec<u64> = Vec::new();
+    for frame in wire::frames(&msg.payload, shared.config.max_frame_size) {
+        let delivered = tell_frame(frame, shared.incarnation, &find)
+            .and_then(|(actor, payload)| Ok(actor.deliver(outbound, sink, payload)?));
+        match delivered {
+            Ok(()) => {}
+            Err(Refused::Reason(reason)) => outbound.dead_letter(reason, &msg.subject),
+            Err(Refused::Incarnation(theirs)) => {
+                outbound.dead_letter(DeadLetterReason::WrongIncarnation, &msg.subject);
+                if !refused.contains(&theirs) {
+                    refused.push(theirs);
+                }
+            }
+        }
+    }
+    if let Some(reply) = &msg.reply {
+        for incarnation in refused {
+            let answer = refusal(incarnation, &shared.config.node_name);
+            let _ = shared.client.publish(reply.clone(), answer).await;
         }
     }
 }
 
-/// Takes a tell frame and finds its target with `find`; checks the tag.
+/// Why a tell frame was not delivered.
+enum Refused {
+    Reason(DeadLetterReason),
+    /// Addressed to this incarnation of another start of this node.
+    Incarnation(u64),
+}
+
+impl From<DeadLetterReason> for Refused {
+    fn from(reason: DeadLetterReason) -> Refused {
+        Refused::Reason(reason)
+    }
+}
+
+/// Takes a tell frame for node incarnation `mine` and finds its target
+/// with `find`; checks the incarnation and the tag.
 fn tell_frame<'a>(
     frame: Result<Frame<'a>, DeadLetterReason>,
+    mine: u64,
     find: impl FnOnce(&str) -> Option<Arc<dyn LocalActor>>,
-) -> Result<(Arc<dyn LocalActor>, &'a [u8]), DeadLetterReason> {
+) -> Result<(Arc<dyn LocalActor>, &'a [u8]), Refused> {
     let Frame::Tell {
+        incarnation,
         name: target,
         tag,
         payload,
     } = frame?
     else {
-        return Err(DeadLetterReason::Malformed);
+        return Err(DeadLetterReason::Malformed.into());
     };
+    if incarnation != 0 && incarnation != mine {
+        return Err(Refused::Incarnation(incarnation));
+    }
     let actor = find(target).ok_or(DeadLetterReason::UnknownName)?;
     if tag != actor.tag() {
-        return Err(DeadLetterReason::UnknownTag);
+        return Err(DeadLetterReason::UnknownTag.into());
     }
     Ok((actor, payload))
 }
 
-/// Answers lookups of one published name: `[0] ++ this node's name` if
+/// The first byte of a refusal on a no-responders subject (a server's
+/// status message there has an empty payload).
+const REFUSAL: u8 = b'R';
+
+/// What a node answers on the asks' subject of a message whose frames
+/// named its past incarnation `theirs`: `R`, that incarnation (u64 LE),
+/// and this node's name.
+fn refusal(theirs: u64, node: &str) -> Bytes {
+    let mut out = Vec::with_capacity(9 + node.len());
+    out.push(REFUSAL);
+    out.extend_from_slice(&theirs.to_le_bytes());
+    out.extend_from_slice(node.as_bytes());
+    out.into()
+}
+
+/// Reads a [`refusal`]: the refused incarnation and the refusing node.
+fn read_refusal(payload: &[u8]) -> Option<(u64, &str)> {
+    let (&REFUSAL, rest) = payload.split_first()? else {
+        return None;
+    };
+    let (incarnation, node) = rest.split_first_chunk::<8>()?;
+    let node = std::str::from_utf8(node).ok().filter(|n| valid_token(n))?;
+    Some((u64::from_le_bytes(*incarnation), node))
+}
+
+/// Answers lookups of one published name: `[0] ++ this node's
+/// incarnation (u64 LE) ++ its name` if
 /// the asker's tag is the actor's, `[1] ++ our tag` otherwise.
 pub(super) async fn answer_lookups(
     shared: Arc<Shared>,
@@ -310,6 +376,7 @@ pub(super) async fn answer_lookups(
         let Some(reply) = request.reply else { continue };
         let answer = if request.payload == tag.as_bytes() {
             let mut found = vec![0];
+            found.extend_from_slice(&shared.incarnation.to_le_bytes());
             found.extend_from_slice(shared.config.node_name.as_bytes());
             found.into()
         } else {
@@ -329,10 +396,11 @@ pub(super) async fn listen_replies(outbound: Outbound, mut replies: async_nats::
         for frame in wire::frames(&msg.payload, shared.config.max_frame_size) {
             let result = match frame {
                 // An answer may carry refs: decoded with the node at hand.
-                Ok(Frame::Reply { id, payload }) => {
-                    refs::scope(&outbound, || shared.pending.complete(id, Some(payload)))
-                }
-                Ok(Frame::NoReply { id }) => shared.pending.complete(id, None),
+                Ok(Frame::Reply { id, payload }) => refs::scope(&outbound, || {
+                    shared.pending.complete(id, Answer::Reply(payload))
+                })
+                .map(drop),
+                Ok(Frame::NoReply { id }) => shared.pending.complete(id, Answer::NoReply).map(drop),
                 Ok(Frame::Tell { .. }) => Err(DeadLetterReason::UnknownName),
                 Err(reason) => Err(reason),
             };
@@ -343,12 +411,13 @@ pub(super) async fn listen_replies(outbound: Outbound, mut replies: async_nats::
     }
 }
 
-/// Fails at once the asks whose message found no responders (the server's
-/// 503 status on `troupe.<cluster>.noreply.<node>.<id>.<id>…`).
-pub(super) async fn listen_no_responders(
-    shared: Arc<Shared>,
-    mut statuses: async_nats::Subscriber,
-) {
+/// Fails at once, with `Unreachable`, the asks whose message found no
+/// responders (the server's 503 status on
+/// `troupe.<cluster>.noreply.<node>.<id>.<id>…`), and checks whether their
+/// actors are gone (`watch::confirm`); or those a node refused as sent to
+/// its past incarnation, whose node then is known restarted.
+pub(super) async fn listen_no_responders(outbound: Outbound, mut statuses: async_nats::Subscriber) {
+    let shared = &outbound.shared;
     while let Some(msg) = statuses.next().await {
         let ids: Option<Vec<u64>> = msg
             .subject
@@ -360,11 +429,26 @@ pub(super) async fn listen_no_responders(
                     .ok()
             })
             .unwrap_or(None);
-        match (msg.status, ids) {
-            (Some(async_nats::StatusCode::NO_RESPONDERS), Some(ids)) => {
+        let refusal = read_refusal(&msg.payload);
+        match (msg.status, ids, refusal) {
+            (Some(async_nats::StatusCode::NO_RESPONDERS), Some(ids), _) => {
                 for id in ids {
                     // Already answered or expired: nothing to fail.
-                    let _ = shared.pending.complete(id, None);
+                    if let Ok(owner) = shared.pending.complete(id, Answer::Unreachable) {
+                        watch::confirm(&outbound, owner);
+                    }
+                }
+            }
+            (None, Some(ids), Some((incarnation, node))) => {
+                for owner in shared.pending.refused(&ids, incarnation) {
+                    if &*owner.address.host == node {
+                        // Its node answers as another incarnation: the one
+                        // this ref names was restarted away.
+                        watch::node_down(shared, node, incarnation);
+                    } else {
+                        // The name is served by another node now.
+                        watch::confirm(&outbound, owner);
+                    }
                 }
             }
             _ => shared
@@ -374,20 +458,27 @@ pub(super) async fn listen_no_responders(
     }
 }
 
-/// Hears heartbeats and leaves: `troupe.<cluster>.members.{beat,leave}.<node>`.
+/// Hears heartbeats and leaves: `troupe.<cluster>.members.{beat,leave}.<node>`,
+/// each carrying the node's incarnation (u64 LE; another payload is
+/// ignored).
 pub(super) async fn listen_members(shared: Arc<Shared>, mut members: async_nats::Subscriber) {
     while let Some(msg) = members.next().await {
         let mut tokens = msg.subject.rsplitn(2, '.');
         let (Some(node), Some(rest)) = (tokens.next(), tokens.next()) else {
             continue;
         };
+        let Ok(incarnation) = <[u8; 8]>::try_from(msg.payload.as_ref()) else {
+            continue;
+        };
+        let incarnation = u64::from_le_bytes(incarnation);
         if !valid_token(node) {
             continue;
         }
+        let down = |node: &str, incarnation: u64| watch::node_down(&shared, node, incarnation);
         if rest.ends_with(".members.beat") {
-            shared.membership.heard(node);
-        } else if rest.ends_with(".members.leave") && shared.membership.left(node) {
-            watch::node_down(&shared, node);
+            shared.membership.heard(node, incarnation, down);
+        } else if rest.ends_with(".members.leave") {
+            shared.membership.left(node, incarnation, down);
         }
     }
 }
@@ -399,6 +490,7 @@ pub(super) async fn beat(shared: Arc<Shared>) {
         "troupe.{}.members.beat.{}",
         shared.config.cluster_name, shared.config.node_name
     );
+    let payload = Bytes::copy_from_slice(&shared.incarnation.to_le_bytes());
     let check = (shared.config.heartbeat_interval / 4).max(Duration::from_millis(10));
     let mut ticks = tokio::time::interval(check);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -406,12 +498,17 @@ pub(super) async fn beat(shared: Arc<Shared>) {
     loop {
         ticks.tick().await;
         if n.is_multiple_of(4) {
-            let _ = shared.client.publish(subject.clone(), Bytes::new()).await;
+            let _ = shared
+                .client
+                .publish(subject.clone(), payload.clone())
+                .await;
         }
         n += 1;
-        for node in shared.membership.expire(shared.config.heartbeat_timeout) {
-            watch::node_down(&shared, &node);
-        }
+        shared
+            .membership
+            .expire(shared.config.heartbeat_timeout, |node, incarnation| {
+                watch::node_down(&shared, node, incarnation)
+            });
     }
 }
 
@@ -422,5 +519,24 @@ pub(super) async fn sweep(shared: Arc<Shared>) {
     loop {
         ticks.tick().await;
         shared.pending.expire(shared.config.reply_ttl);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_reads_back_and_anything_else_is_not_one() {
+        let bytes = refusal(u64::MAX - 3, "node-a");
+        assert_eq!(read_refusal(&bytes), Some((u64::MAX - 3, "node-a")));
+        assert_eq!(read_refusal(&[]), None);
+        assert_eq!(read_refusal(&bytes[..8]), None);
+        let mut bad = bytes.to_vec();
+        bad[0] = b'X';
+        assert_eq!(read_refusal(&bad), None);
+        let mut dotted = bytes.to_vec();
+        dotted.extend_from_slice(b".>");
+        assert_eq!(read_refusal(&dotted), None);
     }
 }

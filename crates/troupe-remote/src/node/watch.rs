@@ -6,10 +6,10 @@
 //!
 //! **Watching** (this node's actors watching refs served elsewhere): the
 //! first watcher of an address sends `Watch` to the serving node as a NATS
-//! request. The answer says whether the actor is still there; "no
-//! responders" means its node is gone. Either way the watchers are fired
-//! at once if the actor is gone. Later the serving node sends `Terminated`
-//! when the actor stops or its name is unpublished; when the serving node
+//! request. The answer says whether the actor is still there; a node this
+//! node does not hear (or hears as another incarnation) has none of its
+//! actors. Either way the watchers are fired at once if the actor is
+//! gone. Later the serving node sends `Terminated` when the actor stops or its name is unpublished; when the serving node
 //! is declared down (or leaves), every watcher of its actors is fired here
 //! without any message. When the last watcher of an address unwatches,
 //! `Unwatch` tells the serving node to forget us.
@@ -18,11 +18,27 @@
 //! nodes are kept with each actor in `node/locals.rs`; the actor's sentinel
 //! sends them `Terminated`.
 //!
+//! Every control message names incarnations: `Watch` and `Probe` the
+//! incarnation of the watched actor's node (another incarnation answers
+//! "gone"), `Watch` and `Unwatch` the watcher's (a restarted watcher's
+//! watches are forgotten without touching the new one's), `Terminated`
+//! the stopped actor's. Whatever fires a watcher here also marks the
+//! address gone in `liveness.rs`, so every ref to it stops sending.
+//!
+//! **Confirming** (`confirm`): an ask through a ref that found no
+//! responders fails at once with `Unreachable`, and the node asks the
+//! actor's node whether the actor is still there (`Probe`); "not here",
+//! or the node declared down meanwhile, marks the address gone and fires
+//! its watchers. The check rather than the no-responders answer itself
+//! decides, because a name is briefly unserved while its node reconnects
+//! to another NATS server.
+//!
 //! Firing a watcher more than once is harmless: the watching actor's cell
 //! delivers `Terminated` once per watch (see `troupe::Watcher`).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -30,31 +46,46 @@ use serde::{Deserialize, Serialize};
 use troupe::{ActorId, Watcher};
 
 use super::locals::Key;
-use super::refs::{Address, Kind};
 use super::{Outbound, Shared};
+use crate::address::{Address, Kind};
 use crate::config::valid_token;
 use crate::dead_letters::DeadLetterReason;
+use crate::liveness::Liveness;
 
 /// What nodes tell each other about watches.
 #[derive(Serialize, Deserialize)]
 enum Control {
-    /// Node `from` watches the actor `(kind, id)` of the receiving node.
+    /// Node `from` (incarnation `from_incarnation`) watches the actor
+    /// `(kind, id)` of the receiving node's incarnation `incarnation`.
     /// Sent as a request: the answer is `[0]` if the actor is there, `[1]`
-    /// if not.
+    /// if not (another incarnation has none of the old one's actors).
     Watch {
+        incarnation: u64,
         kind: Kind,
         id: String,
         from: String,
+        from_incarnation: u64,
     },
-    /// Node `from` no longer watches `(kind, id)`.
+    /// Node `from` (incarnation `from_incarnation`) no longer watches
+    /// `(kind, id)`.
     Unwatch {
         kind: Kind,
         id: String,
         from: String,
+        from_incarnation: u64,
     },
-    /// The actor `(kind, id)` of node `host` is gone.
+    /// The actor `(kind, id)` of node `host`'s incarnation `incarnation`
+    /// is gone.
     Terminated {
         host: String,
+        incarnation: u64,
+        kind: Kind,
+        id: String,
+    },
+    /// Is the actor `(kind, id)` of incarnation `incarnation` still here?
+    /// A request, answered as `Watch` is; nothing is registered.
+    Probe {
+        incarnation: u64,
         kind: Kind,
         id: String,
     },
@@ -76,7 +107,8 @@ impl Watching {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Fires and forgets every watcher of `address`.
+    /// Fires and forgets every watcher of `address` (callers mark it gone
+    /// first: see [`gone`]).
     fn fire(&self, address: &Address) {
         let watchers = self.lock().remove(address);
         for watcher in watchers.into_iter().flatten() {
@@ -109,11 +141,18 @@ impl Watching {
     }
 }
 
-/// An actor here watches `address` (on its own thread: no blocking).
-pub(crate) fn watch(outbound: &Outbound, address: &Address, watcher: Watcher) {
+/// An actor here watches the ref with `liveness` (on its own thread: no
+/// blocking). A ref made by `Node::select` names no incarnation and is not
+/// watched: the watcher is dropped and `Terminated` never comes.
+pub(crate) fn watch(outbound: &Outbound, liveness: &Liveness, watcher: Watcher) {
     let shared = &outbound.shared;
-    if outbound.is_stopped() {
-        // A stopped node will never hear of the actor again.
+    let address = &liveness.address;
+    if address.incarnation == 0 {
+        return;
+    }
+    if outbound.is_stopped() || liveness.gone().is_some() {
+        // A stopped node will never hear of the actor again; a gone actor
+        // will not come back.
         watcher.terminated();
         return;
     }
@@ -133,37 +172,97 @@ pub(crate) fn watch(outbound: &Outbound, address: &Address, watcher: Watcher) {
 /// Tells `address`'s node that we watch it; fires at once if it is gone.
 async fn register(outbound: Outbound, address: Address) {
     let shared = &outbound.shared;
-    let subject = control_subject(&shared.config.cluster_name, &address.host);
     let request = Control::Watch {
+        incarnation: address.incarnation,
         kind: address.kind,
         id: address.id.to_string(),
         from: shared.config.node_name.clone(),
+        from_incarnation: shared.incarnation,
     };
-    let Ok(payload) = postcard::to_stdvec(&request) else {
-        return shared.watching.fire(&address);
-    };
-    let payload = Bytes::from(payload);
     // Until answered, or until nobody watches any more (fired or unwatched).
-    while shared.watching.is_watched(&address) {
+    let here = ask_host(shared, &address, &request, || {
+        shared.watching.is_watched(&address)
+    })
+    .await;
+    if here == Some(false) {
+        gone(shared, &address);
+    }
+}
+
+/// Asks `address`'s node `request` (a `Watch` or a `Probe`) while `go_on`
+/// holds: `Some(true)` if the actor is there, `Some(false)` if its node
+/// says it is not or this node no longer hears that incarnation of its
+/// node, `None` if the question was given up.
+///
+/// "No responders" alone decides nothing: a node reconnecting to another
+/// NATS server has no subscriptions for a moment. It is asked again until
+/// it answers or membership declares it down (within the heartbeat
+/// timeout).
+async fn ask_host(
+    shared: &Shared,
+    address: &Address,
+    request: &Control,
+    go_on: impl Fn() -> bool,
+) -> Option<bool> {
+    let subject = control_subject(&shared.config.cluster_name, &address.host);
+    let payload = Bytes::from(postcard::to_stdvec(request).ok()?);
+    let pause = (shared.config.heartbeat_interval / 4).max(Duration::from_millis(10));
+    let began = Instant::now();
+    while go_on() {
+        match shared.heard_incarnation(&address.host) {
+            Some(heard) if heard != address.incarnation => return Some(false),
+            // Never heard (or expired, hence already marked down): given
+            // a heartbeat timeout to be heard before it counts as gone.
+            None if began.elapsed() >= shared.config.heartbeat_timeout => return Some(false),
+            _ => {}
+        }
         let asked = shared.client.request(subject.clone(), payload.clone());
         match tokio::time::timeout(shared.config.lookup_timeout, asked).await {
-            Ok(Ok(answer)) => {
-                if answer.payload.as_ref() != [0] {
-                    shared.watching.fire(&address);
-                }
-                return;
-            }
+            Ok(Ok(answer)) => return Some(answer.payload.as_ref() == [0]),
             Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
-                return shared.watching.fire(&address);
+                tokio::time::sleep(pause).await;
             }
-            // No answer in time: a node we do not hear either is gone; one
-            // we hear is asked again (its loss will fire the watchers).
-            _ if !shared.membership.is_up(&address.host) => {
-                return shared.watching.fire(&address);
-            }
+            // No answer in time: asked again, unless membership has
+            // declared the node down meanwhile (checked above).
             _ => {}
         }
     }
+    None
+}
+
+/// An ask through `liveness`'s ref found nobody serving it: asks the
+/// actor's node whether the actor is still there, and if not marks it gone
+/// and fires its watchers (see the module docs). One check at a time per
+/// address.
+pub(crate) fn confirm(outbound: &Outbound, liveness: Arc<Liveness>) {
+    if liveness.address.incarnation == 0
+        || liveness.gone().is_some()
+        || !liveness.start_confirming()
+    {
+        return;
+    }
+    let outbound = outbound.clone();
+    outbound.shared.runtime.clone().spawn(async move {
+        let shared = &outbound.shared;
+        let address = &liveness.address;
+        let request = Control::Probe {
+            incarnation: address.incarnation,
+            kind: address.kind,
+            id: address.id.to_string(),
+        };
+        let here = ask_host(shared, address, &request, || !outbound.is_stopped()).await;
+        if here == Some(false) {
+            gone(shared, address);
+        }
+        liveness.done_confirming();
+    });
+}
+
+/// The actor at `address` is gone: every ref to it is dead, and its
+/// watchers here are fired.
+fn gone(shared: &Shared, address: &Address) {
+    shared.liveness.actor_gone(address);
+    shared.watching.fire(address);
 }
 
 /// The actor `watcher` no longer watches `address`.
@@ -188,19 +287,22 @@ pub(crate) fn unwatch(outbound: &Outbound, address: &Address, watcher: ActorId) 
             kind: address.kind,
             id: address.id.to_string(),
             from: shared.config.node_name.clone(),
+            from_incarnation: shared.incarnation,
         };
         send(outbound, &address.host, &control);
     }
 }
 
-/// Tells each of `nodes` that our actor `key` is gone.
-pub(crate) fn tell_gone(outbound: &Outbound, key: &Key, nodes: HashSet<String>) {
+/// Tells each of `nodes` (watching node incarnations) that our actor
+/// `key` is gone.
+pub(crate) fn tell_gone(outbound: &Outbound, key: &Key, nodes: HashSet<(String, u64)>) {
     let control = Control::Terminated {
         host: outbound.shared.config.node_name.clone(),
+        incarnation: outbound.shared.incarnation,
         kind: key.0,
         id: key.1.to_string(),
     };
-    for node in nodes {
+    for (node, _) in nodes {
         send(outbound, &node, &control);
     }
 }
@@ -213,11 +315,15 @@ fn send(outbound: &Outbound, node: &str, control: &Control) {
     }
 }
 
-/// `node` was declared down or left: its actors are gone for our
-/// watchers, and it watches nothing of ours any more.
-pub(crate) fn node_down(shared: &Shared, node: &str) {
-    shared.watching.fire_where(|a| &*a.host == node);
-    shared.locals.forget_node(node);
+/// `node`'s incarnation `incarnation` was declared down, left, or was
+/// replaced by a restart: its actors are gone for every ref and watcher
+/// here, and it watches nothing of ours any more.
+pub(crate) fn node_down(shared: &Shared, node: &str, incarnation: u64) {
+    shared.liveness.node_gone(node, incarnation);
+    shared
+        .watching
+        .fire_where(|a| &*a.host == node && a.incarnation == incarnation);
+    shared.locals.forget_node(node, incarnation);
 }
 
 /// This node stops: it will not hear of any watched actor again.
@@ -233,32 +339,62 @@ pub(super) async fn serve_control(outbound: Outbound, mut messages: async_nats::
             outbound.dead_letter(DeadLetterReason::Malformed, &msg.subject);
             continue;
         };
-        match control {
-            Control::Watch { kind, id, from } => {
+        let mine = |incarnation: u64| incarnation == shared.incarnation;
+        let here = match control {
+            Control::Watch {
+                incarnation,
+                kind,
+                id,
+                from,
+                from_incarnation,
+            } => {
                 if !valid_token(&id) || !valid_token(&from) {
                     outbound.dead_letter(DeadLetterReason::Malformed, &msg.subject);
                     continue;
                 }
-                let here = shared.locals.add_watcher(&(kind, id.into()), &from);
-                if let Some(reply) = msg.reply {
-                    let answer = if here { [0] } else { [1] };
-                    let _ = shared
-                        .client
-                        .publish(reply, Bytes::copy_from_slice(&answer))
-                        .await;
-                }
+                mine(incarnation)
+                    && shared
+                        .locals
+                        .add_watcher(&(kind, id.into()), (from, from_incarnation))
             }
-            Control::Unwatch { kind, id, from } => {
-                shared.locals.remove_watcher(&(kind, id.into()), &from);
+            Control::Probe {
+                incarnation,
+                kind,
+                id,
+            } => mine(incarnation) && shared.locals.get(&(kind, id.into())).is_some(),
+            Control::Unwatch {
+                kind,
+                id,
+                from,
+                from_incarnation,
+            } => {
+                shared
+                    .locals
+                    .remove_watcher(&(kind, id.into()), &(from, from_incarnation));
+                continue;
             }
-            Control::Terminated { host, kind, id } => {
+            Control::Terminated {
+                host,
+                incarnation,
+                kind,
+                id,
+            } => {
                 let address = Address {
                     host: host.into(),
+                    incarnation,
                     kind,
                     id: id.into(),
                 };
-                shared.watching.fire(&address);
+                gone(shared, &address);
+                continue;
             }
+        };
+        if let Some(reply) = msg.reply {
+            let answer = if here { [0] } else { [1] };
+            let _ = shared
+                .client
+                .publish(reply, Bytes::copy_from_slice(&answer))
+                .await;
         }
     }
 }
