@@ -40,8 +40,8 @@ mod action;
 mod clock;
 
 use action::Action;
-pub(crate) use clock::Clock;
 pub use clock::ManualClock;
+pub(crate) use clock::{Clock, StandStill};
 
 // A pending timer is one wheel entry and nothing else (see `action.rs`).
 const _: () = assert!(Wheel::<Action>::ENTRY_SIZE <= 56);
@@ -207,6 +207,15 @@ impl Scheduler {
     /// Whether time is driven by a manual clock.
     pub(crate) fn is_manual(&self) -> bool {
         matches!(self.inner.clock, Clock::Manual(_))
+    }
+
+    /// A guard for a thread about to block on a deadline of this
+    /// scheduler's manual clock; `None` on the real clock.
+    pub(crate) fn stand_still(&self) -> Option<StandStill<'_>> {
+        match &self.inner.clock {
+            Clock::Real => None,
+            Clock::Manual(time) => Some(StandStill::new(time)),
+        }
     }
 
     /// The tick length.
