@@ -55,6 +55,56 @@
 //! actors on their dispatcher threads, and a probe that waits in vain fails
 //! with what it expected, what came instead, and after how long.
 //!
+//! # Blocking asks on a manual clock
+//!
+//! An ask's timeout, by contrast, is virtual time: under a [`ManualClock`]
+//! it passes only when the clock is advanced past it. A test thread that
+//! calls `ask(..).wait()` on an actor that never answers, while no other
+//! thread advances the clock, would wait for ever. Instead, `Ask::wait`
+//! panics with a message naming the manual clock and `advance` once the
+//! clock has stood still for its *wait guard* of real time: 10 s by
+//! default, set with [`ManualClock::set_wait_guard`] (every advance starts
+//! the guard over). An answer that comes is never cut short, as with the
+//! `Sync` above. A test that means to see a timeout advances the clock from
+//! another thread while one waits; a test that expects the wait to be
+//! stuck sets a short guard and catches the panic:
+//!
+//! ```
+//! use std::time::Duration;
+//! use troupe::{Actor, ActorSystem, Context, Props, ReplyTo};
+//! use troupe_testkit::ManualClock;
+//!
+//! /// Keeps every request and never answers.
+//! struct Mute(Vec<ReplyTo<u32>>);
+//! impl Actor for Mute {
+//!     type Msg = ReplyTo<u32>;
+//!     fn receive(&mut self, _ctx: &mut Context<'_, Self>, reply: ReplyTo<u32>) {
+//!         self.0.push(reply);
+//!     }
+//! }
+//!
+//! let clock = ManualClock::new();
+//! clock.set_wait_guard(Duration::from_millis(50));
+//! let system = ActorSystem::builder().manual_clock(&clock).build().unwrap();
+//! let mute = system.spawn(Props::new(|| Mute(Vec::new()))).unwrap();
+//!
+//! // Another thread advances: the wait ends with the virtual timeout
+//! // (armed when the ask is made, so the advance may come first).
+//! let ask = mute.ask(|r| r, Duration::from_secs(5));
+//! let waiter = std::thread::spawn(move || ask.wait());
+//! clock.advance(Duration::from_secs(5));
+//! assert!(waiter.join().unwrap().is_err());
+//!
+//! // Nobody advances: the guard turns the hang into a panic.
+//! let ask = mute.ask(|r| r, Duration::from_secs(5));
+//! let stuck = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ask.wait()));
+//! let message = stuck.unwrap_err().downcast::<String>().unwrap();
+//! assert!(message.contains("manual clock"), "{message}");
+//!
+//! system.shutdown();
+//! system.await_termination().unwrap();
+//! ```
+//!
 //! # The rest of the kit
 //!
 //! - [`Latch`]: holds an actor inside its handler until the test opens it,

@@ -2,10 +2,11 @@
 //! the runtime delivers.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::actor_ref::{ActorId, ActorRef};
 use crate::cell::stash::{Stash, StashFull};
-use crate::cell::timers::Timers;
+use crate::cell::timers::{TimerId, Timers};
 use crate::cell::{ActorCell, CellStatus};
 use crate::props::Props;
 use crate::supervision::{Directive, Failure};
@@ -155,10 +156,110 @@ impl<A: Actor> Context<'_, A> {
         }
     }
 
+    /// Delivers `msg` to this actor once after `delay`, and returns the
+    /// timer's id (a key for [`Timers::cancel`] and [`Timers::is_active`]).
+    ///
+    /// The timer belongs to this instance of the actor: it is cancelled when
+    /// the actor stops or restarts, and a message it already sent is then
+    /// not delivered, as with [`timers`](Self::timers), of which it is one
+    /// under a key of its own. Prefer it to the system scheduler's
+    /// [`Scheduler::schedule_once`](crate::Scheduler::schedule_once) for a
+    /// message to oneself: that one is addressed to the actor's ref, which
+    /// outlives a restart, so a fresh instance would get the message its
+    /// failed predecessor scheduled ("expire reservation 1" releasing the
+    /// new instance's reservation 1).
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    /// use troupe::scheduler::ManualClock;
+    /// use troupe::{Actor, ActorSystem, Context, Props, ReplyTo};
+    ///
+    /// enum Msg { Hold(u64, ReplyTo<()>), Expire(u64) }
+    /// struct Desk { expired: mpsc::Sender<u64> }
+    /// impl Actor for Desk {
+    ///     type Msg = Msg;
+    ///     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: Msg) {
+    ///         match msg {
+    ///             Msg::Hold(id, held) => {
+    ///                 ctx.schedule_once(Duration::from_secs(60), Msg::Expire(id));
+    ///                 held.reply(());
+    ///             }
+    ///             Msg::Expire(id) => self.expired.send(id).unwrap(),
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let clock = ManualClock::new();
+    /// let system = ActorSystem::builder().manual_clock(&clock).build().unwrap();
+    /// let (tx, expired) = mpsc::channel();
+    /// let desk = system.spawn(Props::new(move || Desk { expired: tx.clone() })).unwrap();
+    /// desk.ask(|held| Msg::Hold(1, held), Duration::from_secs(5)).wait().unwrap();
+    /// clock.advance(Duration::from_secs(60));
+    /// assert_eq!(expired.recv_timeout(Duration::from_secs(5)).unwrap(), 1);
+    /// system.shutdown();
+    /// system.await_termination().unwrap();
+    /// ```
+    pub fn schedule_once(&mut self, delay: Duration, msg: A::Msg) -> TimerId {
+        let mut timers = self.timers();
+        let id = timers.fresh_id();
+        timers.single(id.into(), delay, msg);
+        id
+    }
+
+    /// Delivers a clone of `msg` to this actor after `initial`, then every
+    /// `interval` after the previous *deadline* (late firings catch up), and
+    /// returns the timer's id. Cancel it with
+    /// [`timers().cancel(id)`](Timers::cancel); like
+    /// [`schedule_once`](Self::schedule_once) it is cancelled when the actor
+    /// stops or restarts, and none of its messages reaches a fresh instance
+    /// (the system scheduler's `schedule_at_fixed_rate` would go on
+    /// delivering to it).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use troupe::{Actor, Context, TimerId};
+    ///
+    /// #[derive(Clone)]
+    /// enum Msg { Start, Poll, Stop }
+    /// struct Poller { polling: Option<TimerId>, polls: u32 }
+    /// impl Actor for Poller {
+    ///     type Msg = Msg;
+    ///     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: Msg) {
+    ///         match msg {
+    ///             Msg::Start => {
+    ///                 let every = Duration::from_secs(1);
+    ///                 self.polling = Some(ctx.schedule_repeatedly(Duration::ZERO, every, Msg::Poll));
+    ///             }
+    ///             Msg::Poll => self.polls += 1,
+    ///             Msg::Stop => {
+    ///                 if let Some(id) = self.polling.take() {
+    ///                     ctx.timers().cancel(id);
+    ///                 }
+    ///             }
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    pub fn schedule_repeatedly(
+        &mut self,
+        initial: Duration,
+        interval: Duration,
+        msg: A::Msg,
+    ) -> TimerId
+    where
+        A::Msg: Clone + Sync,
+    {
+        let mut timers = self.timers();
+        let id = timers.fresh_id();
+        timers.periodic(id.into(), initial, interval, msg);
+        id
+    }
+
     /// Delivers [`Signal::ReceiveTimeout`] when no user message has arrived
     /// for `timeout` (and again after each further `timeout` of silence);
     /// `None` turns it off. Cleared on restart.
-    pub fn set_receive_timeout(&mut self, timeout: Option<std::time::Duration>) {
+    pub fn set_receive_timeout(&mut self, timeout: Option<Duration>) {
         self.cell.set_receive_timeout(self.status, timeout);
     }
 

@@ -402,6 +402,46 @@ impl<R: Send + 'static> Ask<R> {
     /// Blocks the calling thread until the answer, the timeout, or a dropped
     /// request. Spins briefly first, so a quick answer costs no context switch.
     /// Refused on a dispatcher worker thread (see [`AskError::WouldBlockDispatcher`]).
+    ///
+    /// # Panics
+    ///
+    /// On a system built with a
+    /// [`ManualClock`](crate::scheduler::ManualClock), the timeout is
+    /// virtual time: it passes only when some other thread calls
+    /// [`ManualClock::advance`](crate::scheduler::ManualClock::advance).
+    /// Rather than hang for ever when none does, `wait` panics, with a
+    /// message naming the manual clock, once no answer has come while the
+    /// clock stood still for the clock's
+    /// [wait guard](crate::scheduler::ManualClock::set_wait_guard) of real
+    /// time (10 s by default). An answer the actor gives in time is not
+    /// affected: only a wait that virtual time alone could end is cut.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use troupe::scheduler::ManualClock;
+    /// use troupe::{Actor, ActorSystem, Context, Props, ReplyTo};
+    ///
+    /// /// Never answers.
+    /// struct Mute(Vec<ReplyTo<u32>>);
+    /// impl Actor for Mute {
+    ///     type Msg = ReplyTo<u32>;
+    ///     fn receive(&mut self, _ctx: &mut Context<'_, Self>, reply: ReplyTo<u32>) {
+    ///         self.0.push(reply);
+    ///     }
+    /// }
+    ///
+    /// let clock = ManualClock::new();
+    /// clock.set_wait_guard(Duration::from_millis(50));
+    /// let system = ActorSystem::builder().manual_clock(&clock).build().unwrap();
+    /// let mute = system.spawn(Props::new(|| Mute(Vec::new()))).unwrap();
+    /// let ask = mute.ask(|r| r, Duration::from_millis(100));
+    /// // Nobody advances the clock: the 100 ms never pass.
+    /// let stuck = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ask.wait()));
+    /// let message = stuck.unwrap_err().downcast::<String>().unwrap();
+    /// assert!(message.contains("manual clock"));
+    /// system.shutdown();
+    /// system.await_termination().unwrap();
+    /// ```
     pub fn wait(self) -> Result<R, AskError> {
         if on_shared_thread() {
             return Err(AskError::WouldBlockDispatcher);
@@ -410,6 +450,7 @@ impl<R: Send + 'static> Ask<R> {
         while !self.promise.done.load(Ordering::Acquire) && !backoff.is_completed() {
             backoff.snooze();
         }
+        let mut stand_still = self.scheduler.stand_still();
         loop {
             {
                 let mut state = self.promise.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -420,11 +461,22 @@ impl<R: Send + 'static> Ask<R> {
             if let Some(answer) = self.promise.take(self.target, self.timeout) {
                 return answer;
             }
-            if self.scheduler.is_manual() {
+            if let Some(guard) = stand_still.as_mut() {
                 // Virtual time: the timeout is the scheduler entry armed
                 // with the ask, fired by the test's clock; until then, wait
-                // for any answer.
-                thread::park();
+                // for any answer, but not for ever (`scheduler/clock.rs`).
+                if !guard.park() {
+                    panic!(
+                        "Ask::wait on a manual clock: no answer from actor {} while the clock \
+                         stood still for {:?} of real time, and the ask's {:?} timeout is \
+                         virtual time that only ManualClock::advance moves; advance the clock \
+                         from another thread while this one waits, or build the system on the \
+                         real clock (the guard is set with ManualClock::set_wait_guard)",
+                        self.target,
+                        guard.guard(),
+                        self.timeout,
+                    );
+                }
                 continue;
             }
             let now = Instant::now();

@@ -88,7 +88,7 @@ pub(crate) enum SystemMsg {
     Recreate,
     /// A per-actor timer came due (see `cell/timers.rs`).
     Timer {
-        key: &'static str,
+        key: timers::Key,
         generation: u64,
         msg: Box<dyn std::any::Any + Send>,
     },
@@ -257,7 +257,7 @@ struct Links {
     stash: Option<Box<dyn ErasedStash>>,
     /// Per-actor timers by key, and the generation counter they share with
     /// the receive timeout.
-    timers: HashMap<&'static str, timers::TimerSlot>,
+    timers: HashMap<timers::Key, timers::TimerSlot>,
     next_timer_generation: u64,
     receive_timeout: Option<timers::ReceiveTimeout>,
     /// Futures this instance started and that have not reported back.

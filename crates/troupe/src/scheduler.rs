@@ -40,8 +40,8 @@ mod action;
 mod clock;
 
 use action::Action;
-pub(crate) use clock::Clock;
 pub use clock::ManualClock;
+pub(crate) use clock::{Clock, StandStill};
 
 // A pending timer is one wheel entry and nothing else (see `action.rs`).
 const _: () = assert!(Wheel::<Action>::ENTRY_SIZE <= 56);
@@ -209,6 +209,15 @@ impl Scheduler {
         matches!(self.inner.clock, Clock::Manual(_))
     }
 
+    /// A guard for a thread about to block on a deadline of this
+    /// scheduler's manual clock; `None` on the real clock.
+    pub(crate) fn stand_still(&self) -> Option<StandStill<'_>> {
+        match &self.inner.clock {
+            Clock::Real => None,
+            Clock::Manual(time) => Some(StandStill::new(time)),
+        }
+    }
+
     /// The tick length.
     pub fn tick(&self) -> Duration {
         self.inner.tick
@@ -288,7 +297,9 @@ impl Scheduler {
 
     /// Delivers a clone of `msg` to `target` after `initial`, then every
     /// `interval` after the previous *deadline* (late firings catch up).
-    /// Stops when cancelled or when the target has stopped.
+    /// Stops when cancelled or when the target has stopped, not when it
+    /// restarts: for an actor's own repeating timer use
+    /// [`Context::schedule_repeatedly`](crate::Context::schedule_repeatedly).
     pub fn schedule_at_fixed_rate<M: Clone + Send + Sync + 'static>(
         &self,
         initial: Duration,
@@ -341,7 +352,17 @@ impl Scheduler {
     }
 
     /// Delivers `msg` to `target` after `delay`, through the ordinary `tell`
-    /// path. The returned handle cancels the delivery.
+    /// path. The returned handle cancels the delivery, unless the message
+    /// has already been sent.
+    ///
+    /// The timer is addressed to the ref, not to an instance of the actor:
+    /// if the target restarts before it fires, the fresh instance gets the
+    /// message its failed predecessor scheduled. For a message an actor
+    /// sends *itself* (a retry, "expire reservation 1"), use
+    /// [`Context::schedule_once`](crate::Context::schedule_once) or the
+    /// keyed [`Context::timers`](crate::Context::timers) instead: those
+    /// timers are cancelled when the actor stops or restarts, and a message
+    /// of a cancelled one is never delivered, even if already sent.
     pub fn schedule_once<M: Send + 'static>(
         &self,
         delay: Duration,

@@ -400,7 +400,7 @@ impl<A: Actor> ActorCell<A> {
                 msg,
             } => {
                 if matches!(run.status.phase, Phase::Running)
-                    && timers::take_if_current(&mut run.status, key, generation)
+                    && timers::take_if_current(&mut run.status, &key, generation)
                 {
                     match msg.downcast::<A::Msg>() {
                         Ok(msg) => self.invoke(run, *msg),

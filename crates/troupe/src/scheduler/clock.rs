@@ -15,9 +15,21 @@
 //! an action schedules (a repeat, a backoff) fires within the same advance
 //! when its deadline falls inside it. No driver thread runs for a system on
 //! a manual clock.
+//!
+//! A thread that blocks on a deadline of virtual time (`Ask::wait`) depends
+//! on some other thread advancing the clock; if none does, it would wait
+//! for ever, and a test would hang without a word. So such a wait watches
+//! the clock with a [`StandStill`] guard: once the clock has not moved for
+//! the guard's length of *real* time (10 s by default,
+//! [`ManualClock::set_wait_guard`]), the wait panics with a message naming
+//! the manual clock. Panicking at once when nobody can advance the clock is
+//! not possible: any thread holding a clone of it may, and the runtime
+//! cannot know whether one will; a clock standing still for a long real
+//! time is the observable sign.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use super::Inner;
@@ -48,7 +60,15 @@ pub(crate) struct ManualTime {
     scheduler: Mutex<Option<Weak<Inner>>>,
     /// Held for a whole advance, so that two advances do not interleave.
     advancing: Mutex<()>,
+    /// Nanoseconds of real time a blocking wait lets the clock stand still
+    /// before it panics (`u64::MAX`: no limit); see the module docs.
+    wait_guard: AtomicU64,
 }
+
+/// The guard's default: long enough for any wait that another thread ends
+/// by advancing the clock, short enough that a hung test says why well
+/// before a CI job's limit.
+const DEFAULT_WAIT_GUARD: Duration = Duration::from_secs(10);
 
 impl ManualTime {
     pub(crate) fn now(&self) -> Instant {
@@ -60,6 +80,10 @@ impl ManualTime {
         let nanos = at.saturating_duration_since(self.base).as_nanos();
         let nanos = u64::try_from(nanos).unwrap_or(u64::MAX);
         self.offset.fetch_max(nanos, Ordering::AcqRel);
+    }
+
+    fn offset(&self) -> u64 {
+        self.offset.load(Ordering::Acquire)
     }
 
     /// Attaches the scheduler of a system being built; a clock drives one
@@ -80,6 +104,12 @@ impl ManualTime {
 /// Timers, periodic timers, receive timeouts, ask timeouts and restart
 /// backoff then fire deterministically, in deadline order, without the
 /// test sleeping. Cheap to clone (clones share the time).
+///
+/// A thread blocked in [`Ask::wait`](crate::Ask::wait) on such a system
+/// depends on another thread advancing the clock; when the clock stands
+/// still for [`wait_guard`](Self::wait_guard) of real time (10 s unless
+/// [set](Self::set_wait_guard)), the wait panics with a message naming the
+/// manual clock instead of hanging the test.
 ///
 /// ```
 /// use std::sync::mpsc;
@@ -135,8 +165,35 @@ impl ManualClock {
                 offset: AtomicU64::new(0),
                 scheduler: Mutex::new(None),
                 advancing: Mutex::new(()),
+                wait_guard: AtomicU64::new(DEFAULT_WAIT_GUARD.as_nanos() as u64),
             }),
         }
+    }
+
+    /// Sets how long, in real time, a thread blocked on a deadline of this
+    /// clock (`Ask::wait`) waits while the clock does not move before it
+    /// panics (default 10 s; `Duration::MAX`: never). Every advance starts
+    /// the guard over, so a test that advances the clock from another
+    /// thread is not cut short however long it runs. Clones share it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use troupe::scheduler::ManualClock;
+    ///
+    /// let clock = ManualClock::new();
+    /// assert_eq!(clock.wait_guard(), Duration::from_secs(10));
+    /// // A test that expects a wait to be stuck need not sit for 10 s.
+    /// clock.set_wait_guard(Duration::from_millis(100));
+    /// assert_eq!(clock.clone().wait_guard(), Duration::from_millis(100));
+    /// ```
+    pub fn set_wait_guard(&self, guard: Duration) {
+        let nanos = u64::try_from(guard.as_nanos()).unwrap_or(u64::MAX);
+        self.time.wait_guard.store(nanos, Ordering::Relaxed);
+    }
+
+    /// The guard [`set_wait_guard`](Self::set_wait_guard) set.
+    pub fn wait_guard(&self) -> Duration {
+        Duration::from_nanos(self.time.wait_guard.load(Ordering::Relaxed))
     }
 
     /// The clock's current time.
@@ -191,5 +248,62 @@ impl ManualClock {
         }
         self.time.set(target);
         fired
+    }
+}
+
+/// Watches a manual clock for a thread blocked on one of its deadlines (see
+/// the module docs): parks the thread, and tells when the clock has stood
+/// still for the whole guard.
+pub(crate) struct StandStill<'a> {
+    time: &'a ManualTime,
+    guard: Duration,
+    /// The clock's offset when the current guard period began.
+    seen: u64,
+    /// When the current guard period ends; `None`: no guard.
+    until: Option<Instant>,
+}
+
+impl<'a> StandStill<'a> {
+    pub(crate) fn new(time: &'a ManualTime) -> Self {
+        let nanos = time.wait_guard.load(Ordering::Relaxed);
+        let guard = Duration::from_nanos(nanos);
+        let until = if nanos == u64::MAX {
+            None
+        } else {
+            Instant::now().checked_add(guard)
+        };
+        StandStill {
+            time,
+            guard,
+            seen: time.offset(),
+            until,
+        }
+    }
+
+    /// The guard's length.
+    pub(crate) fn guard(&self) -> Duration {
+        self.guard
+    }
+
+    /// Parks until unparked (or spuriously), at most until the guard period
+    /// ends; `false` once a whole period has passed with the clock standing
+    /// still. A period in which the clock moved starts another.
+    pub(crate) fn park(&mut self) -> bool {
+        let Some(until) = self.until else {
+            thread::park();
+            return true;
+        };
+        let now = Instant::now();
+        if now < until {
+            thread::park_timeout(until - now);
+            return true;
+        }
+        let offset = self.time.offset();
+        if offset == self.seen {
+            return false;
+        }
+        self.seen = offset;
+        self.until = now.checked_add(self.guard);
+        true
     }
 }

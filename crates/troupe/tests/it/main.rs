@@ -36,6 +36,7 @@ mod mailbox_bounded;
 mod mailbox_overload;
 mod receptionist_listing;
 mod router_routing;
+mod scheduler_context_timers;
 mod scheduler_manual_clock;
 mod scheduler_once;
 mod scheduler_timers;

@@ -242,3 +242,26 @@ fn a_clock_drives_one_system_at_a_time() {
     assert!(refused.is_err(), "a second system on the same clock");
     terminate(&first, PATIENCE);
 }
+
+/// An ask's timeout is virtual time: a thread that blocks on it while no one
+/// advances the clock would wait for ever. The guard turns that into a panic
+/// that names the cause, after the clock has stood still for its length.
+#[test]
+fn a_blocking_ask_on_a_clock_nobody_advances_panics_after_the_guard() {
+    quiet_panics(&["Ask::wait on a manual clock"]);
+    let clock = ManualClock::new();
+    clock.set_wait_guard(MS * 200);
+    let system = system_on(&clock, "manual-ask-guard");
+    let silent = system
+        .spawn(Props::new(|| Silent { kept: Vec::new() }))
+        .unwrap();
+    let ask = silent.ask(|r| r, MS * 100);
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ask.wait()));
+    let message = caught
+        .expect_err("the wait should have panicked")
+        .downcast::<String>()
+        .expect("a formatted panic message");
+    assert!(message.contains("manual clock"), "{message}");
+    assert!(message.contains("advance"), "{message}");
+    terminate(&system, PATIENCE);
+}
