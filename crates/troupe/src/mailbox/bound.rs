@@ -34,19 +34,27 @@ use std::task::Waker;
 use std::thread::Thread;
 
 /// What a bounded mailbox does with a message that finds it full.
+///
+/// Which sends wait: [`tell`](crate::ActorRef::tell),
+/// [`try_tell`](crate::ActorRef::try_tell) and [`ask`](crate::ActorRef::ask)
+/// never wait, under any policy. [`send_blocking`](crate::ActorRef::send_blocking)
+/// and [`send`](crate::ActorRef::send)`.await` wait for room under `Fail` and
+/// `DropNewest`; under `DropOldest` there is always room (the oldest message
+/// makes way), so they never wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Overflow {
-    /// Refuse the message: `try_tell` hands it back (`TrySendError::Full`),
-    /// `tell` sends it to dead letters.
+    /// Refuse the new message: `try_tell` hands it back
+    /// (`TrySendError::Full`), `tell` makes it a dead letter, `ask` fails
+    /// with `AskError::MailboxFull`, and the waiting sends wait for room.
+    /// This is the policy for producers that must be slowed down instead of
+    /// losing messages: they use the waiting sends.
     Fail,
     /// Drop the new message to dead letters (`try_tell` reports success: the
-    /// policy was applied).
+    /// policy was applied); `ask` fails with `AskError::MailboxFull`; the
+    /// waiting sends wait for room instead.
     DropNewest,
     /// Accept the new message and drop the oldest queued one to dead letters.
     DropOldest,
-    /// Like `Fail` for `tell` and `try_tell`; the waiting sends
-    /// (`send_blocking`, `send().await`) wait for room under every policy.
-    Block,
 }
 
 /// Mailbox settings of an actor (see [`crate::Props::mailbox`]).

@@ -1,6 +1,6 @@
-//! Bounded mailboxes: each overflow policy (fail, drop newest, drop oldest,
-//! block), producers that wait for room (blocking with a timeout, and async),
-//! and waiting producers released with `Closed` when the actor stops.
+//! Bounded mailboxes: each overflow policy (fail, drop newest, drop oldest),
+//! producers that wait for room (blocking with a timeout, and async), and
+//! waiting producers released with `Closed` when the actor stops.
 //!
 //! The consumer is held inside a handler on a latch while the test fills its
 //! mailbox, so "full" is a fact, not a race.
@@ -143,7 +143,7 @@ fn drop_oldest_keeps_the_last_messages() {
 #[test]
 fn a_blocking_producer_never_exceeds_the_capacity_and_loses_nothing() {
     let system = system();
-    let (actor, seen) = spawn_consumer(&system, 8, Overflow::Block);
+    let (actor, seen) = spawn_consumer(&system, 8, Overflow::Fail);
     let producer = {
         let actor = actor.clone();
         std::thread::spawn(move || {
@@ -168,7 +168,7 @@ fn a_blocking_producer_never_exceeds_the_capacity_and_loses_nothing() {
 #[test]
 fn a_blocking_send_times_out_when_no_room_comes() {
     let system = system();
-    let (actor, seen, latch) = spawn_held(&system, 2, Overflow::Block);
+    let (actor, seen, latch) = spawn_held(&system, 2, Overflow::Fail);
     actor.tell(Msg::Value(0));
     actor.tell(Msg::Value(1));
     let started = Instant::now();
@@ -183,7 +183,7 @@ fn a_blocking_send_times_out_when_no_room_comes() {
 #[test]
 fn a_waiting_producer_is_released_with_closed_when_the_actor_stops() {
     let system = system();
-    let (actor, _seen, latch) = spawn_held(&system, 1, Overflow::Block);
+    let (actor, _seen, latch) = spawn_held(&system, 1, Overflow::Fail);
     actor.tell(Msg::Value(0));
     let waiting = TestProbe::new(&system, "producer waiting");
     let producer = {
@@ -210,7 +210,7 @@ fn a_waiting_producer_is_released_with_closed_when_the_actor_stops() {
 #[test]
 fn async_sends_wait_for_room() {
     let system = system();
-    let (actor, seen) = spawn_consumer(&system, 4, Overflow::Block);
+    let (actor, seen) = spawn_consumer(&system, 4, Overflow::Fail);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
