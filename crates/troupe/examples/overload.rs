@@ -38,7 +38,7 @@ fn rss_mb() -> f64 {
 fn phase(system: &ActorSystem, bounded: bool, seconds: u64) {
     let props = Props::new(|| Slow { sum: 0 });
     let props = if bounded {
-        props.mailbox(MailboxConfig::bounded(10_000, Overflow::Block))
+        props.mailbox(MailboxConfig::bounded(10_000, Overflow::Fail))
     } else {
         props
     };

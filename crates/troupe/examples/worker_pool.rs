@@ -39,7 +39,7 @@ fn main() {
     let (done, results) = mpsc::channel();
     let props = Props::new(move || Worker { done: done.clone() })
         .name("worker")
-        .mailbox(MailboxConfig::bounded(CAPACITY, Overflow::Block));
+        .mailbox(MailboxConfig::bounded(CAPACITY, Overflow::Fail));
     let pool = Router::pool(&system, WORKERS, props, Routing::RoundRobin).unwrap();
 
     let start = Instant::now();

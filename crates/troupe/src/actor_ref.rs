@@ -100,7 +100,9 @@ pub struct ActorRef<M: Send + 'static> {
 impl<M: Send + 'static> ActorRef<M> {
     /// Sends `msg`. Never blocks and never fails: if the actor has stopped,
     /// or its bounded mailbox is full and its overflow policy refuses the
-    /// message, the message goes to dead letters.
+    /// message (`Fail`, `DropNewest`), the message goes to dead letters;
+    /// under `DropOldest` the oldest queued message goes instead. Either way
+    /// the dead letter is counted before `tell` returns.
     #[inline]
     pub fn tell(&self, msg: M) {
         cell::deliver(&self.cell, msg);
@@ -129,7 +131,8 @@ impl<M: Send + 'static> ActorRef<M> {
     }
 
     /// About how many user messages wait in the mailbox: a snapshot (exact
-    /// for a bounded mailbox, an estimate while an unbounded one is busy).
+    /// for a bounded mailbox, and never more than its capacity; an estimate
+    /// while an unbounded one is busy).
     pub fn queued(&self) -> usize {
         match self.cell.bound() {
             Some(bound) => bound.len(),

@@ -632,13 +632,6 @@ impl<A: Actor> Runnable for ActorCell<A> {
                     // this run owns the mailbox (it holds `SCHEDULED`),
                     // so it is the user queue's single consumer.
                     // SAFETY: by the argument just above.
-                    if let Some(oldest) = unsafe { this.mailbox.pop_overflowed() } {
-                        this.dead_letter(envelope::open(oldest), DeadLetterReason::MailboxFull);
-                        continue;
-                    }
-                    // this run owns the mailbox (it holds `SCHEDULED`),
-                    // so it is the user queue's single consumer.
-                    // SAFETY: by the argument just above.
                     if unsafe { this.mailbox.user_is_empty() } {
                         break;
                     }
@@ -712,7 +705,10 @@ impl<A: Actor> TypedCell<A::Msg> for ActorCell<A> {
         // without spans the envelope is the message itself, and the
         // contract is passed on unchanged.
         // SAFETY: by the argument just above.
-        unsafe { self.mailbox.offer_user(msg) }
+        unsafe {
+            self.mailbox
+                .offer_user(msg, |oldest| self.displaced(oldest))
+        }
     }
 
     #[cfg(feature = "tracing-spans")]
@@ -722,7 +718,10 @@ impl<A: Actor> TypedCell<A::Msg> for ActorCell<A> {
         // SAFETY: by the argument just above.
         let sealed = std::mem::ManuallyDrop::new(envelope::seal(unsafe { std::ptr::read(msg) }));
         // SAFETY: `sealed` is valid and owned here, never dropped here.
-        let offer = unsafe { self.mailbox.offer_user(&*sealed) };
+        let offer = unsafe {
+            self.mailbox
+                .offer_user(&*sealed, |oldest| self.displaced(oldest))
+        };
         if offer == Offer::Full {
             let sealed = std::mem::ManuallyDrop::into_inner(sealed);
             // the caller's message was moved out above; `Full` must
@@ -745,6 +744,15 @@ impl<A: Actor> TypedCell<A::Msg> for ActorCell<A> {
         self.system
             .dead_letter(self.id, self.name.as_deref(), type_name::<A::Msg>(), reason);
         drop(msg);
+    }
+}
+
+impl<A: Actor> ActorCell<A> {
+    /// A message that a send to a full `DropOldest` mailbox took out to make
+    /// room: a dead letter, counted by that send.
+    #[cold]
+    fn displaced(&self, oldest: envelope::Envelope<A::Msg>) {
+        self.dead_letter(envelope::open(oldest), DeadLetterReason::MailboxFull);
     }
 }
 

@@ -3,27 +3,36 @@
 //!
 //! The pieces live in submodules: [`queue`] (the segmented MPSC FIFO of user
 //! messages), [`bound`] (capacity, overflow policy and waiting producers of
-//! a bounded mailbox), [`system_lane`] (the lock-free stack of system
-//! messages) and [`state`] (the ownership protocol of the state word); the
-//! loom, Miri and plain models of the whole live in `models` (tests only).
-//! This module puts them together. It is generic over the system-message
-//! type so that loom models can drive it with plain integers.
+//! a bounded mailbox), [`drop_oldest`] (the user queue of a `DropOldest`
+//! mailbox, which takes the place of the segmented one), [`system_lane`]
+//! (the lock-free stack of system messages) and [`state`] (the ownership
+//! protocol of the state word); the loom, Miri and plain models of the whole
+//! live in `models` (tests only). This module puts them together. It is
+//! generic over the system-message type so that loom models can drive it
+//! with plain integers.
 //!
 //! # Ground rules
 //!
 //! * Senders call [`Mailbox::offer_user`] (which reserves room in a bounded
-//!   mailbox first, and may hand the message back) or
-//!   [`Mailbox::push_system`], and act on the returned [`Request`]: schedule
-//!   the actor, drain a closed mailbox, or nothing. [`Mailbox::push_user`]
-//!   skips the bound; the models use it.
-//! * Everything `unsafe` here is an owner-only operation: the caller must own
-//!   the mailbox in the sense of `state.rs` (it won the `SCHEDULED` bit and has
+//!   mailbox first, and may hand the message back, or under `DropOldest`
+//!   hand back the oldest one it displaced) or [`Mailbox::push_system`], and
+//!   act on the returned [`Request`]: schedule the actor, drain a closed
+//!   mailbox, or nothing.
+//! * A mailbox's user messages are in exactly one queue: the segmented
+//!   queue, or, for a `DropOldest` mailbox, its [`drop_oldest`] queue (the
+//!   segmented queue of such a mailbox stays empty). The consumer methods
+//!   look at the segmented queue first, so an unbounded mailbox that has a
+//!   message never looks further.
+//! * Everything `unsafe` here but `offer_user` (whose contract is about the
+//!   offered message) is an owner-only operation: the caller must own the
+//!   mailbox in the sense of `state.rs` (it won the `SCHEDULED` bit and has
 //!   not released it).
 //! * System messages are always handled before user messages. The system
 //!   lane is a one-pointer lock-free stack: system traffic (watch, stop,
 //!   failure, termination) is rare and idle actors are many.
 
 pub mod bound;
+pub(crate) mod drop_oldest;
 #[cfg(test)]
 mod models;
 pub(crate) mod queue;
@@ -31,6 +40,7 @@ pub(crate) mod state;
 pub(crate) mod system_lane;
 
 use bound::{Bound, MailboxConfig, Overflow};
+use drop_oldest::DropOldestQueue;
 use queue::SegQueue;
 pub(crate) use state::Request;
 use state::{MailboxState, PENDING, SYSTEM};
@@ -46,13 +56,36 @@ pub(crate) struct Mailbox<M, S> {
     /// Written by any sender, drained by the owner.
     system: SystemLane<S>,
     /// Present for bounded mailboxes only (one pointer on every other actor).
-    bound: Option<Box<Bound>>,
+    bounded: Option<Box<Bounded<M>>>,
+}
+
+/// What a bounded mailbox adds to a mailbox, boxed (see `Mailbox::bounded`).
+struct Bounded<M> {
+    bound: Bound,
+    /// `DropOldest` only: the queue of its user messages (see the ground
+    /// rules above).
+    drop_oldest: Option<DropOldestQueue<M>>,
+}
+
+impl<M> Bounded<M> {
+    fn boxed(config: MailboxConfig) -> Option<Box<Self>> {
+        match config {
+            MailboxConfig::Unbounded => None,
+            MailboxConfig::Bounded { capacity, overflow } => Some(Box::new(Bounded {
+                bound: Bound::new(capacity, overflow),
+                drop_oldest: (overflow == Overflow::DropOldest)
+                    .then(|| DropOldestQueue::new(capacity)),
+            })),
+        }
+    }
 }
 
 /// What became of a user message offered to a mailbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Offer {
-    /// Queued (moved out of the sender's hands); act on the request.
+    /// Queued (moved out of the sender's hands); act on the request. (A
+    /// message it displaced under `DropOldest` went to the offer's
+    /// `displaced` callback before this was returned.)
     Pushed(Request),
     /// The bounded mailbox is full; the message is still the sender's.
     Full,
@@ -65,23 +98,31 @@ impl<M, S> Mailbox<M, S> {
             state: MailboxState::new_owned(),
             user: SegQueue::new(),
             system: SystemLane::new(),
-            bound: match config {
-                MailboxConfig::Unbounded => None,
-                MailboxConfig::Bounded { capacity, overflow } => {
-                    Some(Box::new(Bound::new(capacity, overflow)))
-                }
-            },
+            bounded: Bounded::boxed(config),
+        }
+    }
+
+    /// An idle mailbox nobody owns.
+    #[cfg(test)]
+    pub(crate) fn new(config: MailboxConfig) -> Self {
+        Mailbox {
+            state: MailboxState::new(),
+            user: SegQueue::new(),
+            system: SystemLane::new(),
+            bounded: Bounded::boxed(config),
         }
     }
 
     /// The bound of a bounded mailbox.
     pub(crate) fn bound(&self) -> Option<&Bound> {
-        self.bound.as_deref()
+        self.bounded.as_deref().map(|b| &b.bound)
     }
 
     /// Offers the user message at `src`: reserves a place in a bounded
-    /// mailbox (under `DropOldest`, past a full one), then moves the message
-    /// into the queue and requests a run. On `Full` the message is untouched.
+    /// mailbox, then moves the message into the queue and requests a run.
+    /// On `Full` the message is untouched. Under `DropOldest` there is
+    /// always room: the oldest queued message, if the mailbox is full, is
+    /// taken out and handed to `displaced` (before the run is requested).
     ///
     /// # Safety
     ///
@@ -89,13 +130,17 @@ impl<M, S> Mailbox<M, S> {
     /// has been moved out (the caller must not use or drop it), after
     /// `Full` it is still the caller's.
     #[inline]
-    pub(crate) unsafe fn offer_user(&self, src: *const M) -> Offer {
-        if let Some(bound) = &self.bound {
-            if !bound.try_reserve() {
-                if bound.overflow != Overflow::DropOldest {
-                    return Offer::Full;
-                }
-                bound.force_reserve();
+    pub(crate) unsafe fn offer_user(&self, src: *const M, displaced: impl FnOnce(M)) -> Offer {
+        if let Some(bounded) = &self.bounded {
+            // The policy sits next to `len`, which the reservation below
+            // touches anyway: the test costs a Fail/DropNewest send no
+            // other cache line.
+            if bounded.bound.overflow == Overflow::DropOldest {
+                // SAFETY: passed on from this function's contract.
+                return unsafe { self.offer_drop_oldest(bounded, src, displaced) };
+            }
+            if !bounded.bound.try_reserve() {
+                return Offer::Full;
             }
         }
         // SAFETY: passed on from this function's contract.
@@ -103,24 +148,36 @@ impl<M, S> Mailbox<M, S> {
         Offer::Pushed(self.state.request(PENDING))
     }
 
-    /// An idle mailbox nobody owns.
-    #[allow(dead_code)] // used by the loom models
-    pub(crate) fn new() -> Self {
-        Mailbox {
-            state: MailboxState::new(),
-            user: SegQueue::new(),
-            system: SystemLane::new(),
-            bound: None,
+    /// `offer_user` for a `DropOldest` mailbox: always `Pushed`. Out of
+    /// line, so that the other mailboxes' send path stays as it was.
+    ///
+    /// # Safety
+    ///
+    /// As for `offer_user`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn offer_drop_oldest(
+        &self,
+        bounded: &Bounded<M>,
+        src: *const M,
+        displaced: impl FnOnce(M),
+    ) -> Offer {
+        let queue = bounded
+            .drop_oldest
+            .as_ref()
+            .expect("a DropOldest mailbox has its queue (`Bounded::boxed`)");
+        // `src` is a valid `M` that the caller gives up on `Pushed`
+        // (this function's contract), and `Pushed` is all this returns: the
+        // value is read once and moved into the queue.
+        // SAFETY: by the argument just above.
+        let msg = unsafe { std::ptr::read(src) };
+        if let Some(oldest) = queue.push(&bounded.bound, msg) {
+            // Dead-lettered before the run is requested: if that panics, the
+            // new message waits for the next send instead of a schedule
+            // that this send won and never handed over.
+            displaced(oldest);
         }
-    }
-
-    /// Publishes a user message and requests a run (no bound check: use
-    /// `offer_user` for actor mailboxes).
-    #[allow(dead_code)] // used by the loom models
-    #[inline]
-    pub(crate) fn push_user(&self, msg: M) -> Request {
-        self.user.push(msg);
-        self.state.request(PENDING)
+        Offer::Pushed(self.state.request(PENDING))
     }
 
     /// Publishes a system message and requests a run.
@@ -165,35 +222,45 @@ impl<M, S> Mailbox<M, S> {
         // the caller owns the mailbox (this function's contract), and
         // only the owner pops, so it is the queue's single consumer.
         // SAFETY: by the argument just above.
-        let msg = unsafe { self.user.pop_uninit() }?;
-        if let Some(bound) = &self.bound {
-            bound.release();
+        match unsafe { self.user.pop_uninit() } {
+            Some(msg) => {
+                if let Some(bounded) = &self.bounded {
+                    bounded.bound.release();
+                }
+                Some(msg)
+            }
+            None => self.pop_drop_oldest().map(MaybeUninit::new),
         }
-        Some(msg)
     }
 
-    /// Owner only: under `DropOldest`, the oldest message while the mailbox
-    /// holds more than its capacity (the caller dead-letters it).
-    ///
-    /// # Safety
-    ///
-    /// The caller must own the mailbox (see `state.rs`).
-    #[inline]
-    pub(crate) unsafe fn pop_overflowed(&self) -> Option<M> {
-        let bound = self.bound.as_deref()?;
-        if bound.overflow == Overflow::DropOldest && bound.over_capacity() {
-            // the caller owns the mailbox (this function's contract),
-            // which is what `pop_user` requires.
-            // SAFETY: by the argument just above.
-            unsafe { self.pop_user() }
-        } else {
-            None
-        }
+    /// Owner only: the oldest message of a `DropOldest` mailbox's queue.
+    /// (Safe to call from anywhere; only the owner does, see
+    /// `drop_oldest.rs`.)
+    #[cold]
+    #[inline(never)]
+    fn pop_drop_oldest(&self) -> Option<M> {
+        let bounded = self.bounded.as_deref()?;
+        bounded.drop_oldest.as_ref()?.pop(&bounded.bound)
+    }
+
+    /// Whether the queue of a `DropOldest` mailbox holds a message (false
+    /// for every other mailbox). The owner asks whenever it finds the
+    /// segmented queue empty, so the kind test is inline (a load and a
+    /// branch for an unbounded mailbox) and the lock stays out of line.
+    #[inline(always)]
+    fn drop_oldest_has_messages(&self) -> bool {
+        self.bounded
+            .as_deref()
+            .and_then(|b| b.drop_oldest.as_ref())
+            .is_some_and(|queue| !queue.is_empty())
     }
 
     /// About how many user messages are queued (any thread; a snapshot).
     pub(crate) fn len_hint(&self) -> usize {
-        self.user.len_hint()
+        match self.bounded.as_deref() {
+            Some(b) if b.drop_oldest.is_some() => b.bound.len(),
+            _ => self.user.len_hint(),
+        }
     }
 
     /// Owner only: whether the user queue looks empty.
@@ -206,7 +273,8 @@ impl<M, S> Mailbox<M, S> {
         // the caller owns the mailbox (this function's contract), and
         // only the owner reads the queue's head, so it is the single consumer.
         // SAFETY: by the argument just above.
-        unsafe { self.user.is_empty() }
+        let segmented_empty = unsafe { self.user.is_empty() };
+        segmented_empty && !self.drop_oldest_has_messages()
     }
 
     /// Owner only: tries to release ownership after finding nothing to do.

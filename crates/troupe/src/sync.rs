@@ -2,15 +2,21 @@
 //! and `UnsafeCell` for the lock-free parts of the runtime.
 //!
 //! Under `--cfg loom` every primitive comes from loom, so the same code of the
-//! mailbox queue and the mailbox state machine is model-checked by the tests in
-//! `tests/loom_*.rs`. `UnsafeCell` exposes loom's closure API (`with`,
-//! `with_mut`) in both builds so that loom can track every access.
+//! mailbox queue and the mailbox state machine is model-checked by the models in
+//! `mailbox/models.rs`. `UnsafeCell` exposes loom's closure API (`with`,
+//! `with_mut`) in both builds so that loom can track every access. `Mutex`
+//! is here for the one lock the mailbox's models must see: the queue of a
+//! `DropOldest` mailbox (`mailbox/drop_oldest.rs`).
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+#[cfg(loom)]
+pub(crate) use loom::sync::Mutex;
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+#[cfg(not(loom))]
+pub(crate) use std::sync::Mutex;
 
 /// Hint to the processor (or to loom's scheduler) that this thread is spinning.
 #[cfg(loom)]

@@ -329,7 +329,7 @@ fn run_actor(sizes: &Settings) -> Result<Outcome, WorkloadError> {
         delay: sizes.delay,
         base,
     })
-    .mailbox(MailboxConfig::bounded(sizes.capacity, Overflow::Block));
+    .mailbox(MailboxConfig::bounded(sizes.capacity, Overflow::Fail));
     let pool = Router::pool(system, sizes.workers, worker, Routing::RoundRobin)
         .map_err(|e| WorkloadError::new(e.to_string()))?;
     let sampler = start_sampler(counters.clone(), base);

@@ -1,7 +1,7 @@
 //! The soak's overload workload: a producer faster than its consumer, held
 //! back by a bounded mailbox, and asks that must time out cleanly.
 //!
-//! - A consumer with a mailbox of [`CAPACITY`] (`Overflow::Block`) handles
+//! - A consumer with a mailbox of [`CAPACITY`] (`Overflow::Fail`) handles
 //!   messages slowly: it sleeps a millisecond every 50 messages, about
 //!   50,000 a second at little CPU cost (a slow consumer, not a busy one).
 //! - A producer thread sends as fast as `send_blocking` lets it: without the
@@ -115,7 +115,7 @@ impl Overload {
         let consumer = system
             .spawn(
                 Props::new(|| Consumer { handled: 0 })
-                    .mailbox(MailboxConfig::bounded(CAPACITY, Overflow::Block)),
+                    .mailbox(MailboxConfig::bounded(CAPACITY, Overflow::Fail)),
             )
             .map_err(|e| err(&e))?;
         let counts = Arc::new(Counts::default());

@@ -5,7 +5,10 @@
 //!
 //! Both retry an offer, register as a waiter when the mailbox is full, and
 //! retry once more before they sleep (see `mailbox/bound.rs` for why no
-//! wake-up is lost). On an unbounded mailbox they never wait.
+//! wake-up is lost). On an unbounded mailbox they never wait, nor on a
+//! `DropOldest` one, which always makes room by dropping its oldest message
+//! (see [`Overflow`](crate::Overflow) for which send waits under which
+//! policy).
 
 use std::fmt;
 use std::future::Future;
@@ -49,8 +52,9 @@ impl<M: fmt::Debug> std::error::Error for SendError<M> {}
 
 impl<M: Send + 'static> ActorRef<M> {
     /// Sends `msg`, waiting up to `timeout` for room if the actor's bounded
-    /// mailbox is full. For a plain thread (it blocks); in async code use
-    /// [`send`](Self::send).
+    /// mailbox is full (under `Overflow::Fail` or `Overflow::DropNewest`;
+    /// under `DropOldest` there is always room). For a plain thread (it
+    /// blocks); in async code use [`send`](Self::send).
     ///
     /// ```
     /// use std::time::Duration;
@@ -64,7 +68,7 @@ impl<M: Send + 'static> ActorRef<M> {
     ///
     /// let system = ActorSystem::builder().threads(1).build().unwrap();
     /// let sink = system
-    ///     .spawn(Props::new(|| Sink).mailbox(MailboxConfig::bounded(16, Overflow::Block)))
+    ///     .spawn(Props::new(|| Sink).mailbox(MailboxConfig::bounded(16, Overflow::Fail)))
     ///     .unwrap();
     /// for n in 0..1_000 {
     ///     // Never more than 16 messages queued: the loop waits for the sink.
@@ -91,7 +95,8 @@ impl<M: Send + 'static> ActorRef<M> {
     }
 
     /// Sends `msg`, waiting (asynchronously) for room if the actor's bounded
-    /// mailbox is full. Wrap it in a timeout of your runtime to bound the wait.
+    /// mailbox is full (as for [`send_blocking`](Self::send_blocking)). Wrap
+    /// it in a timeout of your runtime to bound the wait.
     pub fn send(&self, msg: M) -> SendFuture<'_, M> {
         SendFuture {
             target: self,

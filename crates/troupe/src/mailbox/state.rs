@@ -56,7 +56,8 @@ pub(crate) enum Request {
 pub(crate) struct MailboxState(AtomicU32);
 
 impl MailboxState {
-    /// An idle, open mailbox.
+    /// An idle, open mailbox (the models start from one).
+    #[cfg(test)]
     pub(crate) fn new() -> Self {
         MailboxState(AtomicU32::new(0))
     }

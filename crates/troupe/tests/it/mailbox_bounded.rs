@@ -1,6 +1,8 @@
-//! Bounded mailboxes: each overflow policy (fail, drop newest, drop oldest,
-//! block), producers that wait for room (blocking with a timeout, and async),
-//! and waiting producers released with `Closed` when the actor stops.
+//! Bounded mailboxes: each overflow policy (fail, drop newest, drop oldest),
+//! applied at enqueue so that the bound is never passed, even while the
+//! consumer is stuck; which sends wait under which policy; producers that
+//! wait for room (blocking with a timeout, and async), and waiting producers
+//! released with `Closed` when the actor stops.
 //!
 //! The consumer is held inside a handler on a latch while the test fills its
 //! mailbox, so "full" is a fact, not a race.
@@ -140,10 +142,127 @@ fn drop_oldest_keeps_the_last_messages() {
     assert_eq!(seen.received(), Vec::<u32>::new());
 }
 
+/// The bound holds at enqueue under `DropOldest` too: while the consumer is
+/// held, every `tell` past the capacity drops the oldest queued message to
+/// dead letters there and then, so the mailbox never holds more than its
+/// capacity and the dead-letter count is exact after every `tell`.
+#[test]
+fn drop_oldest_holds_the_bound_and_counts_each_drop_at_enqueue() {
+    const CAPACITY: usize = 1_000;
+    const SENT: u32 = 100_000;
+    let system = system();
+    let (actor, seen, latch) = spawn_held(&system, CAPACITY, Overflow::DropOldest);
+    let mut deepest = 0;
+    let mut first_miscount = None;
+    for v in 0..SENT {
+        actor.tell(Msg::Value(v));
+        deepest = deepest.max(actor.queued());
+        let dropped = (v as u64 + 1).saturating_sub(CAPACITY as u64);
+        let counted = system.dead_letter_count();
+        if counted != dropped && first_miscount.is_none() {
+            first_miscount = Some((v, counted, dropped));
+        }
+    }
+    assert!(
+        deepest <= CAPACITY && first_miscount.is_none(),
+        "while the consumer was held the mailbox held up to {deepest} messages \
+         (capacity {CAPACITY}); first dead-letter miscount (after value, counted, \
+         dropped): {first_miscount:?}"
+    );
+    assert_eq!(actor.queued(), CAPACITY);
+    assert_eq!(
+        system.dead_letter_count(),
+        u64::from(SENT) - CAPACITY as u64
+    );
+    latch.open();
+    let kept = seen.receive_n(CAPACITY, PATIENCE);
+    assert!(
+        kept.iter().copied().eq(SENT - CAPACITY as u32..SENT),
+        "not the newest {CAPACITY} in order: {:?}..{:?}",
+        kept.first(),
+        kept.last()
+    );
+    terminate(&system, PATIENCE);
+    assert_eq!(seen.received(), Vec::<u32>::new());
+    assert_eq!(
+        system.dead_letter_count(),
+        u64::from(SENT) - CAPACITY as u64
+    );
+}
+
+/// Several producers racing into a full `DropOldest` mailbox: none of them
+/// ever sees it past its capacity, every message is handled or counted as a
+/// dead letter, and each producer's surviving messages keep their order.
+#[test]
+fn drop_oldest_holds_the_bound_against_racing_producers() {
+    const CAPACITY: usize = 64;
+    const PRODUCERS: u32 = 2;
+    const EACH: u32 = 20_000;
+    let system = system();
+    let (actor, seen, latch) = spawn_held(&system, CAPACITY, Overflow::DropOldest);
+    let producers: Vec<_> = (0..PRODUCERS)
+        .map(|p| {
+            let actor = actor.clone();
+            std::thread::spawn(move || {
+                let mut deepest = 0;
+                for i in 0..EACH {
+                    actor.tell(Msg::Value(p * EACH + i));
+                    deepest = deepest.max(actor.queued());
+                }
+                deepest
+            })
+        })
+        .collect();
+    for producer in producers {
+        let deepest = producer.join().unwrap();
+        assert!(deepest <= CAPACITY, "a producer saw {deepest} queued");
+    }
+    let sent = u64::from(PRODUCERS * EACH);
+    assert_eq!(actor.queued(), CAPACITY);
+    assert_eq!(system.dead_letter_count(), sent - CAPACITY as u64);
+    latch.open();
+    let kept = seen.receive_n(CAPACITY, PATIENCE);
+    for p in 0..PRODUCERS {
+        let own: Vec<u32> = kept.iter().copied().filter(|v| v / EACH == p).collect();
+        assert!(
+            own.windows(2).all(|w| w[0] < w[1]),
+            "producer {p} out of order"
+        );
+    }
+    terminate(&system, PATIENCE);
+    assert_eq!(seen.received(), Vec::<u32>::new());
+}
+
+/// The waiting sends wait for room under `Fail` and `DropNewest` (a zero
+/// timeout: they find no room and give the message back), and never under
+/// `DropOldest`, which always makes room by dropping the oldest message.
+#[test]
+fn waiting_sends_wait_under_fail_and_drop_newest_but_not_drop_oldest() {
+    let system = system();
+    for overflow in [Overflow::Fail, Overflow::DropNewest] {
+        let (actor, seen, latch) = spawn_held(&system, 1, overflow);
+        actor.tell(Msg::Value(0));
+        match actor.send_blocking(Msg::Value(1), Duration::ZERO) {
+            Err(SendError::Timeout(Msg::Value(1))) => {}
+            other => panic!("{overflow:?}: expected Timeout(1), got {other:?}"),
+        }
+        latch.open();
+        assert_eq!(seen.receive_n(1, PATIENCE), [0], "{overflow:?}");
+    }
+    assert_eq!(system.dead_letter_count(), 0, "no policy dropped anything");
+    let (actor, seen, latch) = spawn_held(&system, 1, Overflow::DropOldest);
+    actor.tell(Msg::Value(0));
+    actor.send_blocking(Msg::Value(1), Duration::ZERO).unwrap();
+    assert_eq!(system.dead_letter_count(), 1, "0 made way for 1");
+    latch.open();
+    assert_eq!(seen.receive_n(1, PATIENCE), [1]);
+    terminate(&system, PATIENCE);
+}
+
 #[test]
 fn a_blocking_producer_never_exceeds_the_capacity_and_loses_nothing() {
     let system = system();
-    let (actor, seen) = spawn_consumer(&system, 8, Overflow::Block);
+    let (actor, seen) = spawn_consumer(&system, 8, Overflow::Fail);
     let producer = {
         let actor = actor.clone();
         std::thread::spawn(move || {
@@ -168,7 +287,7 @@ fn a_blocking_producer_never_exceeds_the_capacity_and_loses_nothing() {
 #[test]
 fn a_blocking_send_times_out_when_no_room_comes() {
     let system = system();
-    let (actor, seen, latch) = spawn_held(&system, 2, Overflow::Block);
+    let (actor, seen, latch) = spawn_held(&system, 2, Overflow::Fail);
     actor.tell(Msg::Value(0));
     actor.tell(Msg::Value(1));
     let started = Instant::now();
@@ -183,7 +302,7 @@ fn a_blocking_send_times_out_when_no_room_comes() {
 #[test]
 fn a_waiting_producer_is_released_with_closed_when_the_actor_stops() {
     let system = system();
-    let (actor, _seen, latch) = spawn_held(&system, 1, Overflow::Block);
+    let (actor, _seen, latch) = spawn_held(&system, 1, Overflow::Fail);
     actor.tell(Msg::Value(0));
     let waiting = TestProbe::new(&system, "producer waiting");
     let producer = {
@@ -210,7 +329,7 @@ fn a_waiting_producer_is_released_with_closed_when_the_actor_stops() {
 #[test]
 fn async_sends_wait_for_room() {
     let system = system();
-    let (actor, seen) = spawn_consumer(&system, 4, Overflow::Block);
+    let (actor, seen) = spawn_consumer(&system, 4, Overflow::Fail);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();

@@ -135,7 +135,7 @@ fn a_fast_producer_never_queues_past_capacity_and_nothing_is_unaccounted() {
 fn a_blocking_producer_is_paced_and_loses_nothing() {
     let system = ActorSystem::builder().threads(2).build().unwrap();
     let handled = Arc::new(AtomicU64::new(0));
-    let consumer = slow(&system, Overflow::Block, &handled);
+    let consumer = slow(&system, Overflow::Fail, &handled);
     let sent = 5_000u64;
     let mut deepest = 0;
     for _ in 0..sent {
@@ -164,7 +164,7 @@ fn a_blocking_producer_is_paced_and_loses_nothing() {
 fn asks_that_cannot_be_answered_in_time_fail_clearly_and_leak_nothing() {
     let system = ActorSystem::builder().threads(2).build().unwrap();
     let handled = Arc::new(AtomicU64::new(0));
-    let consumer = slow(&system, Overflow::Block, &handled);
+    let consumer = slow(&system, Overflow::Fail, &handled);
     let timeout = Duration::from_millis(50);
     let asks: Vec<_> = (0..20).map(|_| consumer.ask(Job::Hold, timeout)).collect();
     for ask in asks {
