@@ -13,7 +13,7 @@
 //!   server's "no responders"), when the target's node refuses the frame
 //!   as addressed to a past incarnation of it, or when the target is known
 //!   gone so nothing was sent. Each entry remembers the ref it was sent
-//!   through (its [`Liveness`]), so such an answer also tells the node
+//!   through (its `Liveness`), so such an answer also tells the node
 //!   which actor is gone.
 //! * **Receiving** (inside the node's subscription task): a fresh local
 //!   reply handle is made with [`troupe::ReplyTo::pair`] and put in the

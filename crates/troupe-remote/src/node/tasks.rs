@@ -260,7 +260,7 @@ pub(super) async fn serve_exports(outbound: Outbound, mut frames: async_nats::Su
 /// refused frame is a dead letter with its reason. Frames addressed to
 /// another incarnation of this node are `WrongIncarnation` dead letters,
 /// and if `msg` carries asks the sender is told at once (see
-/// [`refuse_incarnations`]).
+/// [`refusal`]).
 async fn deliver_all(
     outbound: &Outbound,
     msg: &async_nats::Message,
