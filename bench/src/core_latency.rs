@@ -124,10 +124,14 @@ fn probe() -> f64 {
 
 #[cfg(test)]
 mod tests {
+    /// A figure comes back, positive and finite. No upper bound: how long
+    /// a round trip takes is the machine's (about 1 ms when its two CPUs
+    /// are time-shared, or when the other tests of this binary keep them
+    /// busy), a measurement for the bench rows, not a property to test.
     #[test]
-    fn a_round_trip_takes_some_time_and_less_than_a_millisecond() {
+    fn a_round_trip_takes_some_time() {
         let ns = super::round_trip_ns();
-        assert!(ns > 0.0 && ns < 1e6, "{ns}");
+        assert!(ns > 0.0 && ns.is_finite(), "{ns}");
     }
 
     /// Both threads on one CPU: each hand-off waits for the other thread to
