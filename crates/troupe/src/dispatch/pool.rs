@@ -21,9 +21,11 @@
 //! ([`watch`]): every [`GRACE`] it looks at the other workers' queues and
 //! their progress counters, and steals half of a queue (a batch, not one
 //! task) only if that queue was already non-empty a grace period ago and
-//! its owner has either run nothing since (stuck in a long handler) or left
-//! it non-empty for [`PERSIST`] grace periods in a row (more work than one
-//! worker keeps up with: real parallelism). The watcher sleeps between
+//! now holds more tasks than its owner ran in that period: then its tasks
+//! wait longer than a grace period (the owner is stuck in a long handler,
+//! or has more work than one worker keeps up with: real parallelism). A
+//! queue of a few small tasks, which its owner empties many times per
+//! period, is never taken: its actors stay where they are. The watcher sleeps between
 //! looks (no spinning), and parks for good after [`IDLE_WATCH`] without
 //! seeing a queued task.
 //!
@@ -98,10 +100,6 @@ pub(crate) const INJECTOR_INTERVAL: u32 = 61;
 /// longer). Go's scheduler gives a `runnext` task about 3 us; a whole
 /// queue gets more here, since a migration costs every actor's cache lines.
 pub(crate) const GRACE: Duration = Duration::from_micros(50);
-
-/// Grace periods in a row a queue may stay non-empty, with its owner
-/// making progress, before the watcher takes half of it.
-pub(crate) const PERSIST: u32 = 4;
 
 /// How long a watcher watches without seeing any queued task before it
 /// parks for good (a busy pool keeps its watcher; an idle one sleeps).
@@ -556,8 +554,8 @@ fn spin_for_task(pool: &Pool, local: &Local) -> Option<Task> {
 struct Watched {
     /// Its tasks run then.
     runs: u64,
-    /// Looks in a row that found its queue non-empty.
-    queued_looks: u32,
+    /// Whether its queue was non-empty then.
+    queued: bool,
 }
 
 /// Ends the watch when dropped.
@@ -598,19 +596,20 @@ fn watch(pool: &Pool, local: &Local, seen: &mut [Watched]) -> Option<Task> {
             let victim = (local.index + k) % n;
             let stealer = &pool.stealers[victim];
             let w = &mut seen[victim];
-            if stealer.is_empty() {
-                w.queued_looks = 0;
+            let runs = pool.counters[victim].runs.load(Ordering::Relaxed);
+            let queued = stealer.len() as u64;
+            let ran = runs.wrapping_sub(w.runs);
+            let was_queued = std::mem::replace(&mut w.queued, queued > 0);
+            w.runs = runs;
+            if queued == 0 {
                 continue;
             }
             any_queued = true;
-            let runs = pool.counters[victim].runs.load(Ordering::Relaxed);
-            let stuck = w.queued_looks > 0 && runs == w.runs;
-            w.runs = runs;
-            w.queued_looks += 1;
-            if stuck || w.queued_looks > PERSIST {
+            // Queued a period ago and more left than a period's work.
+            if was_queued && queued > ran {
                 if let Some(task) = steal_from(stealer, local) {
                     Counters::bump(&pool.counters[local.index].steals);
-                    w.queued_looks = 0;
+                    w.queued = false;
                     drop(watching);
                     // Hand the watch on while queues still hold work.
                     if pool.stealers.iter().any(|s| !s.is_empty()) {
