@@ -12,6 +12,7 @@
 
 mod compare;
 mod core_latency;
+mod cost;
 mod experiments;
 mod pairing;
 mod peer;

@@ -84,6 +84,13 @@ impl Row {
     ) -> Self {
         let samples = measurement.ns_per_msg();
         let summary = summarize(&samples).expect("a measurement has at least one sample");
+        let mut params = params;
+        let elapsed: Vec<_> = measurement.samples.iter().map(|s| s.elapsed).collect();
+        params.extend(crate::cost::params(
+            &measurement.costs,
+            measurement.msgs(),
+            &elapsed,
+        ));
         Row {
             experiment: experiment.to_string(),
             variant: variant.to_string(),

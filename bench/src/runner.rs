@@ -212,6 +212,9 @@ pub struct Measurement {
     pub warmups_ns: Vec<f64>,
     /// The measured samples, in the order they ran.
     pub samples: Vec<Sample>,
+    /// What each measured run cost (CPU time, dispatcher counters), in the
+    /// same order; empty where the runs were not observed (Pekko's).
+    pub costs: Vec<crate::cost::Spent>,
 }
 
 impl Measurement {
@@ -221,6 +224,7 @@ impl Measurement {
             warmup,
             warmups_ns: vec![warmup.ns_per_msg()],
             samples,
+            costs: Vec::new(),
         }
     }
 
@@ -296,13 +300,16 @@ pub fn measure(
     let mut phases = Phases::new(repeats);
     let mut warmup: Option<Sample> = None;
     let mut samples = Vec::with_capacity(repeats as usize);
+    let mut costs = Vec::with_capacity(repeats as usize);
     while let Some(phase) = phases.next_phase() {
         on_phase(phase);
         let context = match phase {
             Phase::WarmUp => "warm-up run".to_string(),
             Phase::Measured { run, of } => format!("run {run}/{of}"),
         };
+        let cost = crate::cost::Cost::now();
         let sample = run().map_err(|e| e.context(&context))?;
+        let spent = cost.spent();
         if sample.msgs == 0 {
             return Err(WorkloadError::new(format!(
                 "{context}: validation failed: the run moved no messages"
@@ -320,7 +327,10 @@ pub fn measure(
                 phases.warmed(sample.ns_per_msg());
                 warmup = Some(sample);
             }
-            Phase::Measured { .. } => samples.push(sample),
+            Phase::Measured { .. } => {
+                samples.push(sample);
+                costs.push(spent);
+            }
         }
     }
     let warmup = warmup.expect("the rule asks for at least one warm-up run");
@@ -329,6 +339,7 @@ pub fn measure(
         warmup,
         warmups_ns,
         samples,
+        costs,
     })
 }
 

@@ -396,6 +396,9 @@ struct RunState<A: Actor> {
     factory: Option<Factory<A>>,
     strategy: Arc<SupervisorStrategy>,
     status: CellStatus,
+    /// The pool worker this actor last ran on (`u32::MAX`: none yet), for
+    /// the pool's count of migrations.
+    last_worker: u32,
 }
 
 /// One actor (see the module header).
@@ -462,6 +465,7 @@ impl<A: Actor> ActorCell<A> {
             executor,
             mailbox: Mailbox::new_owned(props.mailbox),
             run: std::cell::UnsafeCell::new(RunState {
+                last_worker: u32::MAX,
                 actor: None,
                 factory: Some(props.factory),
                 strategy: props
@@ -603,6 +607,7 @@ impl<A: Actor> Runnable for ActorCell<A> {
         // SAFETY: by the argument just above.
         let run = unsafe { &mut *this.run.get() };
         let budget = this.executor.throughput().max(1);
+        crate::dispatch::pool::note_run(&mut run.last_worker);
         #[cfg(feature = "metrics")]
         this.metrics.run_starts(this.mailbox.len_hint());
         let mut sys = Vec::new();

@@ -113,6 +113,55 @@ impl Executor for NeverScheduled {
     }
 }
 
+/// What a pool dispatcher's workers did, summed over its workers since it
+/// started ([`ActorSystem::dispatcher_stats`](crate::ActorSystem::dispatcher_stats)):
+/// why a workload is fast or slow on it. Counted always (each worker adds
+/// to its own cache line), read with relaxed loads: a snapshot while the
+/// pool runs is approximate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DispatcherStats {
+    /// Actor runs (each handles up to `throughput` messages).
+    pub tasks: u64,
+    /// Batches an idle worker took from another worker's queue.
+    pub steals: u64,
+    /// Runs of an actor on another worker than its previous run.
+    pub migrations: u64,
+    /// Times a worker parked (went to sleep with nothing to do).
+    pub parks: u64,
+    /// Parked workers woken up (by workers and by sends from outside).
+    pub wakeups: u64,
+}
+
+impl DispatcherStats {
+    /// The counters of every pool dispatcher of every actor system this
+    /// process has run, those that ended included: for measuring a piece
+    /// of work that builds its own systems.
+    pub fn process() -> DispatcherStats {
+        pool::process_stats()
+    }
+
+    pub(crate) fn plus(&self, other: &DispatcherStats) -> DispatcherStats {
+        DispatcherStats {
+            tasks: self.tasks + other.tasks,
+            steals: self.steals + other.steals,
+            migrations: self.migrations + other.migrations,
+            parks: self.parks + other.parks,
+            wakeups: self.wakeups + other.wakeups,
+        }
+    }
+
+    /// What happened between `earlier` and `self` (counters only grow).
+    pub fn since(&self, earlier: &DispatcherStats) -> DispatcherStats {
+        DispatcherStats {
+            tasks: self.tasks.saturating_sub(earlier.tasks),
+            steals: self.steals.saturating_sub(earlier.steals),
+            migrations: self.migrations.saturating_sub(earlier.migrations),
+            parks: self.parks.saturating_sub(earlier.parks),
+            wakeups: self.wakeups.saturating_sub(earlier.wakeups),
+        }
+    }
+}
+
 /// A dispatcher, as seen by actor cells.
 pub(crate) trait Executor: Send + Sync + 'static {
     /// Hands over a task that a send just made runnable. On one of the

@@ -58,6 +58,7 @@ pub use actor_ref::{
 pub use ask::{Ask, AskError, ReplyTo};
 pub use cell::stash::StashFull;
 pub use cell::timers::{TimerId, Timers};
+pub use dispatch::DispatcherStats;
 pub use mailbox::bound::{MailboxConfig, Overflow};
 pub use props::Props;
 pub use receptionist::{Listing, Receptionist, ServiceKey};

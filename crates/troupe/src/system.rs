@@ -411,6 +411,40 @@ impl ActorSystem {
         &self.inner.scheduler
     }
 
+    /// What the workers of the pool dispatcher `name` (`"default"` for
+    /// the default one) did so far: runs, steals, migrations of actors
+    /// between workers, parks and wake-ups; `None` if there is no pool
+    /// dispatcher of that name. Take two snapshots and
+    /// [`since`](crate::DispatcherStats::since) for an interval.
+    ///
+    /// ```
+    /// use troupe::{Actor, ActorSystem, Context, Props};
+    ///
+    /// struct Sink;
+    /// impl Actor for Sink {
+    ///     type Msg = u32;
+    ///     fn receive(&mut self, _ctx: &mut Context<'_, Self>, _msg: u32) {}
+    /// }
+    ///
+    /// let system = ActorSystem::builder().threads(2).build().unwrap();
+    /// let before = system.dispatcher_stats("default").unwrap();
+    /// let sink = system.spawn(Props::new(|| Sink)).unwrap();
+    /// for n in 0..100 {
+    ///     sink.tell(n);
+    /// }
+    /// system.shutdown();
+    /// system.await_termination().unwrap();
+    /// let run = system.dispatcher_stats("default").unwrap().since(&before);
+    /// assert!(run.tasks >= 1);
+    /// assert!(system.dispatcher_stats("no-such-dispatcher").is_none());
+    /// ```
+    pub fn dispatcher_stats(&self, name: &str) -> Option<crate::DispatcherStats> {
+        match self.inner.dispatchers.get(name)? {
+            Dispatcher::Pool(pool) => Some(pool.stats()),
+            _ => None,
+        }
+    }
+
     /// Messages dropped because their recipient had stopped, so far.
     pub fn dead_letter_count(&self) -> u64 {
         self.inner.dead_letters.count()

@@ -316,6 +316,7 @@ fn row(
         warmup: sample(&results[w - 1]),
         warmups_ns,
         samples: results[w..].iter().map(sample).collect(),
+        costs: Vec::new(),
     };
     let measured = &results[w..];
     let median = |f: &dyn Fn(&RoundResult) -> f64| {

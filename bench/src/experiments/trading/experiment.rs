@@ -51,6 +51,9 @@ pub struct TradingArgs {
     /// for request-reply and one-way under group commit with 10 clients).
     #[arg(long, value_name = "W,W,..", value_delimiter = ',')]
     window: Option<Vec<usize>>,
+    /// Worker threads of the actor variants' dispatcher (default 2).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    threads: Option<u64>,
 }
 
 impl Experiment for Trading {
@@ -95,6 +98,9 @@ impl Experiment for Trading {
                 }
             }
             settings.points = points;
+        }
+        if let Some(threads) = args.threads {
+            settings.threads = threads as usize;
         }
         if let Some(windows) = args.window {
             if windows.contains(&0) {

@@ -1,4 +1,4 @@
-//! The work-stealing worker pool: the default dispatcher.
+//! The worker pool: the default dispatcher, locality first.
 //!
 //! # Design
 //!
@@ -6,31 +6,67 @@
 //! `crossbeam-deque`) and a one-task **LIFO slot**. Tasks made runnable by a
 //! send from a worker of the same pool go into that worker's LIFO slot, so a
 //! request's reply runs next, on the same thread, with a warm cache (the
-//! pattern of Go's and tokio's schedulers). A task displaced from the slot
-//! goes to the worker's queue, where idle workers can steal it. Sends from
-//! other threads go to the shared injector queue.
+//! pattern of Go's and tokio's schedulers). A task displaced from the slot,
+//! or rescheduled after its throughput budget, goes to the worker's own
+//! queue. Sends from other threads go to the shared injector queue.
+//!
+//! **Locality first.** A worker's queue is its own: actors that message
+//! each other stay on the worker they run on, whose cache holds them, and
+//! another worker takes from that queue only when the owner is not keeping
+//! up. Taking an actor to another CPU costs a cache-line transfer per
+//! touched line (a few hundred nanoseconds on some machines), far more than
+//! running a small handler, so an idle worker does not pounce on every task
+//! displaced into a queue (which made two workers five times slower than
+//! one on chameneos). Instead at most one idle worker **watches**
+//! ([`watch`]): every [`GRACE`] it looks at the other workers' queues and
+//! their progress counters, and steals half of a queue (a batch, not one
+//! task) only if that queue was already non-empty a grace period ago and
+//! now holds more tasks than its owner ran in that period: then its tasks
+//! wait longer than a grace period (the owner is stuck in a long handler,
+//! or has more work than one worker keeps up with: real parallelism). A
+//! queue of a few small tasks, which its owner empties many times per
+//! period, is never taken: its actors stay where they are. The watcher sleeps between
+//! looks (no spinning), and parks for good after [`IDLE_WATCH`] without
+//! seeing a queued task.
 //!
 //! A worker looks for work in this order: the LIFO slot (at most
 //! [`MAX_LIFO_STREAK`] times in a row, so two actors bouncing messages cannot
-//! starve the queue), its own queue, the injector, the other workers' queues;
-//! and every [`INJECTOR_INTERVAL`] tasks the injector first, so a worker kept
-//! busy by its own actors still picks up work sent from outside the pool.
-//! Having found nothing it spins for `spin` rounds of exponential backoff, then
-//! parks.
+//! starve the queue), its own queue, the injector; and every
+//! [`INJECTOR_INTERVAL`] tasks the injector first, so a worker kept busy by
+//! its own actors still picks up work sent from outside the pool. Having
+//! found nothing it spins for `spin` rounds of exponential backoff on its
+//! slot and the injector, then watches (if nobody does), then parks.
 //!
 //! # Parking protocol (no lost wake-ups)
 //!
+//! A task in a worker's own queue needs no wake-up to run: its owner is
+//! awake (a worker parks only with an empty slot and queue), so waking
+//! another worker for it is about parallelism, never liveness. Only the
+//! injector needs the protocol:
+//!
 //! * A worker going to sleep registers in `sleepers` (under its mutex) and
-//!   bumps `num_sleepers`, then issues a `SeqCst` fence and looks for work once
-//!   more. Only if it still finds none does it park, until its `notified` flag
-//!   is set.
-//! * A thread that adds a stealable task issues a `SeqCst` fence and then reads
-//!   `num_sleepers`; if it is non-zero it pops one sleeper, sets its flag and
-//!   unparks it.
+//!   bumps `num_sleepers`, then issues a `SeqCst` fence and looks at the
+//!   injector once more. Only if it still finds nothing does it park, until
+//!   its `notified` flag is set.
+//! * A thread that pushes into the injector issues a `SeqCst` fence and then
+//!   reads `num_sleepers`; if it is non-zero it pops one sleeper, sets its
+//!   flag and unparks it. (If a watcher is awake it is unparked instead, as
+//!   a hint: it looks at the injector first, and when it stops watching it
+//!   parks through this same protocol.)
 //! * The two fences order "register, then look" against "push, then count":
 //!   either the sleeper's last look sees the task or the pusher sees the
-//!   sleeper. Tasks placed in a LIFO slot wake nobody: the worker that owns
-//!   the slot is awake, running the sender.
+//!   sleeper.
+//!
+//! A push into a worker's own queue wakes a sleeper only when nobody
+//! watches (two relaxed loads on that path), so that one worker keeps an
+//! eye on the queues; the watcher, when it steals, hands the watch on to
+//! another sleeper if queues are still non-empty.
+//!
+//! # Counters
+//!
+//! Every worker counts the tasks it ran, the batches it stole, how often it
+//! parked and how many sleepers it woke, in its own cache line (relaxed
+//! adds by the owner only); [`Pool::stats`] sums them.
 //!
 //! # Shutdown
 //!
@@ -40,14 +76,15 @@
 
 use std::cell::Cell;
 use std::ptr;
-use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{self, JoinHandle, Thread};
+use std::time::{Duration, Instant};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
-use crossbeam_utils::Backoff;
+use crossbeam_utils::{Backoff, CachePadded};
 
-use super::{Executor, Task};
+use super::{DispatcherStats, Executor, Task};
 
 /// Consecutive runs from the LIFO slot before the worker looks at its queue.
 pub(crate) const MAX_LIFO_STREAK: u32 = 64;
@@ -57,6 +94,16 @@ pub(crate) const MAX_LIFO_STREAK: u32 = 64;
 /// on one worker would otherwise starve everything sent from outside the
 /// pool. Odd, so it does not fall into step with [`MAX_LIFO_STREAK`].
 pub(crate) const INJECTOR_INTERVAL: u32 = 61;
+
+/// How long a queued task waits before an idle worker may take it from its
+/// owner: the watcher's look interval (a timed park, so in practice a bit
+/// longer). Go's scheduler gives a `runnext` task about 3 us; a whole
+/// queue gets more here, since a migration costs every actor's cache lines.
+pub(crate) const GRACE: Duration = Duration::from_micros(50);
+
+/// How long a watcher watches without seeing any queued task before it
+/// parks for good (a busy pool keeps its watcher; an idle one sleeps).
+pub(crate) const IDLE_WATCH: Duration = Duration::from_millis(1);
 
 /// Settings of one pool.
 #[derive(Debug, Clone)]
@@ -75,6 +122,64 @@ struct Parker {
     thread: OnceLock<Thread>,
 }
 
+/// Every pool of the process: the live ones, and the counts of those that
+/// ended (see [`process_stats`]).
+struct Registry {
+    live: Vec<std::sync::Weak<Pool>>,
+    ended: DispatcherStats,
+}
+
+static PROCESS: Mutex<Registry> = Mutex::new(Registry {
+    live: Vec::new(),
+    ended: DispatcherStats {
+        tasks: 0,
+        steals: 0,
+        migrations: 0,
+        parks: 0,
+        wakeups: 0,
+    },
+});
+
+/// The counters of every pool dispatcher this process has run, of every
+/// actor system, the ended ones included: what a benchmark reads around a
+/// run without holding the systems it made.
+pub(crate) fn process_stats() -> DispatcherStats {
+    let all = PROCESS.lock().unwrap_or_else(|e| e.into_inner());
+    all.live
+        .iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .fold(all.ended, |sum, pool| sum.plus(&pool.counted()))
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        let counted = self.counted();
+        let mut all = PROCESS.lock().unwrap_or_else(|e| e.into_inner());
+        all.ended = all.ended.plus(&counted);
+    }
+}
+
+/// One worker's counters, in a cache line of its own (written by the
+/// worker alone, read by `stats` and by the watcher).
+#[derive(Default)]
+struct Counters {
+    /// Tasks run: the progress the watcher compares.
+    runs: AtomicU64,
+    steals: AtomicU64,
+    /// Runs of an actor that last ran on another worker.
+    migrations: AtomicU64,
+    parks: AtomicU64,
+    wakeups: AtomicU64,
+}
+
+impl Counters {
+    /// Adds one (owner only, so a load and a store, no locked add).
+    #[inline]
+    fn bump(counter: &AtomicU64) {
+        counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+}
+
 /// A pool of worker threads (see the module header).
 pub(crate) struct Pool {
     settings: PoolSettings,
@@ -87,6 +192,12 @@ pub(crate) struct Pool {
     /// `sleepers.len()`, readable without the lock (see the parking protocol).
     num_sleepers: AtomicUsize,
     parkers: Box<[Parker]>,
+    /// Per worker, by index.
+    counters: Box<[CachePadded<Counters>]>,
+    /// Wake-ups sent from threads outside the pool (injector pushes).
+    outside_wakeups: AtomicU64,
+    /// The watching worker's index plus one, or 0 when nobody watches.
+    watcher: AtomicUsize,
     /// Set once by `shutdown`; read by workers.
     shutdown: AtomicBool,
     /// Join handles, taken by `join`.
@@ -128,6 +239,33 @@ fn with_local<R>(pool: &Pool, f: impl FnOnce(Option<&Local>) -> R) -> R {
     })
 }
 
+/// Called by a cell at the start of each run with the index of the worker
+/// it last ran on (`u32::MAX` at first): counts a migration when this is
+/// another worker of the pool, and records this one. Off the pools (a
+/// pinned thread, a tokio task) it does nothing.
+#[inline]
+pub(crate) fn note_run(last: &mut u32) {
+    CURRENT.with(|current| {
+        let p = current.get();
+        if p.is_null() {
+            return;
+        }
+        // SAFETY: as in `with_local`: non-null only while the worker's
+        // `Local` is alive on this thread's stack, read through `&` only.
+        let local = unsafe { &*p };
+        let index = local.index as u32;
+        if *last != index {
+            if *last != u32::MAX {
+                // SAFETY: `local.pool` outlives the worker thread (its
+                // `run_worker` holds an `Arc` of it), as in `with_local`.
+                let pool = unsafe { &*local.pool };
+                Counters::bump(&pool.counters[local.index].migrations);
+            }
+            *last = index;
+        }
+    })
+}
+
 /// Whether the current thread is a worker of any pool (used to refuse
 /// blocking waits that would deadlock a worker).
 pub(crate) fn on_worker_thread() -> bool {
@@ -150,10 +288,14 @@ impl Pool {
                     thread: OnceLock::new(),
                 })
                 .collect(),
+            counters: (0..threads).map(|_| CachePadded::default()).collect(),
+            outside_wakeups: AtomicU64::new(0),
+            watcher: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
             threads: Mutex::new(Vec::with_capacity(threads)),
             settings,
         });
+        pool.register();
         for (index, queue) in queues.into_iter().enumerate() {
             let worker_pool = pool.clone();
             let handle = thread::Builder::new()
@@ -190,19 +332,64 @@ impl Pool {
         }
     }
 
+    /// The pool's counters, summed over its workers.
+    pub(crate) fn stats(&self) -> DispatcherStats {
+        self.counted()
+    }
+
+    fn counted(&self) -> DispatcherStats {
+        let sum = |f: fn(&Counters) -> &AtomicU64| -> u64 {
+            self.counters
+                .iter()
+                .map(|c| f(c).load(Ordering::Relaxed))
+                .sum()
+        };
+        DispatcherStats {
+            tasks: sum(|c| &c.runs),
+            steals: sum(|c| &c.steals),
+            parks: sum(|c| &c.parks),
+            wakeups: sum(|c| &c.wakeups) + self.outside_wakeups.load(Ordering::Relaxed),
+            migrations: sum(|c| &c.migrations),
+        }
+    }
+
+    /// Adds this pool to the process-wide registry (see [`process_stats`]).
+    fn register(self: &Arc<Pool>) {
+        let mut all = PROCESS.lock().unwrap_or_else(|e| e.into_inner());
+        // Pools that ended have left their counts in `ended`.
+        all.live.retain(|p| p.strong_count() > 0);
+        all.live.push(Arc::downgrade(self));
+    }
+
+    /// Counts a wake-up sent by `local` (or from outside the pool).
+    fn count_wakeup(&self, local: Option<&Local>) {
+        match local {
+            Some(local) => Counters::bump(&self.counters[local.index].wakeups),
+            None => {
+                self.outside_wakeups.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Wakes one parked worker, if any (see the parking protocol).
     #[inline]
-    fn notify_one(&self) {
+    fn notify_one(&self, local: Option<&Local>) {
         fence(Ordering::SeqCst);
         if self.num_sleepers.load(Ordering::Relaxed) == 0 {
             return;
         }
+        self.wake_sleeper(local);
+    }
+
+    /// Pops one sleeper and wakes it, if there still is one.
+    fn wake_sleeper(&self, local: Option<&Local>) {
         let index = {
             let mut sleepers = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
             let Some(index) = sleepers.pop() else { return };
             self.num_sleepers.fetch_sub(1, Ordering::Relaxed);
             index
         };
+        self.count_wakeup(local);
         let parker = &self.parkers[index];
         parker.notified.store(true, Ordering::Release);
         if let Some(t) = parker.thread.get() {
@@ -210,17 +397,35 @@ impl Pool {
         }
     }
 
-    /// Whether any queue a worker could take from is non-empty.
-    fn has_stealable_work(&self) -> bool {
-        !self.injector.is_empty() || self.stealers.iter().any(|s| !s.is_empty())
-    }
-
-    fn push_stealable(&self, task: Task, local: Option<&Local>) {
+    /// Queues a task: into the worker's own queue on a worker of this pool,
+    /// else into the injector (see the parking protocol for the wake-ups).
+    fn push(&self, task: Task, local: Option<&Local>) {
         match local {
-            Some(local) => local.queue.push(task),
-            None => self.injector.push(task),
+            Some(local) => {
+                local.queue.push(task);
+                // Nobody watches the queues while there are sleepers: wake
+                // one to watch. (No fence: the owner runs this task anyway.)
+                if self.watcher.load(Ordering::Relaxed) == 0
+                    && self.num_sleepers.load(Ordering::Relaxed) != 0
+                {
+                    self.wake_sleeper(Some(local));
+                }
+            }
+            None => {
+                self.injector.push(task);
+                fence(Ordering::SeqCst);
+                match self.watcher.load(Ordering::Relaxed) {
+                    // A hint to the awake watcher (see the protocol).
+                    w if w != 0 => {
+                        if let Some(t) = self.parkers[w - 1].thread.get() {
+                            t.unpark();
+                        }
+                    }
+                    _ if self.num_sleepers.load(Ordering::Relaxed) != 0 => self.wake_sleeper(None),
+                    _ => {}
+                }
+            }
         }
-        self.notify_one();
     }
 }
 
@@ -230,15 +435,15 @@ impl Executor for Pool {
         with_local(self, |local| match local {
             Some(local) => {
                 if let Some(displaced) = local.lifo.replace(Some(task)) {
-                    self.push_stealable(displaced, Some(local));
+                    self.push(displaced, Some(local));
                 }
             }
-            None => self.push_stealable(task, None),
+            None => self.push(task, None),
         })
     }
 
     fn reschedule(&self, task: Task) {
-        with_local(self, |local| self.push_stealable(task, local))
+        with_local(self, |local| self.push(task, local))
     }
 
     #[inline]
@@ -256,21 +461,20 @@ fn run_worker(pool: Arc<Pool>, index: usize, queue: Worker<Task>) {
         lifo: Cell::new(None),
     };
     CURRENT.with(|c| c.set(&local));
+    let counters = &pool.counters[index];
     let mut turn = Turn::default();
+    let mut watch_state = vec![Watched::default(); pool.stealers.len()];
     loop {
-        if let Some(task) = next_task(&pool, &local, &mut turn) {
+        let task = next_task(&pool, &local, &mut turn).or_else(|| {
+            turn.streak = 0;
+            spin_for_task(&pool, &local).or_else(|| watch(&pool, &local, &mut watch_state))
+        });
+        if let Some(task) = task {
             // the task was handed to this pool and taken off its queues
             // by this worker alone, which gives the right to run it.
             // SAFETY: by the argument just above.
             unsafe { task.run() };
-            continue;
-        }
-        if let Some(task) = spin_for_task(&pool, &local) {
-            turn.streak = 0;
-            // `spin_for_task` took the task off this pool's queues for
-            // this worker alone, which gives the right to run it.
-            // SAFETY: by the argument just above.
-            unsafe { task.run() };
+            Counters::bump(&counters.runs);
             continue;
         }
         if pool.shutdown.load(Ordering::SeqCst) {
@@ -292,15 +496,16 @@ struct Turn {
     since_injector: u32,
 }
 
-/// The next task by the worker's priority order (see the module header).
+/// The next task by the worker's priority order (see the module header):
+/// its own slot and queue, and the injector. Never another worker's queue.
 #[inline]
 fn next_task(pool: &Pool, local: &Local, turn: &mut Turn) -> Option<Task> {
     turn.since_injector += 1;
     if turn.since_injector >= INJECTOR_INTERVAL {
         turn.since_injector = 0;
         // The slot keeps its task: it runs next, or is displaced into the
-        // queue (and so stays stealable) if this task sends first.
-        if let Some(task) = take_injected(pool) {
+        // queue if this task sends first.
+        if let Some(task) = take_injected(pool, local) {
             return Some(task);
         }
     }
@@ -311,16 +516,15 @@ fn next_task(pool: &Pool, local: &Local, turn: &mut Turn) -> Option<Task> {
         }
         // Fairness: let the queue go first this time.
         local.queue.push(task);
-        pool.notify_one();
     }
     turn.streak = 0;
-    local.queue.pop().or_else(|| steal(pool, local))
+    local.queue.pop().or_else(|| take_injected(pool, local))
 }
 
-/// One task from the injector, if it has any.
-fn take_injected(pool: &Pool) -> Option<Task> {
+/// A batch from the injector into the worker's queue, returning one task.
+fn take_injected(pool: &Pool, local: &Local) -> Option<Task> {
     loop {
-        match pool.injector.steal() {
+        match pool.injector.steal_batch_and_pop(&local.queue) {
             Steal::Success(task) => return Some(task),
             Steal::Empty => return None,
             Steal::Retry => {}
@@ -328,36 +532,14 @@ fn take_injected(pool: &Pool) -> Option<Task> {
     }
 }
 
-/// Takes a batch from the injector or another worker, returning one task.
-fn steal(pool: &Pool, local: &Local) -> Option<Task> {
-    loop {
-        let mut retry = false;
-        match pool.injector.steal_batch_and_pop(&local.queue) {
-            Steal::Success(task) => return Some(task),
-            Steal::Retry => retry = true,
-            Steal::Empty => {}
-        }
-        let n = pool.stealers.len();
-        for k in 1..n {
-            let victim = (local.index + k) % n;
-            match pool.stealers[victim].steal_batch_and_pop(&local.queue) {
-                Steal::Success(task) => return Some(task),
-                Steal::Retry => retry = true,
-                Steal::Empty => {}
-            }
-        }
-        if !retry {
-            return None;
-        }
-    }
-}
-
-/// Spins with exponential backoff looking for work before parking.
+/// Spins with exponential backoff on the slot and the injector before
+/// watching or parking: a quick send from outside is picked up without a
+/// wake-up.
 fn spin_for_task(pool: &Pool, local: &Local) -> Option<Task> {
     let backoff = Backoff::new();
     for _ in 0..pool.settings.spin {
         backoff.snooze();
-        if let Some(task) = local.lifo.take().or_else(|| steal(pool, local)) {
+        if let Some(task) = local.lifo.take().or_else(|| take_injected(pool, local)) {
             return Some(task);
         }
         if pool.shutdown.load(Ordering::Relaxed) {
@@ -367,16 +549,109 @@ fn spin_for_task(pool: &Pool, local: &Local) -> Option<Task> {
     None
 }
 
+/// What the watcher saw of one other worker at its last look.
+#[derive(Clone, Copy, Default)]
+struct Watched {
+    /// Its tasks run then.
+    runs: u64,
+    /// Whether its queue was non-empty then.
+    queued: bool,
+}
+
+/// Ends the watch when dropped.
+struct Watching<'a>(&'a Pool);
+
+impl Drop for Watching<'_> {
+    fn drop(&mut self) {
+        self.0.watcher.store(0, Ordering::Release);
+    }
+}
+
+/// Watches the other workers' queues (see the module header) if nobody
+/// else does: returns a task taken from the injector or stolen from a
+/// worker that is not keeping up, or `None` once idle for [`IDLE_WATCH`]
+/// (or when another worker watches, or at shutdown).
+fn watch(pool: &Pool, local: &Local, seen: &mut [Watched]) -> Option<Task> {
+    let n = pool.stealers.len();
+    if n == 1
+        || pool
+            .watcher
+            .compare_exchange(0, local.index + 1, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+    {
+        return None;
+    }
+    let watching = Watching(pool);
+    seen.iter_mut().for_each(|w| *w = Watched::default());
+    let mut last_queued = Instant::now();
+    loop {
+        if let Some(task) = local.lifo.take().or_else(|| take_injected(pool, local)) {
+            return Some(task);
+        }
+        if pool.shutdown.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut any_queued = false;
+        for k in 1..n {
+            let victim = (local.index + k) % n;
+            let stealer = &pool.stealers[victim];
+            let w = &mut seen[victim];
+            let runs = pool.counters[victim].runs.load(Ordering::Relaxed);
+            let queued = stealer.len() as u64;
+            let ran = runs.wrapping_sub(w.runs);
+            let was_queued = std::mem::replace(&mut w.queued, queued > 0);
+            w.runs = runs;
+            if queued == 0 {
+                continue;
+            }
+            any_queued = true;
+            // Queued a period ago and more left than a period's work.
+            if was_queued && queued > ran {
+                if let Some(task) = steal_from(stealer, local) {
+                    Counters::bump(&pool.counters[local.index].steals);
+                    w.queued = false;
+                    drop(watching);
+                    // Hand the watch on while queues still hold work.
+                    if pool.stealers.iter().any(|s| !s.is_empty()) {
+                        pool.notify_one(Some(local));
+                    }
+                    return Some(task);
+                }
+            }
+        }
+        let now = Instant::now();
+        if any_queued {
+            last_queued = now;
+        } else if now.duration_since(last_queued) >= IDLE_WATCH {
+            return None;
+        }
+        // Until the next look, or a hint (an injector push, shutdown).
+        thread::park_timeout(GRACE);
+    }
+}
+
+/// Half of `victim`'s queue into the worker's own, returning one task.
+fn steal_from(victim: &Stealer<Task>, local: &Local) -> Option<Task> {
+    loop {
+        match victim.steal_batch_and_pop(&local.queue) {
+            Steal::Success(task) => return Some(task),
+            Steal::Empty => return None,
+            Steal::Retry => {}
+        }
+    }
+}
+
 /// Parks the worker until notified (see the parking protocol).
 fn park(pool: &Pool, local: &Local) {
     let parker = &pool.parkers[local.index];
+    Counters::bump(&pool.counters[local.index].parks);
     {
         let mut sleepers = pool.sleepers.lock().unwrap_or_else(|e| e.into_inner());
         sleepers.push(local.index);
         pool.num_sleepers.fetch_add(1, Ordering::Relaxed);
     }
     fence(Ordering::SeqCst);
-    if pool.has_stealable_work() || pool.shutdown.load(Ordering::SeqCst) {
+    if !pool.injector.is_empty() || pool.shutdown.load(Ordering::SeqCst) {
         let mut sleepers = pool.sleepers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(pos) = sleepers.iter().position(|&i| i == local.index) {
             sleepers.swap_remove(pos);

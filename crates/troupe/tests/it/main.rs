@@ -28,6 +28,7 @@ mod async_pipes;
 mod deathwatch_terminated;
 mod delivery_ordering;
 mod dispatch_fairness;
+mod dispatch_locality;
 mod dispatch_pinned;
 #[cfg(feature = "tokio")]
 mod dispatch_tokio;
