@@ -68,7 +68,7 @@ pub use supervision::{Directive, Failure, SupervisorStrategy};
 pub use system::{
     ActorEvent, ActorEventKind, ActorSystem, ActorSystemBuilder, AwaitError, ConfigError,
     DeadLetter, DeadLetterReason, DispatcherConfig, DispatcherKind, EventStream, SpawnError,
-    TerminationReason,
+    Stealing, TerminationReason,
 };
 
 /// The names most programs need.

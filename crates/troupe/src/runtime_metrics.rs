@@ -18,6 +18,7 @@
 //! | `troupe_dead_letters_total` | counter | reason |
 //! | `troupe_ask_timeouts_total` | counter | |
 //! | `troupe_scheduler_timers_pending` | gauge | |
+//! | `troupe_dispatcher_runs_total`, `_steals_total`, `_migrations_total`, `_parks_total`, `_wakeups_total` | counter (absolute) | dispatcher, worker |
 //!
 //! `docs/operations.md` says what each one means and which to alert on.
 //!
@@ -113,4 +114,23 @@ pub(crate) fn ask_timed_out() {
 /// The scheduler's pending entries, as the driver last saw them.
 pub(crate) fn timers_pending(n: usize) {
     gauge!("troupe_scheduler_timers_pending").set(n as f64);
+}
+
+/// One pool worker's counters (see `dispatch/pool.rs`), published as
+/// absolute values: by the worker itself every 65,536 runs and when it
+/// parks, so a scrape lags a busy worker by at most that many runs.
+pub(crate) fn dispatcher_worker(dispatcher: &str, worker: usize, stats: &crate::DispatcherStats) {
+    let labels = [
+        ("dispatcher", dispatcher.to_string()),
+        ("worker", worker.to_string()),
+    ];
+    for (name, value) in [
+        ("troupe_dispatcher_runs_total", stats.tasks),
+        ("troupe_dispatcher_steals_total", stats.steals),
+        ("troupe_dispatcher_migrations_total", stats.migrations),
+        ("troupe_dispatcher_parks_total", stats.parks),
+        ("troupe_dispatcher_wakeups_total", stats.wakeups),
+    ] {
+        counter!(name, &labels).absolute(value);
+    }
 }

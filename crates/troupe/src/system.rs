@@ -41,7 +41,7 @@ use crate::dispatch::Executor;
 use crate::props::Props;
 use crate::scheduler::Scheduler;
 use crate::supervision::{Directive, Failure};
-pub use config::{ConfigError, DispatcherConfig, DispatcherKind, DEFAULT_THROUGHPUT};
+pub use config::{ConfigError, DispatcherConfig, DispatcherKind, Stealing, DEFAULT_THROUGHPUT};
 use dead_letters::DeadLetters;
 pub use dead_letters::{DeadLetter, DeadLetterReason};
 pub use event_stream::{ActorEvent, ActorEventKind, EventStream};
@@ -620,6 +620,7 @@ fn cell_name<A: Actor>(cell: &ActorCell<A>) -> Option<&str> {
 /// threads = 2                # default: the number of cores
 /// throughput = 5             # messages per actor per run (default 5)
 /// spin = 64                  # backoff rounds an idle worker spins before parking
+/// stealing = "eager"         # or "late": locality first (see `Stealing`)
 ///
 /// [dispatchers.engines]
 /// kind = "pool"              # "pool" (work stealing) or "pinned" (a thread per actor)
@@ -831,6 +832,7 @@ impl ActorSystemBuilder {
                         threads,
                         throughput: d.throughput,
                         spin: d.spin,
+                        stealing: d.stealing,
                     })
                     .map_err(|e| ConfigError(format!("cannot start dispatcher {name}: {e}")))?,
                 ),

@@ -17,6 +17,9 @@
 //!   machine. The Pekko peer plays both settings too (`pekko-3-w1-tp100`,
 //!   ...), and each Pekko row is compared with the troupe row of the same
 //!   setting (its `peer_of`).
+//! - `actor-3-w2-tp5-late`, `actor-10-w2-tp5-late`: the two-worker setting
+//!   with late, locality-first stealing (`troupe::Stealing::Late`); no
+//!   Pekko twin.
 //! - `actor-mall-100`: Savina's mall protocol with 100 creatures ([`mall`]),
 //!   on the default setting.
 //!
@@ -46,6 +49,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use troupe::prelude::*;
+use troupe::{DispatcherConfig, Stealing};
 
 use crate::chameneos::colour::{Colour, GAME_TEN, GAME_THREE};
 use crate::chameneos::output::{Game, Tally};
@@ -67,6 +71,9 @@ pub struct Dispatcher {
     pub workers: usize,
     /// Messages an actor handles per run before its worker moves on.
     pub throughput: usize,
+    /// Late, locality-first stealing (`troupe::Stealing::Late`) instead of
+    /// the default eager stealing.
+    pub late: bool,
 }
 
 impl Dispatcher {
@@ -82,6 +89,7 @@ impl Dispatcher {
     pub const DEFAULT: Dispatcher = Dispatcher {
         workers: 1,
         throughput: 100,
+        late: false,
     };
 
     /// Two workers (the machine's cores) and throughput 5: the setting the
@@ -90,11 +98,13 @@ impl Dispatcher {
     pub const POOL: Dispatcher = Dispatcher {
         workers: 2,
         throughput: 5,
+        late: false,
     };
 
-    /// The setting as row names carry it: `w1-tp100`.
+    /// The setting as row names carry it: `w1-tp100`, `w2-tp5-late`.
     pub fn label(self) -> String {
-        format!("w{}-tp{}", self.workers, self.throughput)
+        let late = if self.late { "-late" } else { "" };
+        format!("w{}-tp{}{late}", self.workers, self.throughput)
     }
 }
 
@@ -226,10 +236,17 @@ fn await_tallies(
 
 /// Builds the actor system of the actor rows.
 fn build_system(dispatcher: Dispatcher) -> Result<ActorSystem, WorkloadError> {
+    let stealing = if dispatcher.late {
+        Stealing::Late
+    } else {
+        Stealing::Eager
+    };
+    let pool = DispatcherConfig::pool(dispatcher.workers)
+        .throughput(dispatcher.throughput)
+        .stealing(stealing);
     ActorSystem::builder()
         .name("chameneos")
-        .threads(dispatcher.workers)
-        .throughput(dispatcher.throughput)
+        .dispatcher("default", pool)
         .build()
         .map_err(|e| WorkloadError::new(e.to_string()))
 }
@@ -275,7 +292,11 @@ pub fn game_workload(
         Implementation::Actor | Implementation::Mall => workload
             .param("runtime", "troupe")
             .param("workers", dispatcher.workers)
-            .param("throughput", dispatcher.throughput),
+            .param("throughput", dispatcher.throughput)
+            .param(
+                "stealing",
+                if dispatcher.late { "late" } else { "eager" },
+            ),
     }
 }
 
@@ -291,7 +312,15 @@ pub fn workloads(settings: &Settings) -> Vec<Workload> {
             settings.dispatcher,
         ));
     }
-    for dispatcher in settings.dispatchers() {
+    let mut dispatchers = settings.dispatchers();
+    // The late-stealing twin of each pool of more than one worker.
+    let late: Vec<Dispatcher> = dispatchers
+        .iter()
+        .filter(|d| d.workers > 1 && !d.late)
+        .map(|d| Dispatcher { late: true, ..*d })
+        .collect();
+    dispatchers.extend(late);
+    for dispatcher in dispatchers {
         for colours in [&GAME_THREE[..], &GAME_TEN[..]] {
             rows.push(game_workload(
                 format!("actor-{}-{}", colours.len(), dispatcher.label()),

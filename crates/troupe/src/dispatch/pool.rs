@@ -1,4 +1,6 @@
-//! The worker pool: the default dispatcher, locality first.
+//! The worker pool: the default dispatcher. Its idle workers steal either
+//! eagerly (the default, [`Stealing::Eager`](crate::Stealing)) or late,
+//! locality first ([`Stealing::Late`](crate::Stealing)).
 //!
 //! # Design
 //!
@@ -10,7 +12,11 @@
 //! or rescheduled after its throughput budget, goes to the worker's own
 //! queue. Sends from other threads go to the shared injector queue.
 //!
-//! **Locality first.** A worker's queue is its own: actors that message
+//! **Eager stealing** (the default): a task pushed into a worker's queue
+//! wakes a sleeper, and an idle worker takes batches from the others'
+//! queues whenever it has nothing of its own; the slot is never stolen.
+//!
+//! **Late stealing, locality first.** A worker's queue is its own: actors that message
 //! each other stay on the worker they run on, whose cache holds them, and
 //! another worker takes from that queue only when the owner is not keeping
 //! up. Taking an actor to another CPU costs a cache-line transfer per
@@ -42,7 +48,9 @@
 //! A task in a worker's own queue needs no wake-up to run: its owner is
 //! awake (a worker parks only with an empty slot and queue), so waking
 //! another worker for it is about parallelism, never liveness. Only the
-//! injector needs the protocol:
+//! injector needs the protocol (under eager stealing, pushes into a
+//! worker's queue follow it too, and a parking worker looks at every
+//! queue):
 //!
 //! * A worker going to sleep registers in `sleepers` (under its mutex) and
 //!   bumps `num_sleepers`, then issues a `SeqCst` fence and looks at the
@@ -57,8 +65,8 @@
 //!   either the sleeper's last look sees the task or the pusher sees the
 //!   sleeper.
 //!
-//! A push into a worker's own queue wakes a sleeper only when nobody
-//! watches (two relaxed loads on that path), so that one worker keeps an
+//! Under late stealing, a push into a worker's own queue wakes a sleeper
+//! only when nobody watches (two relaxed loads on that path), so that one worker keeps an
 //! eye on the queues; the watcher, when it steals, hands the watch on to
 //! another sleeper if queues are still non-empty.
 //!
@@ -112,6 +120,7 @@ pub(crate) struct PoolSettings {
     pub(crate) threads: usize,
     pub(crate) throughput: usize,
     pub(crate) spin: u32,
+    pub(crate) stealing: crate::Stealing,
 }
 
 /// One worker's parking spot.
@@ -178,10 +187,32 @@ impl Counters {
     fn bump(counter: &AtomicU64) {
         counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
+
+    /// This worker's counters as stats.
+    #[cfg(feature = "metrics")]
+    fn stats(&self) -> DispatcherStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        DispatcherStats {
+            tasks: get(&self.runs),
+            steals: get(&self.steals),
+            migrations: get(&self.migrations),
+            parks: get(&self.parks),
+            wakeups: get(&self.wakeups),
+        }
+    }
+
+    /// Publishes this worker's counters (feature `metrics`; see
+    /// `runtime_metrics::dispatcher_worker`).
+    #[cfg(feature = "metrics")]
+    fn publish(&self, pool: &str, worker: usize) {
+        crate::runtime_metrics::dispatcher_worker(pool, worker, &self.stats());
+    }
 }
 
 /// A pool of worker threads (see the module header).
 pub(crate) struct Pool {
+    /// `settings.stealing == Late`, read on every push.
+    late: bool,
     settings: PoolSettings,
     /// Any thread pushes; workers steal.
     injector: Injector<Task>,
@@ -278,6 +309,7 @@ impl Pool {
         let threads = settings.threads.max(1);
         let queues: Vec<Worker<Task>> = (0..threads).map(|_| Worker::new_fifo()).collect();
         let pool = Arc::new(Pool {
+            late: settings.stealing == crate::Stealing::Late,
             injector: Injector::new(),
             stealers: queues.iter().map(Worker::stealer).collect(),
             sleepers: Mutex::new(Vec::with_capacity(threads)),
@@ -401,6 +433,11 @@ impl Pool {
     /// else into the injector (see the parking protocol for the wake-ups).
     fn push(&self, task: Task, local: Option<&Local>) {
         match local {
+            Some(local) if !self.late => {
+                // Eager: an idle worker may take it at once.
+                local.queue.push(task);
+                self.notify_one(Some(local));
+            }
             Some(local) => {
                 local.queue.push(task);
                 // Nobody watches the queues while there are sleepers: wake
@@ -475,11 +512,17 @@ fn run_worker(pool: Arc<Pool>, index: usize, queue: Worker<Task>) {
             // SAFETY: by the argument just above.
             unsafe { task.run() };
             Counters::bump(&counters.runs);
+            #[cfg(feature = "metrics")]
+            if counters.runs.load(Ordering::Relaxed).is_multiple_of(65_536) {
+                counters.publish(&pool.settings.name, index);
+            }
             continue;
         }
         if pool.shutdown.load(Ordering::SeqCst) {
             break;
         }
+        #[cfg(feature = "metrics")]
+        counters.publish(&pool.settings.name, index);
         park(&pool, &local);
     }
     CURRENT.with(|c| c.set(ptr::null()));
@@ -515,10 +558,28 @@ fn next_task(pool: &Pool, local: &Local, turn: &mut Turn) -> Option<Task> {
             return Some(task);
         }
         // Fairness: let the queue go first this time.
-        local.queue.push(task);
+        pool.push(task, Some(local));
     }
     turn.streak = 0;
-    local.queue.pop().or_else(|| take_injected(pool, local))
+    local
+        .queue
+        .pop()
+        .or_else(|| take_injected(pool, local))
+        .or_else(|| steal_eagerly(pool, local))
+}
+
+/// Under eager stealing, a batch from another worker's queue, returning
+/// one task; nothing under late stealing (the watcher decides).
+fn steal_eagerly(pool: &Pool, local: &Local) -> Option<Task> {
+    if pool.late {
+        return None;
+    }
+    let n = pool.stealers.len();
+    let task = (1..n).find_map(|k| steal_from(&pool.stealers[(local.index + k) % n], local));
+    if task.is_some() {
+        Counters::bump(&pool.counters[local.index].steals);
+    }
+    task
 }
 
 /// A batch from the injector into the worker's queue, returning one task.
@@ -539,7 +600,8 @@ fn spin_for_task(pool: &Pool, local: &Local) -> Option<Task> {
     let backoff = Backoff::new();
     for _ in 0..pool.settings.spin {
         backoff.snooze();
-        if let Some(task) = local.lifo.take().or_else(|| take_injected(pool, local)) {
+        let found = local.lifo.take().or_else(|| take_injected(pool, local));
+        if let Some(task) = found.or_else(|| steal_eagerly(pool, local)) {
             return Some(task);
         }
         if pool.shutdown.load(Ordering::Relaxed) {
@@ -574,6 +636,7 @@ impl Drop for Watching<'_> {
 fn watch(pool: &Pool, local: &Local, seen: &mut [Watched]) -> Option<Task> {
     let n = pool.stealers.len();
     if n == 1
+        || !pool.late
         || pool
             .watcher
             .compare_exchange(0, local.index + 1, Ordering::AcqRel, Ordering::Relaxed)
@@ -651,7 +714,10 @@ fn park(pool: &Pool, local: &Local) {
         pool.num_sleepers.fetch_add(1, Ordering::Relaxed);
     }
     fence(Ordering::SeqCst);
-    if !pool.injector.is_empty() || pool.shutdown.load(Ordering::SeqCst) {
+    // Under eager stealing the other queues are this worker's to take too.
+    let stealable =
+        !pool.injector.is_empty() || (!pool.late && pool.stealers.iter().any(|s| !s.is_empty()));
+    if stealable || pool.shutdown.load(Ordering::SeqCst) {
         let mut sleepers = pool.sleepers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(pos) = sleepers.iter().position(|&i| i == local.index) {
             sleepers.swap_remove(pos);

@@ -30,6 +30,26 @@ pub enum DispatcherKind {
     Pinned,
 }
 
+/// When an idle pool worker takes actors from another worker's queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stealing {
+    /// At once: a task displaced into a worker's queue wakes an idle
+    /// worker, which takes it (classic work stealing). Spreads every bit of
+    /// parallelism, at the price of actors moving between CPUs every few
+    /// messages when they talk to each other (on chameneos, two workers in
+    /// a host's slow cross-CPU mode were 5x slower than one). The default.
+    #[default]
+    Eager,
+    /// Late, locality first: one idle worker watches the others' queues
+    /// and takes half of one only when its tasks would wait longer than a
+    /// grace period of about 50 us (the owner is stuck in a long handler,
+    /// or its queue holds more than it ran in the last period). Actors
+    /// that message each other stay on one CPU; work that is parallel but
+    /// made of many small messages (the trading system's ten clients) is
+    /// not spread. See `docs/semantics.md`, "Where an actor runs".
+    Late,
+}
+
 /// Settings of one dispatcher.
 ///
 /// ```
@@ -42,6 +62,7 @@ pub struct DispatcherConfig {
     pub(crate) kind: DispatcherKind,
     pub(crate) throughput: usize,
     pub(crate) spin: u32,
+    pub(crate) stealing: Stealing,
 }
 
 impl DispatcherConfig {
@@ -51,6 +72,7 @@ impl DispatcherConfig {
             kind: DispatcherKind::Pool { threads },
             throughput: DEFAULT_THROUGHPUT,
             spin: DEFAULT_SPIN,
+            stealing: Stealing::Eager,
         }
     }
 
@@ -76,6 +98,24 @@ impl DispatcherConfig {
     /// Backoff rounds an idle worker spins before it parks.
     pub fn spin(mut self, spin: u32) -> Self {
         self.spin = spin;
+        self
+    }
+
+    /// When idle workers of a pool take actors from busy ones (see
+    /// [`Stealing`]).
+    ///
+    /// ```
+    /// use troupe::{ActorSystem, DispatcherConfig, Stealing};
+    ///
+    /// let system = ActorSystem::builder()
+    ///     .dispatcher("chatty", DispatcherConfig::pool(2).stealing(Stealing::Late))
+    ///     .build()
+    ///     .unwrap();
+    /// assert!(system.dispatcher_stats("chatty").is_some());
+    /// system.shutdown();
+    /// ```
+    pub fn stealing(mut self, stealing: Stealing) -> Self {
+        self.stealing = stealing;
         self
     }
 
@@ -132,6 +172,7 @@ struct FileDispatcher {
     threads: Option<usize>,
     throughput: Option<usize>,
     spin: Option<u32>,
+    stealing: Option<String>,
 }
 
 /// Parsed file settings: an optional system name and dispatchers.
@@ -172,6 +213,15 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, ConfigError> {
         }
         if let Some(s) = d.spin {
             config = config.spin(s);
+        }
+        match d.stealing.as_deref() {
+            None | Some("eager") => {}
+            Some("late") => config = config.stealing(Stealing::Late),
+            Some(other) => {
+                return Err(ConfigError(format!(
+                    "{origin}: dispatchers.{name}.stealing must be \"eager\" or \"late\", not {other:?}"
+                )))
+            }
         }
         config
             .validate(&name)

@@ -1,6 +1,7 @@
-//! Locality on the pool dispatcher: actors made runnable on a worker stay
-//! there, and another worker takes them only when they would wait longer
-//! than a grace period.
+//! Locality on a pool dispatcher with late stealing
+//! (`Stealing::Late`): actors made runnable on a worker stay there, and
+//! another worker takes them only when they would wait longer than a grace
+//! period.
 //!
 //! - A worker stuck in a long handler: the actor it queued before blocking
 //!   is taken by the other worker and runs meanwhile (it is what unblocks
@@ -16,7 +17,7 @@
 use std::sync::Arc;
 
 use crate::support::PATIENCE;
-use troupe::{Actor, ActorRef, ActorSystem, Context, Props};
+use troupe::{Actor, ActorRef, ActorSystem, Context, DispatcherConfig, Props, Stealing};
 use troupe_testkit::{terminate, Latch, TestProbe};
 
 /// Opens its latch when told (on whichever worker runs it).
@@ -57,9 +58,20 @@ impl Actor for Blocker {
     }
 }
 
+/// A system whose default pool has two workers and steals late.
+fn late_system() -> ActorSystem {
+    ActorSystem::builder()
+        .dispatcher(
+            "default",
+            DispatcherConfig::pool(2).stealing(Stealing::Late),
+        )
+        .build()
+        .unwrap()
+}
+
 #[test]
 fn an_actor_queued_behind_a_stuck_worker_is_taken_by_an_idle_one() {
-    let system = ActorSystem::builder().threads(2).build().unwrap();
+    let system = late_system();
     let before = system.dispatcher_stats("default").unwrap();
     let probe = TestProbe::<&'static str>::new(&system, "done");
     let latch = Arc::new(Latch::new());
@@ -113,7 +125,7 @@ impl Actor for Rally {
 
 #[test]
 fn two_actors_messaging_each_other_stay_on_one_worker() {
-    let system = ActorSystem::builder().threads(2).build().unwrap();
+    let system = late_system();
     let probe = TestProbe::<&'static str>::new(&system, "done");
     let rally = |done: ActorRef<&'static str>| {
         system
