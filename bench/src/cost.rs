@@ -13,8 +13,6 @@ use cpu_time::ProcessTime;
 use serde_json::{json, Map, Value};
 use troupe::DispatcherStats;
 
-use crate::runner::summarize;
-
 /// A snapshot of the process's CPU time and dispatcher counters.
 pub struct Cost {
     cpu: Option<ProcessTime>,
@@ -57,7 +55,7 @@ pub fn params(spent: &[Spent], msgs: u64, elapsed: &[Duration]) -> Map<String, V
     if spent.is_empty() || msgs == 0 {
         return params;
     }
-    let median = |values: Vec<f64>| summarize(&values).map_or(f64::NAN, |s| s.median);
+    let median = |values: Vec<f64>| median(values);
     let per_msg =
         |f: &dyn Fn(&Spent) -> f64| median(spent.iter().map(|s| f(s) / msgs as f64).collect());
     params.insert(
@@ -86,27 +84,14 @@ pub fn params(spent: &[Spent], msgs: u64, elapsed: &[Duration]) -> Map<String, V
     params
 }
 
-/// The cost cell of a table row: CPU ns per message, CPUs busy, and
-/// steals / migrations / parks / wake-ups per million messages; `-` for a
-/// row without them (Pekko rows have CPU only).
-pub fn cell(row: &crate::report::Row) -> String {
-    let Some(cpu) = row.num("cpu_ns_per_msg") else {
-        return "-".into();
-    };
-    let busy = row
-        .num("cpus_busy")
-        .map_or(String::new(), |b| format!(" ({b:.2} CPUs)"));
-    let sched = row.params.get("sched_per_m_msgs").and_then(|s| {
-        let n = |k: &str| s.get(k).and_then(Value::as_f64).unwrap_or(0.0);
-        (n("runs") > 0.0).then(|| {
-            format!(
-                " · st/mig/park/wake per M: {:.0}/{:.0}/{:.0}/{:.0}",
-                n("steals"),
-                n("migrations"),
-                n("parks"),
-                n("wakeups")
-            )
-        })
-    });
-    format!("{cpu:.0} cpu-ns/msg{busy}{}", sched.unwrap_or_default())
+/// The median of some values (the mean of the middle two for an even
+/// count), as the runner's summaries compute it.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => values[n / 2],
+        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
 }

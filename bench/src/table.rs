@@ -255,6 +255,31 @@ pub fn rows_table(columns: &[Column], rows: &[&Row]) -> Table {
     }
 }
 
+/// The cost cell of a table row (see `cost.rs`): CPU ns per message, CPUs busy, and
+/// steals / migrations / parks / wake-ups per million messages; `-` for a
+/// row without them (Pekko rows have CPU only).
+pub fn cost_cell(row: &Row) -> String {
+    let Some(cpu) = row.num("cpu_ns_per_msg") else {
+        return "-".into();
+    };
+    let busy = row
+        .num("cpus_busy")
+        .map_or(String::new(), |b| format!(" ({b:.2} CPUs)"));
+    let sched = row.params.get("sched_per_m_msgs").and_then(|s| {
+        let n = |k: &str| s.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+        (n("runs") > 0.0).then(|| {
+            format!(
+                " · st/mig/park/wake per M: {:.0}/{:.0}/{:.0}/{:.0}",
+                n("steals"),
+                n("migrations"),
+                n("parks"),
+                n("wakeups")
+            )
+        })
+    });
+    format!("{cpu:.0} cpu-ns/msg{busy}{}", sched.unwrap_or_default())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -101,7 +101,7 @@ impl Experiment for Chameneos {
             Column::param("meetings/s", "meetings_per_s"),
         ];
         columns.extend(PER_MESSAGE[1..3].iter().copied());
-        columns.push(Column::with("cost", crate::cost::cell));
+        columns.push(Column::with("cost", crate::table::cost_cell));
         columns
     }
     fn tables(&self, rows: &[&Row]) -> Vec<(String, Table)> {

@@ -451,7 +451,7 @@ mod tests {
         let rows = run(&settings, &options).unwrap();
         let variants: Vec<&str> = rows.iter().map(|r| r.variant.as_str()).collect();
         assert_eq!(
-            variants[..7],
+            variants[..9],
             [
                 "threads-3",
                 "threads-10",
@@ -459,16 +459,20 @@ mod tests {
                 "actor-10-w1-tp100",
                 "actor-3-w2-tp5",
                 "actor-10-w2-tp5",
+                "actor-3-w2-tp5-late",
+                "actor-10-w2-tp5-late",
                 "actor-mall-10"
             ]
         );
         // Each setting's rows run on that setting.
-        for row in rows.iter().filter(|r| r.variant.ends_with("-w2-tp5")) {
+        for row in rows.iter().filter(|r| r.variant.contains("-w2-tp5")) {
             assert_eq!(row.params["workers"], 2);
             assert_eq!(row.params["throughput"], 5);
+            let late = row.variant.ends_with("-late");
+            assert_eq!(row.params["stealing"], if late { "late" } else { "eager" });
         }
         // Two sweep points (1 and 10), four rows each.
-        assert_eq!(rows.len(), 7 + 8);
+        assert_eq!(rows.len(), 9 + 8);
         for row in &rows {
             for key in [
                 "variant",
