@@ -280,5 +280,18 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("pinned"), "{e}");
+        let e = parse("[dispatchers.d]\nstealing = \"lazy\"\n", "f.toml").unwrap_err();
+        assert!(e.to_string().contains("dispatchers.d.stealing"), "{e}");
+    }
+
+    #[test]
+    fn stealing_is_eager_unless_the_file_says_late() {
+        let p = parse(
+            "[dispatchers.a]\nthreads = 2\n[dispatchers.b]\nthreads = 2\nstealing = \"late\"\n",
+            "test",
+        )
+        .unwrap();
+        assert_eq!(p.dispatchers[0].1.stealing, Stealing::Eager);
+        assert_eq!(p.dispatchers[1].1.stealing, Stealing::Late);
     }
 }
