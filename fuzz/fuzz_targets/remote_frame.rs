@@ -37,11 +37,22 @@ fuzz_target!(|data: &[u8]| {
 
 fn check(frame: Result<Frame<'_>, troupe_remote::DeadLetterReason>) {
     match frame {
-        Ok(Frame::Tell { name, payload, .. }) => {
+        Ok(Frame::Tell {
+            incarnation,
+            name,
+            payload,
+            ..
+        }) => {
             if let Ok(msg) = wire::decode_payload::<Sample>(payload) {
-                let again = wire::encode_tell(0, name, &msg).expect("a decoded message encodes");
+                let again = wire::encode_tell(incarnation, name, &msg)
+                    .expect("a decoded message encodes");
                 match wire::decode_frame(&again, MAX) {
-                    Ok(Frame::Tell { payload, .. }) => {
+                    Ok(Frame::Tell {
+                        incarnation: back,
+                        payload,
+                        ..
+                    }) => {
+                        assert_eq!(back, incarnation);
                         assert_eq!(wire::decode_payload::<Sample>(payload), Ok(msg));
                     }
                     other => panic!("a re-encoded frame decodes as {other:?}"),
