@@ -23,6 +23,8 @@ pub struct RunResult {
     /// Every completed order's latency at its client, send to completion,
     /// in ns.
     pub latency_ns: Histogram<u64>,
+    /// CPU time and dispatcher counters over the timed part.
+    pub spent: crate::verify::Spent,
     /// Trades executed by the primaries.
     pub trades: u64,
     /// Orders resting in the primaries' books at the end.
@@ -72,6 +74,7 @@ pub fn run(config: &RunConfig) -> Result<RunResult, RunError> {
     Ok(RunResult {
         config: config.clone(),
         duration: raw.finished.duration_since(raw.started),
+        spent: raw.spent,
         trades: raw.engines.iter().map(|(p, _)| p.trades).sum(),
         resting: raw.engines.iter().map(|(p, _)| p.resting).sum(),
         engines: raw.engines,

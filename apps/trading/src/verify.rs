@@ -19,6 +19,30 @@ use hdrhistogram::Histogram;
 use crate::engine_core::EngineSummary;
 use crate::topology::{book_names, Scenario};
 
+/// The process's CPU time and troupe's dispatcher counters over a run's
+/// timed part: what the run cost besides its time. Taken at the start of
+/// the clock and when the last client has reported, so setup, shutdown and
+/// verification are not in it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Spent {
+    /// CPU time of every thread of the process (`None` if the clock could
+    /// not be read).
+    pub cpu: Option<std::time::Duration>,
+    /// What every troupe pool of the process did (zero for the sync
+    /// variant, which has none).
+    pub sched: troupe::DispatcherStats,
+}
+
+/// Starts measuring a [`Spent`]; call the result when the timed part ends.
+pub(crate) fn spending() -> impl FnOnce() -> Spent {
+    let cpu = cpu_time::ProcessTime::try_now().ok();
+    let sched = troupe::DispatcherStats::process();
+    move || Spent {
+        cpu: cpu.map(|t| t.elapsed()),
+        sched: troupe::DispatcherStats::process().since(&sched),
+    }
+}
+
 /// What a variant's runner hands back for verification.
 #[derive(Debug)]
 pub struct RawRun {
@@ -28,6 +52,9 @@ pub struct RawRun {
     pub first_sent: Instant,
     /// When the last order completed.
     pub finished: Instant,
+    /// What the process spent from the start of the clock until the last
+    /// client reported (see [`Spent`]).
+    pub spent: Spent,
     /// Merged client latencies of completed orders (ns).
     pub latency_ns: Histogram<u64>,
     /// Orders the clients were told had failed.

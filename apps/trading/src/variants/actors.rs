@@ -134,6 +134,7 @@ fn drive(system: &ActorSystem, config: &RunConfig) -> Result<RawRun, RunError> {
         .collect::<Result<_, _>>()?;
     drop(report_tx);
 
+    let spending = crate::verify::spending();
     let started = Instant::now();
     for client in &clients {
         client.tell(ClientMsg::Start);
@@ -158,6 +159,7 @@ fn drive(system: &ActorSystem, config: &RunConfig) -> Result<RawRun, RunError> {
             Err(_) => break,
         }
     }
+    let spent = spending();
     if clients_finished < clients.len() {
         return Err(RunError::Timeout {
             finished: clients_finished,
@@ -169,6 +171,7 @@ fn drive(system: &ActorSystem, config: &RunConfig) -> Result<RawRun, RunError> {
         started,
         first_sent: first_sent.unwrap_or(started),
         finished,
+        spent,
         latency_ns,
         failed,
         clients_finished,

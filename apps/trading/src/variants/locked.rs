@@ -49,7 +49,7 @@ pub fn run(config: &RunConfig) -> Result<RawRun, RunError> {
     let clients = scenario.clients;
     let ready = Barrier::new(clients + 1);
     let go = Barrier::new(clients + 1);
-    let (started, reports) = thread::scope(|s| {
+    let (started, spent, reports) = thread::scope(|s| {
         let handles: Vec<_> = (0..clients)
             .map(|client| {
                 let (pairs, ready, go) = (&pairs, &ready, &go);
@@ -79,13 +79,14 @@ pub fn run(config: &RunConfig) -> Result<RawRun, RunError> {
             })
             .collect();
         ready.wait();
+        let spending = crate::verify::spending();
         let started = Instant::now();
         go.wait();
         let reports: Vec<_> = handles
             .into_iter()
             .map(|h| h.join().unwrap_or(Err(RunError::ClientPanicked)))
             .collect();
-        (started, reports)
+        (started, spending(), reports)
     });
     let mut latency_ns = new_histogram();
     let mut finished = started;
@@ -116,6 +117,7 @@ pub fn run(config: &RunConfig) -> Result<RawRun, RunError> {
         started,
         first_sent: first_sent.unwrap_or(started),
         finished,
+        spent,
         latency_ns,
         failed: 0,
         clients_finished,

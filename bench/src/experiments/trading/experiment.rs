@@ -168,6 +168,7 @@ impl Experiment for Trading {
             Column::param("p99 us", "p99_us"),
             Column::param("max us", "max_us"),
             Column::param("trades", "trades"),
+            Column::with("cost", crate::table::cost_cell),
             Column::param("resting", "resting"),
             Column::text("verified", "verified"),
         ]

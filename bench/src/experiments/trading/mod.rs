@@ -255,9 +255,14 @@ fn row(point: &Point, results: &[trading::RunResult], warmups_ns: Vec<f64>, thre
         warmup: sample(&results[w - 1]),
         warmups_ns,
         samples: results[w..].iter().map(sample).collect(),
-        // Not observed yet: `trading::run` builds, runs and verifies in
-        // one call, and CPU time around all of it is not the run's cost.
-        costs: Vec::new(),
+        // Taken by `trading::run` around the timed part only.
+        costs: results[w..]
+            .iter()
+            .map(|r| crate::cost::Spent {
+                cpu: r.spent.cpu.unwrap_or_default(),
+                sched: r.spent.sched,
+            })
+            .collect(),
     };
     let measured = &results[w..];
     let mut latency = measured[0].latency_ns.clone();
