@@ -237,7 +237,8 @@ pub(crate) struct Pool {
 
 /// The worker-thread view of its pool, reachable through [`CURRENT`].
 struct Local {
-    pool: *const Pool,
+    /// The worker's pool (`run_worker` holds it for the worker's life).
+    pool: Arc<Pool>,
     index: usize,
     queue: Worker<Task>,
     lifo: Cell<Option<Task>>,
@@ -252,6 +253,12 @@ thread_local! {
 /// Runs `f` with this thread's `Local` if it is a worker of `pool`.
 #[inline]
 fn with_local<R>(pool: &Pool, f: impl FnOnce(Option<&Local>) -> R) -> R {
+    with_current(|local| f(local.filter(|l| ptr::eq(Arc::as_ptr(&l.pool), pool))))
+}
+
+/// Runs `f` with this thread's `Local` if it is a worker of any pool.
+#[inline]
+fn with_current<R>(f: impl FnOnce(Option<&Local>) -> R) -> R {
     CURRENT.with(|current| {
         let p = current.get();
         if p.is_null() {
@@ -262,11 +269,7 @@ fn with_local<R>(pool: &Pool, f: impl FnOnce(Option<&Local>) -> R) -> R {
         // before returning), and `Local` is only accessed through `&`.
         // SAFETY: by the argument just above.
         let local = unsafe { &*p };
-        if ptr::eq(local.pool, pool) {
-            f(Some(local))
-        } else {
-            f(None)
-        }
+        f(Some(local))
     })
 }
 
@@ -276,25 +279,16 @@ fn with_local<R>(pool: &Pool, f: impl FnOnce(Option<&Local>) -> R) -> R {
 /// pinned thread, a tokio task) it does nothing.
 #[inline]
 pub(crate) fn note_run(last: &mut u32) {
-    CURRENT.with(|current| {
-        let p = current.get();
-        if p.is_null() {
-            return;
-        }
-        // SAFETY: as in `with_local`: non-null only while the worker's
-        // `Local` is alive on this thread's stack, read through `&` only.
-        let local = unsafe { &*p };
+    with_current(|local| {
+        let Some(local) = local else { return };
         let index = local.index as u32;
         if *last != index {
             if *last != u32::MAX {
-                // SAFETY: `local.pool` outlives the worker thread (its
-                // `run_worker` holds an `Arc` of it), as in `with_local`.
-                let pool = unsafe { &*local.pool };
-                Counters::bump(&pool.counters[local.index].migrations);
+                Counters::bump(&local.pool.counters[local.index].migrations);
             }
             *last = index;
         }
-    })
+    });
 }
 
 /// Whether the current thread is a worker of any pool (used to refuse
@@ -492,7 +486,7 @@ impl Executor for Pool {
 fn run_worker(pool: Arc<Pool>, index: usize, queue: Worker<Task>) {
     let _ = pool.parkers[index].thread.set(thread::current());
     let local = Local {
-        pool: Arc::as_ptr(&pool),
+        pool: pool.clone(),
         index,
         queue,
         lifo: Cell::new(None),
