@@ -1,7 +1,8 @@
 //! What a run cost besides its wall-clock time: the CPU time of the whole
 //! process (every thread, the benchmark's own included) and what troupe's
 //! pool dispatchers did (`DispatcherStats::process`: runs, steals,
-//! migrations of actors between workers, parks, wake-ups). Taken around
+//! migrations of actors between workers, parks, wake-ups, the adaptive
+//! governor's trials and time spent spreading). Taken around
 //! every run by the runner, so a row says why it is fast or slow and what
 //! it costs: two workers that burn 1.7 CPUs for what one does alone show
 //! it here. The runner's part (setup, validation) is inside the figure too;
@@ -69,6 +70,15 @@ pub fn params(spent: &[Spent], msgs: u64, elapsed: &[Duration]) -> Map<String, V
             .map(|(s, e)| s.cpu.as_secs_f64() / e.as_secs_f64().max(1e-9))
             .collect();
         params.insert("cpus_busy".into(), json!(median(busy)));
+        // The share of the run the pools spent spreading work (eager
+        // stealing): what the adaptive governor chose, for pools that
+        // have one. Summed over pools, so two spreading pools read 2.
+        let spread: Vec<f64> = spent
+            .iter()
+            .zip(elapsed)
+            .map(|(s, e)| s.sched.spread_us as f64 / (e.as_secs_f64() * 1e6).max(1e-3))
+            .collect();
+        params.insert("spread_share".into(), json!(median(spread)));
     }
     let per_m = |f: fn(&DispatcherStats) -> u64| per_msg(&|s| f(&s.sched) as f64) * 1e6;
     params.insert(
@@ -79,6 +89,7 @@ pub fn params(spent: &[Spent], msgs: u64, elapsed: &[Duration]) -> Map<String, V
             "migrations": per_m(|d| d.migrations),
             "parks": per_m(|d| d.parks),
             "wakeups": per_m(|d| d.wakeups),
+            "probes": per_m(|d| d.probes),
         }),
     );
     params

@@ -277,7 +277,15 @@ pub fn cost_cell(row: &Row) -> String {
             )
         })
     });
-    format!("{cpu:.0} cpu-ns/msg{busy}{}", sched.unwrap_or_default())
+    // Shown only where a pool spread at all (eager, or adaptive that chose it).
+    let spread = row
+        .num("spread_share")
+        .filter(|s| *s > 0.0)
+        .map_or(String::new(), |s| format!(" · spread {:.0}%", s * 100.0));
+    format!(
+        "{cpu:.0} cpu-ns/msg{busy}{}{spread}",
+        sched.unwrap_or_default()
+    )
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ use std::time::Instant;
 
 use crate::actor::{Actor, Context, Signal};
 use crate::actor_ref::{ActorId, ActorRef};
-use crate::dispatch::{Executor, Runnable, Task};
+use crate::dispatch::{Executor, Ran, Runnable, Task};
 use crate::mailbox::bound::Bound;
 use crate::mailbox::{Mailbox, Offer, Request};
 use crate::props::{Factory, Props};
@@ -591,7 +591,7 @@ impl<A: Actor> ActorCell<A> {
 }
 
 impl<A: Actor> Runnable for ActorCell<A> {
-    unsafe fn run(&self, me: Task) -> bool {
+    unsafe fn run(&self, me: Task) -> Ran {
         // `me` is this cell's task (the caller's contract), made from
         // `Arc::as_ptr` of the `Arc` that owns the cell, so the pointer may
         // rebuild that `Arc`. It is wrapped in `ManuallyDrop`: a borrowed
@@ -611,6 +611,7 @@ impl<A: Actor> Runnable for ActorCell<A> {
         #[cfg(feature = "metrics")]
         this.metrics.run_starts(this.mailbox.len_hint());
         let mut sys = Vec::new();
+        let mut messages = 0;
         loop {
             // this run owns the mailbox (it holds `SCHEDULED`: a task
             // is queued only by the send that won that bit or by the owner
@@ -629,7 +630,10 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 let keep_alive = keep_alive.take();
                 this.release_closed();
                 drop(keep_alive);
-                return true;
+                return Ran {
+                    finished: true,
+                    messages,
+                };
             }
             if matches!(run.status.phase, Phase::Running) {
                 let mut handled = 0;
@@ -649,6 +653,7 @@ impl<A: Actor> Runnable for ActorCell<A> {
                         break;
                     }
                 }
+                messages += handled as u32;
                 if handled == budget
                     && matches!(run.status.phase, Phase::Running)
                     // this run still owns the mailbox (it has not
@@ -658,7 +663,10 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 {
                     // Budget spent with work left: yield the thread, keep ownership.
                     this.executor.reschedule(me);
-                    return false;
+                    return Ran {
+                        finished: false,
+                        messages,
+                    };
                 }
             }
             let user_runnable = matches!(run.status.phase, Phase::Running);
@@ -667,7 +675,10 @@ impl<A: Actor> Runnable for ActorCell<A> {
             // touches nothing of the cell again.
             // SAFETY: by the argument just above.
             if unsafe { this.mailbox.try_release(user_runnable) } {
-                return false;
+                return Ran {
+                    finished: false,
+                    messages,
+                };
             }
         }
     }

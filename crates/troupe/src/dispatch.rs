@@ -17,6 +17,7 @@
 
 use std::ptr::NonNull;
 
+mod governor;
 pub(crate) mod pinned;
 pub(crate) mod pool;
 #[cfg(feature = "tokio")]
@@ -36,16 +37,28 @@ pub(crate) fn on_shared_thread() -> bool {
 /// Something a dispatcher can run: one batch of an actor's mailbox.
 pub(crate) trait Runnable: Send + Sync + 'static {
     /// Runs one batch. The task reschedules itself through its executor if
-    /// it still owns work after the batch. Returns true if the task has
-    /// finished for good (its actor stopped): a thread dedicated to it may
-    /// exit, and `me` must not be used again.
+    /// it still owns work after the batch. Says whether the task has
+    /// finished for good (its actor stopped: a thread dedicated to it may
+    /// exit, and `me` must not be used again) and how many messages it
+    /// handled.
     ///
     /// # Safety
     ///
     /// `me` must be the [`Task`] of `self` (made by [`Task::new`] from the
     /// `Arc` that owns `self`), and the caller must hold the right to run it
     /// (it was handed to an executor and taken off its queue).
-    unsafe fn run(&self, me: Task) -> bool;
+    unsafe fn run(&self, me: Task) -> Ran;
+}
+
+/// What one run of a task did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ran {
+    /// The task has finished for good (see [`Runnable::run`]).
+    pub(crate) finished: bool,
+    /// User messages it handled: the work that the adaptive pool's
+    /// governor measures (a task count would favour whichever mode cuts
+    /// runs into smaller batches).
+    pub(crate) messages: u32,
 }
 
 /// A scheduled runnable, as queued in a dispatcher: a *non-owning* pointer.
@@ -85,7 +98,7 @@ impl Task {
     ///
     /// The caller must hold the right to run it (see [`Runnable::run`]); the
     /// pointee is alive by the liveness rule above.
-    pub(crate) unsafe fn run(self) -> bool {
+    pub(crate) unsafe fn run(self) -> Ran {
         // the pointee is alive: a task is queued only while its cell's
         // mailbox is open, when the cell's parent (or the guardian) still holds
         // it, and the final run keeps a strong reference of its own until it
@@ -122,6 +135,8 @@ impl Executor for NeverScheduled {
 pub struct DispatcherStats {
     /// Actor runs (each handles up to `throughput` messages).
     pub tasks: u64,
+    /// User messages those runs handled.
+    pub messages: u64,
     /// Batches an idle worker took from another worker's queue.
     pub steals: u64,
     /// Runs of an actor on another worker than its previous run.
@@ -130,6 +145,13 @@ pub struct DispatcherStats {
     pub parks: u64,
     /// Parked workers woken up (by workers and by sends from outside).
     pub wakeups: u64,
+    /// Times the adaptive governor tried the other way of stealing
+    /// ([`Stealing::Adaptive`](crate::Stealing::Adaptive); 0 otherwise).
+    pub probes: u64,
+    /// Microseconds the pool spent spreading work (eager stealing) rather
+    /// than keeping it local: all of its life under `Eager`, none under
+    /// `Late`, what the governor chose under `Adaptive`.
+    pub spread_us: u64,
 }
 
 impl DispatcherStats {
@@ -147,6 +169,9 @@ impl DispatcherStats {
             migrations: self.migrations + other.migrations,
             parks: self.parks + other.parks,
             wakeups: self.wakeups + other.wakeups,
+            spread_us: self.spread_us + other.spread_us,
+            probes: self.probes + other.probes,
+            messages: self.messages + other.messages,
         }
     }
 
@@ -158,6 +183,9 @@ impl DispatcherStats {
             migrations: self.migrations.saturating_sub(earlier.migrations),
             parks: self.parks.saturating_sub(earlier.parks),
             wakeups: self.wakeups.saturating_sub(earlier.wakeups),
+            spread_us: self.spread_us.saturating_sub(earlier.spread_us),
+            probes: self.probes.saturating_sub(earlier.probes),
+            messages: self.messages.saturating_sub(earlier.messages),
         }
     }
 }

@@ -620,7 +620,7 @@ fn cell_name<A: Actor>(cell: &ActorCell<A>) -> Option<&str> {
 /// threads = 2                # default: the number of cores
 /// throughput = 5             # messages per actor per run (default 5)
 /// spin = 64                  # backoff rounds an idle worker spins before parking
-/// stealing = "eager"         # or "late": locality first (see `Stealing`)
+/// stealing = "adaptive"      # the default; or "eager", or "late" (see `Stealing`)
 ///
 /// [dispatchers.engines]
 /// kind = "pool"              # "pool" (work stealing) or "pinned" (a thread per actor)

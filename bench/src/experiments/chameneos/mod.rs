@@ -14,11 +14,12 @@
 //!   troupe's best setting for this game ([`Dispatcher::DEFAULT`]);
 //! - `actor-3-w2-tp5`, `actor-10-w2-tp5`: the same on two workers with
 //!   throughput 5 ([`Dispatcher::POOL`]), Pekko's own setting on this
-//!   machine. The Pekko peer plays both settings too (`pekko-3-w1-tp100`,
-//!   ...), and each Pekko row is compared with the troupe row of the same
-//!   setting (its `peer_of`).
-//! - `actor-3-w2-tp5-late`, `actor-10-w2-tp5-late`: the two-worker setting
-//!   with late, locality-first stealing (`troupe::Stealing::Late`); no
+//!   machine, with troupe's default, adaptive stealing. The Pekko peer
+//!   plays both settings too (`pekko-3-w1-tp100`, ...), and each Pekko row
+//!   is compared with the troupe row of the same setting (its `peer_of`).
+//! - `actor-3-w2-tp5-eager`, `-late` (and `actor-10-...`): the two-worker
+//!   setting with each fixed way of stealing (`troupe::Stealing::Eager`,
+//!   `Late`), to show what the adaptive governor chooses between; no
 //!   Pekko twin.
 //! - `actor-mall-100`: Savina's mall protocol with 100 creatures ([`mall`]),
 //!   on the default setting.
@@ -71,9 +72,8 @@ pub struct Dispatcher {
     pub workers: usize,
     /// Messages an actor handles per run before its worker moves on.
     pub throughput: usize,
-    /// Late, locality-first stealing (`troupe::Stealing::Late`) instead of
-    /// the default eager stealing.
-    pub late: bool,
+    /// How idle workers take work from busy ones.
+    pub stealing: Stealing,
 }
 
 impl Dispatcher {
@@ -89,7 +89,7 @@ impl Dispatcher {
     pub const DEFAULT: Dispatcher = Dispatcher {
         workers: 1,
         throughput: 100,
-        late: false,
+        stealing: Stealing::Adaptive,
     };
 
     /// Two workers (the machine's cores) and throughput 5: the setting the
@@ -98,13 +98,26 @@ impl Dispatcher {
     pub const POOL: Dispatcher = Dispatcher {
         workers: 2,
         throughput: 5,
-        late: false,
+        stealing: Stealing::Adaptive,
     };
 
-    /// The setting as row names carry it: `w1-tp100`, `w2-tp5-late`.
+    /// The setting as row names carry it: `w1-tp100`, `w2-tp5-late`
+    /// (the default, adaptive stealing has no suffix).
     pub fn label(self) -> String {
-        let late = if self.late { "-late" } else { "" };
-        format!("w{}-tp{}{late}", self.workers, self.throughput)
+        let stealing = match self.stealing {
+            Stealing::Adaptive => "",
+            _ => &format!("-{}", stealing_name(self.stealing)),
+        };
+        format!("w{}-tp{}{stealing}", self.workers, self.throughput)
+    }
+}
+
+/// The name of a way of stealing, as rows and the TOML config carry it.
+pub fn stealing_name(stealing: Stealing) -> &'static str {
+    match stealing {
+        Stealing::Adaptive => "adaptive",
+        Stealing::Eager => "eager",
+        Stealing::Late => "late",
     }
 }
 
@@ -236,14 +249,9 @@ fn await_tallies(
 
 /// Builds the actor system of the actor rows.
 fn build_system(dispatcher: Dispatcher) -> Result<ActorSystem, WorkloadError> {
-    let stealing = if dispatcher.late {
-        Stealing::Late
-    } else {
-        Stealing::Eager
-    };
     let pool = DispatcherConfig::pool(dispatcher.workers)
         .throughput(dispatcher.throughput)
-        .stealing(stealing);
+        .stealing(dispatcher.stealing);
     ActorSystem::builder()
         .name("chameneos")
         .dispatcher("default", pool)
@@ -293,10 +301,7 @@ pub fn game_workload(
             .param("runtime", "troupe")
             .param("workers", dispatcher.workers)
             .param("throughput", dispatcher.throughput)
-            .param(
-                "stealing",
-                if dispatcher.late { "late" } else { "eager" },
-            ),
+            .param("stealing", stealing_name(dispatcher.stealing)),
     }
 }
 
@@ -313,13 +318,15 @@ pub fn workloads(settings: &Settings) -> Vec<Workload> {
         ));
     }
     let mut dispatchers = settings.dispatchers();
-    // The late-stealing twin of each pool of more than one worker.
-    let late: Vec<Dispatcher> = dispatchers
+    // The eager and late twins of each adaptive pool of more than one worker.
+    let twins: Vec<Dispatcher> = dispatchers
         .iter()
-        .filter(|d| d.workers > 1 && !d.late)
-        .map(|d| Dispatcher { late: true, ..*d })
+        .filter(|d| d.workers > 1 && d.stealing == Stealing::Adaptive)
+        .flat_map(|d| {
+            [Stealing::Eager, Stealing::Late].map(|stealing| Dispatcher { stealing, ..*d })
+        })
         .collect();
-    dispatchers.extend(late);
+    dispatchers.extend(twins);
     for dispatcher in dispatchers {
         for colours in [&GAME_THREE[..], &GAME_TEN[..]] {
             rows.push(game_workload(
@@ -451,7 +458,7 @@ mod tests {
         let rows = run(&settings, &options).unwrap();
         let variants: Vec<&str> = rows.iter().map(|r| r.variant.as_str()).collect();
         assert_eq!(
-            variants[..9],
+            variants[..11],
             [
                 "threads-3",
                 "threads-10",
@@ -459,6 +466,8 @@ mod tests {
                 "actor-10-w1-tp100",
                 "actor-3-w2-tp5",
                 "actor-10-w2-tp5",
+                "actor-3-w2-tp5-eager",
+                "actor-10-w2-tp5-eager",
                 "actor-3-w2-tp5-late",
                 "actor-10-w2-tp5-late",
                 "actor-mall-10"
@@ -468,11 +477,12 @@ mod tests {
         for row in rows.iter().filter(|r| r.variant.contains("-w2-tp5")) {
             assert_eq!(row.params["workers"], 2);
             assert_eq!(row.params["throughput"], 5);
-            let late = row.variant.ends_with("-late");
-            assert_eq!(row.params["stealing"], if late { "late" } else { "eager" });
+            let stealing = row.variant.rsplit('-').next().unwrap();
+            let stealing = if stealing == "tp5" { "adaptive" } else { stealing };
+            assert_eq!(row.params["stealing"], stealing);
         }
         // Two sweep points (1 and 10), four rows each.
-        assert_eq!(rows.len(), 9 + 8);
+        assert_eq!(rows.len(), 11 + 8);
         for row in &rows {
             for key in [
                 "variant",

@@ -12,7 +12,10 @@
 //! leftovers of earlier rows. Rows:
 //!
 //! - `actor`: troupe; worker mailboxes are bounded and the producer waits for
-//!   room, so a producer faster than the workers is slowed down.
+//!   room, so a producer faster than the workers is slowed down. On the
+//!   default pool (a worker per core).
+//! - `actor-w1`: the same on a pool of one worker: whether the second
+//!   worker pays, read in one run.
 //! - `tokio-sleep`: the baseline without actors, a tokio task per job that
 //!   sleeps for the delay and then sends its completion over a channel.
 //!
@@ -69,7 +72,16 @@ impl Settings {
 }
 
 /// The rows, in the order they run.
-pub const VARIANTS: [&str; 2] = ["actor", "tokio-sleep"];
+pub const VARIANTS: [&str; 3] = ["actor", "actor-w1", "tokio-sleep"];
+
+/// The pool threads a variant's workload runs on (troupe's default pool and
+/// tokio's multi-thread runtime both take one per core).
+pub fn threads(variant: &str) -> usize {
+    match variant {
+        "actor-w1" => 1,
+        _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
+}
 
 /// Runs each variant `1 + repeats` times (one warm-up) in child processes
 /// and returns one row per variant.
@@ -121,20 +133,16 @@ fn row(variant: &str, sizes: &Settings, outcomes: &[probe::Outcome]) -> Row {
     };
     let mut params = Map::new();
     // The scheduler-driven actors are troupe's; the task per job is tokio's.
-    let runtime = if variant == "actor" {
+    let runtime = if variant.starts_with("actor") {
         "troupe"
     } else {
         "baseline"
     };
     params.insert("runtime".into(), json!(runtime));
     params.insert("jobs".into(), json!(sizes.jobs));
-    // The threads that run the workload (troupe's default pool and tokio's
-    // multi-thread runtime both take one per core); `workers` below counts
-    // worker actors, not threads.
-    params.insert(
-        "threads".into(),
-        json!(std::thread::available_parallelism().map_or(1, |n| n.get())),
-    );
+    // The threads that run the workload; `workers` below counts worker
+    // actors, not threads.
+    params.insert("threads".into(), json!(threads(variant)));
     params.insert("workers".into(), json!(sizes.workers));
     params.insert("mailbox_capacity".into(), json!(sizes.capacity));
     params.insert("delay_ms".into(), json!(sizes.delay.as_millis() as u64));

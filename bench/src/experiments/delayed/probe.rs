@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use troupe::prelude::*;
-use troupe::{MailboxConfig, Overflow, Router, Routing, Scheduler};
+use troupe::{DispatcherConfig, MailboxConfig, Overflow, Router, Routing, Scheduler};
 
 use super::Settings;
 use crate::shared::SystemGuard;
@@ -289,7 +289,7 @@ impl Actor for Manager {
 /// Runs one measurement here (in the child process).
 pub fn run_here(variant: &str, sizes: &Settings) -> Result<Outcome, WorkloadError> {
     match variant {
-        "actor" => run_actor(sizes),
+        "actor" | "actor-w1" => run_actor(sizes, super::threads(variant)),
         "tokio-sleep" => run_tokio(sizes),
         other => Err(WorkloadError::new(format!(
             "unknown delayed variant {other:?}"
@@ -297,10 +297,11 @@ pub fn run_here(variant: &str, sizes: &Settings) -> Result<Outcome, WorkloadErro
     }
 }
 
-fn run_actor(sizes: &Settings) -> Result<Outcome, WorkloadError> {
+fn run_actor(sizes: &Settings, threads: usize) -> Result<Outcome, WorkloadError> {
     let sizes = *sizes;
     let system = ActorSystem::builder()
         .name("delayed")
+        .dispatcher("default", DispatcherConfig::pool(threads))
         .build()
         .map_err(|e| WorkloadError::new(e.to_string()))?;
     let guard = SystemGuard(system);

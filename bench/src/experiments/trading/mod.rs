@@ -56,6 +56,9 @@ pub struct Point {
     pub pattern: Pattern,
     /// Orders each client keeps in flight (1 for the sync variant).
     pub window: usize,
+    /// Dispatcher threads for this point, if not the settings' own: the
+    /// one-worker twins, which say whether a second worker pays.
+    pub threads: Option<usize>,
 }
 
 /// What to run.
@@ -101,10 +104,23 @@ impl Settings {
                         clients: c,
                         pattern: Pattern::Seed,
                         window: 1,
+                        threads: None,
                     });
                 }
             }
         }
+        // One-worker twins of the actor rows with the log off and ten or
+        // more clients: the parallel efficiency of the second worker is
+        // their ratio, read in one run.
+        let twins: Vec<Point> = points
+            .iter()
+            .filter(|p| p.txlog == TxLog::Off && p.variant != Variant::Sync && p.clients >= 10)
+            .map(|p| Point {
+                threads: Some(1),
+                ..*p
+            })
+            .collect();
+        points.extend(twins);
         // Durable orders with many in flight per client, as real clients
         // keep them: 10 clients with 64 each under group commit.
         for variant in [Variant::RequestReply, Variant::OneWay] {
@@ -114,6 +130,7 @@ impl Settings {
                 clients: 10,
                 pattern: Pattern::Seed,
                 window: WINDOW,
+                threads: None,
             });
         }
         // The resting scenario once per variant, so the published results
@@ -125,6 +142,7 @@ impl Settings {
                 clients: 10,
                 pattern: Pattern::Resting,
                 window: 1,
+                threads: None,
             });
         }
         Settings {
@@ -145,9 +163,13 @@ fn label(p: &Point) -> String {
         Pattern::Seed => format!("{}/{}", p.variant, p.txlog),
         pattern => format!("{}/{}/{pattern}", p.variant, p.txlog),
     };
-    match p.window {
+    let base = match p.window {
         1 => base,
         w => format!("{base}/w{w}"),
+    };
+    match p.threads {
+        Some(t) => format!("{base}/t{t}"),
+        None => base,
     }
 }
 
@@ -197,7 +219,7 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
                 scenario,
                 txlog: point.txlog,
                 log_root: (point.txlog != TxLog::Off).then(|| dir.clone()),
-                threads: settings.threads,
+                threads: point.threads.unwrap_or(settings.threads),
                 window: point.window,
                 timeout: Duration::from_secs(600),
             };
@@ -231,7 +253,8 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
             }
             results.push(result);
         }
-        let mut row = row(point, &results, phases.into_warmups_ns(), settings.threads);
+        let threads = point.threads.unwrap_or(settings.threads);
+        let mut row = row(point, &results, phases.into_warmups_ns(), threads);
         row.params
             .insert(crate::core_latency::PARAM.into(), rtt.finish());
         if let Some(us) = fdatasync_us {
@@ -352,6 +375,7 @@ mod tests {
             clients: 2,
             pattern: Pattern::Resting,
             window: 1,
+            threads: None,
         }
     }
 

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use crate::actor_ref::{ActorId, ActorRef};
 use crate::cell::{self, Cell, SystemMsg, TypedCell};
-use crate::dispatch::{Executor, NeverScheduled, Runnable, Task};
+use crate::dispatch::{Executor, NeverScheduled, Ran, Runnable, Task};
 use crate::mailbox::bound::Bound;
 use crate::mailbox::{Offer, Request};
 use crate::system::{DeadLetterReason, SystemInner};
@@ -40,10 +40,13 @@ struct AdapterCell<R, M: Send + 'static> {
 }
 
 impl<R: Send + 'static, M: Send + 'static> Runnable for AdapterCell<R, M> {
-    unsafe fn run(&self, _me: Task) -> bool {
+    unsafe fn run(&self, _me: Task) -> Ran {
         // Never scheduled: every offer is told to the owner at once and
         // answered `Owned` (see `NeverScheduled`).
-        true
+        Ran {
+            finished: true,
+            messages: 0,
+        }
     }
 }
 

@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use crate::actor_ref::{ActorId, ActorRef};
 use crate::cell::{Cell, SystemMsg, TypedCell};
-use crate::dispatch::{Executor, NeverScheduled, Runnable, Task};
+use crate::dispatch::{Executor, NeverScheduled, Ran, Runnable, Task};
 use crate::mailbox::bound::Bound;
 use crate::mailbox::{Offer, Request};
 use crate::system::{ActorSystem, DeadLetterReason, SystemInner};
@@ -166,11 +166,14 @@ struct ExternalCell<M, T> {
 }
 
 impl<M: Send + 'static, T: ExternalTarget<M>> Runnable for ExternalCell<M, T> {
-    unsafe fn run(&self, _me: Task) -> bool {
+    unsafe fn run(&self, _me: Task) -> Ran {
         // Never scheduled: every offer is answered `Owned` (see
         // `NeverScheduled`); finishing at once is the harmless answer if it
         // ever were.
-        true
+        Ran {
+            finished: true,
+            messages: 0,
+        }
     }
 }
 

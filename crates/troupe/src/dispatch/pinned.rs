@@ -96,7 +96,7 @@ impl PinnedThread {
                     // the task was handed over to this thread, the only
                     // one that runs it.
                     // SAFETY: by the argument just above.
-                    if unsafe { task.run() } {
+                    if unsafe { task.run() }.finished {
                         return;
                     }
                 }

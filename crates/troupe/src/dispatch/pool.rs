@@ -92,6 +92,7 @@ use std::time::{Duration, Instant};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::{Backoff, CachePadded};
 
+use super::governor::{self, Governed, Mode};
 use super::{DispatcherStats, Executor, Task};
 
 /// Consecutive runs from the LIFO slot before the worker looks at its queue.
@@ -142,10 +143,13 @@ static PROCESS: Mutex<Registry> = Mutex::new(Registry {
     live: Vec::new(),
     ended: DispatcherStats {
         tasks: 0,
+        messages: 0,
         steals: 0,
         migrations: 0,
         parks: 0,
         wakeups: 0,
+        probes: 0,
+        spread_us: 0,
     },
 });
 
@@ -174,6 +178,8 @@ impl Drop for Pool {
 struct Counters {
     /// Tasks run: the progress the watcher compares.
     runs: AtomicU64,
+    /// Messages those tasks handled: the work the governor measures.
+    messages: AtomicU64,
     steals: AtomicU64,
     /// Runs of an actor that last ran on another worker.
     migrations: AtomicU64,
@@ -185,7 +191,13 @@ impl Counters {
     /// Adds one (owner only, so a load and a store, no locked add).
     #[inline]
     fn bump(counter: &AtomicU64) {
-        counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        Self::add(counter, 1);
+    }
+
+    /// Adds `n` (owner only).
+    #[inline]
+    fn add(counter: &AtomicU64, n: u64) {
+        counter.store(counter.load(Ordering::Relaxed) + n, Ordering::Relaxed);
     }
 
     /// This worker's counters as stats.
@@ -194,10 +206,13 @@ impl Counters {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         DispatcherStats {
             tasks: get(&self.runs),
+            messages: get(&self.messages),
             steals: get(&self.steals),
             migrations: get(&self.migrations),
             parks: get(&self.parks),
             wakeups: get(&self.wakeups),
+            probes: 0,
+            spread_us: 0,
         }
     }
 
@@ -211,8 +226,11 @@ impl Counters {
 
 /// A pool of worker threads (see the module header).
 pub(crate) struct Pool {
-    /// `settings.stealing == Late`, read on every push.
-    late: bool,
+    /// Whether stealing is late (locality first) now: fixed under `Late`
+    /// and `Eager`, set by the governor under `Adaptive`. Read (relaxed)
+    /// on every push; a change needs no ordering, since no task depends on
+    /// it to be run (see the parking protocol).
+    late: AtomicBool,
     settings: PoolSettings,
     /// Any thread pushes; workers steal.
     injector: Injector<Task>,
@@ -231,6 +249,14 @@ pub(crate) struct Pool {
     watcher: AtomicUsize,
     /// Set once by `shutdown`; read by workers.
     shutdown: AtomicBool,
+    /// The governor's thread (under `Adaptive` with more than one worker),
+    /// woken by `shutdown`.
+    governor: OnceLock<Thread>,
+    /// Trials the governor made, and the microseconds the pool spread.
+    probes: AtomicU64,
+    spread_us: AtomicU64,
+    /// When the pool started: an eager pool spreads all its life.
+    started: Instant,
     /// Join handles, taken by `join`.
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -303,7 +329,8 @@ impl Pool {
         let threads = settings.threads.max(1);
         let queues: Vec<Worker<Task>> = (0..threads).map(|_| Worker::new_fifo()).collect();
         let pool = Arc::new(Pool {
-            late: settings.stealing == crate::Stealing::Late,
+            // `Adaptive` starts local (see `governor`).
+            late: AtomicBool::new(settings.stealing != crate::Stealing::Eager),
             injector: Injector::new(),
             stealers: queues.iter().map(Worker::stealer).collect(),
             sleepers: Mutex::new(Vec::with_capacity(threads)),
@@ -318,7 +345,11 @@ impl Pool {
             outside_wakeups: AtomicU64::new(0),
             watcher: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
-            threads: Mutex::new(Vec::with_capacity(threads)),
+            governor: OnceLock::new(),
+            probes: AtomicU64::new(0),
+            spread_us: AtomicU64::new(0),
+            started: Instant::now(),
+            threads: Mutex::new(Vec::with_capacity(threads + 1)),
             settings,
         });
         pool.register();
@@ -327,6 +358,23 @@ impl Pool {
             let handle = thread::Builder::new()
                 .name(format!("troupe-{}-{}", pool.settings.name, index))
                 .spawn(move || run_worker(worker_pool, index, queue))?;
+            pool.threads
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(handle);
+        }
+        if pool.settings.stealing == crate::Stealing::Adaptive && threads > 1 {
+            let governed = pool.clone();
+            let handle = thread::Builder::new()
+                .name(format!("troupe-{}-governor", pool.settings.name))
+                .spawn(move || {
+                    let _ = governed.governor.set(thread::current());
+                    governor::govern(&*governed, |d| {
+                        let start = Instant::now();
+                        thread::park_timeout(d);
+                        start.elapsed()
+                    });
+                })?;
             pool.threads
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -344,6 +392,15 @@ impl Pool {
                 t.unpark();
             }
         }
+        if let Some(t) = self.governor.get() {
+            t.unpark();
+        }
+    }
+
+    /// Whether stealing is late now (see the field).
+    #[inline]
+    fn late(&self) -> bool {
+        self.late.load(Ordering::Relaxed)
     }
 
     /// Waits for the worker threads to exit (after `shutdown`).
@@ -372,10 +429,18 @@ impl Pool {
         };
         DispatcherStats {
             tasks: sum(|c| &c.runs),
+            messages: sum(|c| &c.messages),
             steals: sum(|c| &c.steals),
             parks: sum(|c| &c.parks),
             wakeups: sum(|c| &c.wakeups) + self.outside_wakeups.load(Ordering::Relaxed),
             migrations: sum(|c| &c.migrations),
+            probes: self.probes.load(Ordering::Relaxed),
+            spread_us: match self.settings.stealing {
+                crate::Stealing::Eager if self.stealers.len() > 1 => {
+                    self.started.elapsed().as_micros() as u64
+                }
+                _ => self.spread_us.load(Ordering::Relaxed),
+            },
         }
     }
 
@@ -427,7 +492,7 @@ impl Pool {
     /// else into the injector (see the parking protocol for the wake-ups).
     fn push(&self, task: Task, local: Option<&Local>) {
         match local {
-            Some(local) if !self.late => {
+            Some(local) if !self.late() => {
                 // Eager: an idle worker may take it at once.
                 local.queue.push(task);
                 self.notify_one(Some(local));
@@ -483,6 +548,34 @@ impl Executor for Pool {
     }
 }
 
+impl Governed for Pool {
+    fn messages(&self) -> u64 {
+        self.counters
+            .iter()
+            .map(|c| c.messages.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    fn set_mode(&self, mode: Mode) {
+        self.late.store(mode == Mode::Local, Ordering::Relaxed);
+        if mode == Mode::Spread {
+            // Idle workers are parked; one woken now starts taking work
+            // (and wakes others as it pushes), rather than at the next push.
+            self.notify_one(None);
+        }
+    }
+
+    fn account(&self, trials: u64, spread: Duration) {
+        self.probes.fetch_add(trials, Ordering::Relaxed);
+        self.spread_us
+            .fetch_add(spread.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    fn stopping(&self) -> bool {
+        self.shutdown.load(Ordering::Relaxed)
+    }
+}
+
 fn run_worker(pool: Arc<Pool>, index: usize, queue: Worker<Task>) {
     let _ = pool.parkers[index].thread.set(thread::current());
     let local = Local {
@@ -504,8 +597,9 @@ fn run_worker(pool: Arc<Pool>, index: usize, queue: Worker<Task>) {
             // the task was handed to this pool and taken off its queues
             // by this worker alone, which gives the right to run it.
             // SAFETY: by the argument just above.
-            unsafe { task.run() };
+            let ran = unsafe { task.run() };
             Counters::bump(&counters.runs);
+            Counters::add(&counters.messages, u64::from(ran.messages));
             #[cfg(feature = "metrics")]
             if counters.runs.load(Ordering::Relaxed).is_multiple_of(65_536) {
                 counters.publish(&pool.settings.name, index);
@@ -565,7 +659,7 @@ fn next_task(pool: &Pool, local: &Local, turn: &mut Turn) -> Option<Task> {
 /// Under eager stealing, a batch from another worker's queue, returning
 /// one task; nothing under late stealing (the watcher decides).
 fn steal_eagerly(pool: &Pool, local: &Local) -> Option<Task> {
-    if pool.late {
+    if pool.late() {
         return None;
     }
     let n = pool.stealers.len();
@@ -630,7 +724,7 @@ impl Drop for Watching<'_> {
 fn watch(pool: &Pool, local: &Local, seen: &mut [Watched]) -> Option<Task> {
     let n = pool.stealers.len();
     if n == 1
-        || !pool.late
+        || !pool.late()
         || pool
             .watcher
             .compare_exchange(0, local.index + 1, Ordering::AcqRel, Ordering::Relaxed)
@@ -645,7 +739,9 @@ fn watch(pool: &Pool, local: &Local, seen: &mut [Watched]) -> Option<Task> {
         if let Some(task) = local.lifo.take().or_else(|| take_injected(pool, local)) {
             return Some(task);
         }
-        if pool.shutdown.load(Ordering::Relaxed) {
+        // Stop watching when the governor turns to spreading: eager
+        // stealing is every idle worker's job then.
+        if pool.shutdown.load(Ordering::Relaxed) || !pool.late() {
             return None;
         }
         let mut any_queued = false;
@@ -710,7 +806,7 @@ fn park(pool: &Pool, local: &Local) {
     fence(Ordering::SeqCst);
     // Under eager stealing the other queues are this worker's to take too.
     let stealable =
-        !pool.injector.is_empty() || (!pool.late && pool.stealers.iter().any(|s| !s.is_empty()));
+        !pool.injector.is_empty() || (!pool.late() && pool.stealers.iter().any(|s| !s.is_empty()));
     if stealable || pool.shutdown.load(Ordering::SeqCst) {
         let mut sleepers = pool.sleepers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(pos) = sleepers.iter().position(|&i| i == local.index) {

@@ -1,18 +1,22 @@
 //! Locality on a pool dispatcher with late stealing
-//! (`Stealing::Late`): actors made runnable on a worker stay there, and
-//! another worker takes them only when they would wait longer than a grace
-//! period.
+//! (`Stealing::Late`, and `Adaptive`, the default, which starts that way):
+//! actors made runnable on a worker stay there, and another worker takes
+//! them only when they would wait longer than a grace period.
 //!
 //! - A worker stuck in a long handler: the actor it queued before blocking
 //!   is taken by the other worker and runs meanwhile (it is what unblocks
 //!   the stuck handler here, so without the steal the test would fail on
 //!   the latch's patience), and the pool's counters show one steal and one
-//!   migration at least.
+//!   migration at least. Under both `Late` and `Adaptive`.
 //! - A chain of small messages between two actors on a two-worker pool
 //!   (each one sent from the worker the other runs on) keeps them on one
 //!   worker: fewer than one migration per thousand runs. (Not none: a
 //!   worker descheduled by the operating system for longer than the grace
 //!   period looks stuck, and its actors are then rightly taken.)
+//! - The adaptive governor tries the other way of stealing under a
+//!   sustained load (its trials are counted), the pool counts every
+//!   message handled, and a fixed `Eager` or `Late` pool has no governor:
+//!   no trials, spreading all or none of its life.
 
 use std::sync::Arc;
 
@@ -58,20 +62,30 @@ impl Actor for Blocker {
     }
 }
 
-/// A system whose default pool has two workers and steals late.
-fn late_system() -> ActorSystem {
+/// A system whose default pool has two workers and steals this way.
+fn system_stealing(stealing: Stealing) -> ActorSystem {
     ActorSystem::builder()
-        .dispatcher(
-            "default",
-            DispatcherConfig::pool(2).stealing(Stealing::Late),
-        )
+        .dispatcher("default", DispatcherConfig::pool(2).stealing(stealing))
         .build()
         .unwrap()
 }
 
+/// A system whose default pool has two workers and steals late.
+fn late_system() -> ActorSystem {
+    system_stealing(Stealing::Late)
+}
+
 #[test]
 fn an_actor_queued_behind_a_stuck_worker_is_taken_by_an_idle_one() {
-    let system = late_system();
+    stuck_worker_is_rescued(late_system());
+}
+
+#[test]
+fn the_adaptive_default_also_rescues_an_actor_behind_a_stuck_worker() {
+    stuck_worker_is_rescued(system_stealing(Stealing::default()));
+}
+
+fn stuck_worker_is_rescued(system: ActorSystem) {
     let before = system.dispatcher_stats("default").unwrap();
     let probe = TestProbe::<&'static str>::new(&system, "done");
     let latch = Arc::new(Latch::new());
@@ -151,4 +165,91 @@ fn two_actors_messaging_each_other_stay_on_one_worker() {
     assert!(rally.tasks >= 200_000, "{rally:?}");
     assert!(rally.migrations * 1000 < rally.tasks, "{rally:?}");
     terminate(&system, PATIENCE);
+}
+
+/// Counts what it is told and reports each thousandth to the probe.
+struct Counter {
+    seen: u64,
+    done: ActorRef<u64>,
+}
+
+impl Actor for Counter {
+    type Msg = ();
+    fn receive(&mut self, _ctx: &mut Context<'_, Self>, _msg: ()) {
+        self.seen += 1;
+        if self.seen.is_multiple_of(1_000) {
+            self.done.tell(self.seen);
+        }
+    }
+}
+
+#[test]
+fn the_adaptive_governor_tries_the_other_way_under_load_and_counts_messages() {
+    let system = system_stealing(Stealing::Adaptive);
+    let probe = TestProbe::<u64>::new(&system, "counted");
+    let counters: Vec<_> = (0..4)
+        .map(|_| {
+            let done = probe.actor_ref();
+            system
+                .spawn(Props::new(move || Counter {
+                    seen: 0,
+                    done: done.clone(),
+                }))
+                .unwrap()
+        })
+        .collect();
+    let before = system.dispatcher_stats("default").unwrap();
+    // Load in rounds of 4,000 messages (each round answered by the probe)
+    // until the governor has started a trial; PATIENCE bounds the wait.
+    let deadline = std::time::Instant::now() + PATIENCE;
+    let mut rounds = 0u64;
+    loop {
+        for c in &counters {
+            for _ in 0..1_000 {
+                c.tell(());
+            }
+        }
+        for _ in 0..4 {
+            probe.expect_msg(PATIENCE);
+        }
+        rounds += 1;
+        let now = system.dispatcher_stats("default").unwrap().since(&before);
+        if now.probes >= 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no trial after {rounds} rounds: {now:?}"
+        );
+    }
+    terminate(&system, PATIENCE);
+    // Every message sent was handled (the probe heard each counter's last
+    // thousand of each round), and counted once its run had ended, which
+    // the workers' exit at termination orders before this read.
+    let total = system.dispatcher_stats("default").unwrap().since(&before);
+    assert!(total.messages >= rounds * 4_000, "{total:?}");
+}
+
+#[test]
+fn fixed_ways_of_stealing_have_no_governor() {
+    for (stealing, spreads) in [(Stealing::Eager, true), (Stealing::Late, false)] {
+        let system = system_stealing(stealing);
+        let probe = TestProbe::<u64>::new(&system, "counted");
+        let done = probe.actor_ref();
+        let counter = system
+            .spawn(Props::new(move || Counter {
+                seen: 0,
+                done: done.clone(),
+            }))
+            .unwrap();
+        for _ in 0..1_000 {
+            counter.tell(());
+        }
+        assert_eq!(probe.expect_msg(PATIENCE), 1_000);
+        terminate(&system, PATIENCE);
+        let stats = system.dispatcher_stats("default").unwrap();
+        assert_eq!(stats.probes, 0, "{stealing:?}: {stats:?}");
+        assert_eq!(stats.spread_us > 0, spreads, "{stealing:?}: {stats:?}");
+        assert!(stats.messages >= 1_000, "{stealing:?}: {stats:?}");
+    }
 }
