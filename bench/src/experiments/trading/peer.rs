@@ -56,6 +56,8 @@ pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workl
                 "max_us",
                 "trades",
                 "verified",
+                "cpus_busy",
+                "cpu_ns_per_msg",
                 "samples",
                 "warmup_samples",
                 "warmup_ns_per_msg",

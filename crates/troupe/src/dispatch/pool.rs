@@ -1,6 +1,10 @@
 //! The worker pool: the default dispatcher. Its idle workers steal either
-//! eagerly (the default, [`Stealing::Eager`](crate::Stealing)) or late,
-//! locality first ([`Stealing::Late`](crate::Stealing)).
+//! eagerly ([`Stealing::Eager`](crate::Stealing)) or late, locality first
+//! ([`Stealing::Late`](crate::Stealing)), or whichever of the two a
+//! governor thread measures to be faster
+//! ([`Stealing::Adaptive`](crate::Stealing), the default; see
+//! `governor.rs`). The way of stealing is one flag (`late`) that any code
+//! path reads afresh, so the governor can flip it at any moment.
 //!
 //! # Design
 //!

@@ -18,16 +18,35 @@ final class Steady {
         double run(boolean measured) throws Exception;
     }
 
-    /** The warm-up figures, the measured ones, and how they were obtained. */
-    record Result(List<Double> warmup, List<Double> samples, String protocol) {
+    /**
+     * The warm-up figures, the measured ones, how they were obtained, and
+     * what each measured run cost: the process's CPU time over its wall time
+     * (CPUs busy), every thread of the JVM included (JIT and GC too), as
+     * troupe's rows take the CPU time of their whole process.
+     */
+    record Result(List<Double> warmup, List<Double> samples, String protocol, List<Double> cpusBusy) {
         double median() {
             double[] v = new double[samples.size()];
             for (int i = 0; i < v.length; i++) v[i] = samples.get(i);
             return Stats.median(v);
         }
 
-        /** Puts `samples`, `warmup_samples`, `warmup_ns_per_msg` (last warm-up run) and `protocol`, each with `suffix`. */
+        /**
+         * Puts `samples`, `warmup_samples`, `warmup_ns_per_msg` (last warm-up run), `protocol`,
+         * and when the JVM reports its CPU time `cpus_busy` and `cpu_ns_per_msg` (medians over the
+         * measured runs; a sample's figure is taken as its ns per message), each with `suffix`.
+         */
         Json into(Json json, String suffix) {
+            if (!cpusBusy.isEmpty()) {
+                double[] busy = new double[cpusBusy.size()];
+                double[] perMsg = new double[cpusBusy.size()];
+                for (int i = 0; i < busy.length; i++) {
+                    busy[i] = cpusBusy.get(i);
+                    perMsg[i] = busy[i] * samples.get(i);
+                }
+                json.put("cpus_busy" + suffix, Stats.median(busy))
+                    .put("cpu_ns_per_msg" + suffix, Stats.median(perMsg));
+            }
             return json
                 .put("samples" + suffix, samples)
                 .put("warmup_samples" + suffix, warmup)
@@ -60,7 +79,15 @@ final class Steady {
             if (k >= minWarmup && change < tolerance && previous < tolerance) break;
         }
         List<Double> samples = new ArrayList<>();
-        for (int i = 0; i < repeats; i++) samples.add(trial.run(true));
+        List<Double> cpusBusy = new ArrayList<>();
+        for (int i = 0; i < repeats; i++) {
+            long cpu0 = processCpuNanos(), wall0 = System.nanoTime();
+            samples.add(trial.run(true));
+            long cpu1 = processCpuNanos(), wall1 = System.nanoTime();
+            if (cpu0 >= 0 && cpu1 >= 0 && wall1 > wall0) cpusBusy.add((double) (cpu1 - cpu0) / (wall1 - wall0));
+        }
+        // Only a complete set: a median over some of the runs would be another figure.
+        if (cpusBusy.size() != samples.size()) cpusBusy.clear();
         String pct = String.format("%.0f%%", tolerance * 100);
         String warm;
         if (warmup.isEmpty()) {
@@ -71,6 +98,15 @@ final class Steady {
             warm = String.format("JVM warm-up: %d runs (the cap; last changes %.1f%% and %.1f%%, not both <%s)",
                 warmup.size(), 100 * previous, 100 * change, pct);
         }
-        return new Result(warmup, samples, warm + "; then " + repeats + " measured runs");
+        return new Result(warmup, samples, warm + "; then " + repeats + " measured runs", cpusBusy);
+    }
+
+    /** CPU time of the whole JVM process so far, or -1 where the platform does not report it. */
+    static long processCpuNanos() {
+        if (java.lang.management.ManagementFactory.getOperatingSystemMXBean()
+                instanceof com.sun.management.OperatingSystemMXBean os) {
+            return os.getProcessCpuTime();
+        }
+        return -1;
     }
 }
