@@ -83,3 +83,15 @@ pub mod prelude {
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The user guide (`docs/guide/`): every page about the runtime itself is
+/// compiled and run as doctests here, so its examples stay true. The page
+/// on testing is compiled by `troupe-testkit`, the one on remote actors by
+/// `troupe-remote`.
+#[cfg(doctest)]
+pub mod guide {
+    #[doc = include_str!("../../../docs/guide/01-getting-started.md")]
+    pub struct GettingStarted;
+    #[doc = include_str!("../../../docs/guide/02-actors-and-messages.md")]
+    pub struct ActorsAndMessages;
+}
