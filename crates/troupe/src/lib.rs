@@ -94,4 +94,8 @@ pub mod guide {
     pub struct GettingStarted;
     #[doc = include_str!("../../../docs/guide/02-actors-and-messages.md")]
     pub struct ActorsAndMessages;
+    #[doc = include_str!("../../../docs/guide/03-ask-and-replies.md")]
+    pub struct AskAndReplies;
+    #[doc = include_str!("../../../docs/guide/04-supervision.md")]
+    pub struct Supervision;
 }
