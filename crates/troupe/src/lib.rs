@@ -98,4 +98,6 @@ pub mod guide {
     pub struct AskAndReplies;
     #[doc = include_str!("../../../docs/guide/04-supervision.md")]
     pub struct Supervision;
+    #[doc = include_str!("../../../docs/guide/05-timers.md")]
+    pub struct Timers;
 }
