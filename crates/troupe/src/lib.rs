@@ -100,4 +100,6 @@ pub mod guide {
     pub struct Supervision;
     #[doc = include_str!("../../../docs/guide/05-timers.md")]
     pub struct Timers;
+    #[doc = include_str!("../../../docs/guide/06-mailboxes.md")]
+    pub struct Mailboxes;
 }
