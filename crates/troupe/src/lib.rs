@@ -102,4 +102,10 @@ pub mod guide {
     pub struct Timers;
     #[doc = include_str!("../../../docs/guide/06-mailboxes.md")]
     pub struct Mailboxes;
+    /// Needs the `tokio` feature (`pipe_to_self`, the tokio dispatcher):
+    /// `cargo test -p troupe --doc --features tokio`, and every workspace
+    /// test run, which turns it on.
+    #[cfg(feature = "tokio")]
+    #[doc = include_str!("../../../docs/guide/07-async-work.md")]
+    pub struct AsyncWork;
 }
