@@ -108,4 +108,6 @@ pub mod guide {
     #[cfg(feature = "tokio")]
     #[doc = include_str!("../../../docs/guide/07-async-work.md")]
     pub struct AsyncWork;
+    #[doc = include_str!("../../../docs/guide/10-operations.md")]
+    pub struct Operations;
 }
