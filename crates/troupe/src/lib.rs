@@ -110,4 +110,6 @@ pub mod guide {
     pub struct AsyncWork;
     #[doc = include_str!("../../../docs/guide/10-operations.md")]
     pub struct Operations;
+    #[doc = include_str!("../../../docs/guide/11-migrating.md")]
+    pub struct Migrating;
 }
