@@ -104,3 +104,11 @@ pub use membership::{DownReason, MemberEvent};
 #[cfg(feature = "node")]
 pub use node::Node;
 pub use wire::RemoteMessage;
+
+/// The user guide's page on remote actors (`docs/guide/09-remote.md`): its
+/// examples are compiled here (`no_run`: they need a NATS server).
+#[cfg(all(doctest, feature = "node"))]
+pub mod guide {
+    #[doc = include_str!("../../../docs/guide/09-remote.md")]
+    pub struct Remote;
+}

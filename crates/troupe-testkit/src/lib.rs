@@ -135,3 +135,11 @@ pub use panics::quiet_panics;
 pub use probe::TestProbe;
 pub use termination::{await_termination, terminate};
 pub use troupe::scheduler::ManualClock;
+
+/// The user guide's page on testing (`docs/guide/08-testing.md`), compiled
+/// and run as doctests here, where the kit is at hand.
+#[cfg(doctest)]
+pub mod guide {
+    #[doc = include_str!("../../../docs/guide/08-testing.md")]
+    pub struct Testing;
+}

@@ -83,3 +83,33 @@ pub mod prelude {
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The user guide (`docs/guide/`): every page about the runtime itself is
+/// compiled and run as doctests here, so its examples stay true. The page
+/// on testing is compiled by `troupe-testkit`, the one on remote actors by
+/// `troupe-remote`.
+#[cfg(doctest)]
+pub mod guide {
+    #[doc = include_str!("../../../docs/guide/01-getting-started.md")]
+    pub struct GettingStarted;
+    #[doc = include_str!("../../../docs/guide/02-actors-and-messages.md")]
+    pub struct ActorsAndMessages;
+    #[doc = include_str!("../../../docs/guide/03-ask-and-replies.md")]
+    pub struct AskAndReplies;
+    #[doc = include_str!("../../../docs/guide/04-supervision.md")]
+    pub struct Supervision;
+    #[doc = include_str!("../../../docs/guide/05-timers.md")]
+    pub struct Timers;
+    #[doc = include_str!("../../../docs/guide/06-mailboxes.md")]
+    pub struct Mailboxes;
+    /// Needs the `tokio` feature (`pipe_to_self`, the tokio dispatcher):
+    /// `cargo test -p troupe --doc --features tokio`, and every workspace
+    /// test run, which turns it on.
+    #[cfg(feature = "tokio")]
+    #[doc = include_str!("../../../docs/guide/07-async-work.md")]
+    pub struct AsyncWork;
+    #[doc = include_str!("../../../docs/guide/10-operations.md")]
+    pub struct Operations;
+    #[doc = include_str!("../../../docs/guide/11-migrating.md")]
+    pub struct Migrating;
+}
