@@ -445,7 +445,9 @@ impl ActorSystem {
         }
     }
 
-    /// Messages dropped because their recipient had stopped, so far.
+    /// Dead letters so far: messages dropped because their recipient had
+    /// stopped, its bounded mailbox was full, or (across nodes) they could
+    /// not be delivered; each kind is a `DeadLetterReason`.
     pub fn dead_letter_count(&self) -> u64 {
         self.inner.dead_letters.count()
     }

@@ -16,7 +16,7 @@
 //! or rescheduled after its throughput budget, goes to the worker's own
 //! queue. Sends from other threads go to the shared injector queue.
 //!
-//! **Eager stealing** (the default): a task pushed into a worker's queue
+//! **Eager stealing**: a task pushed into a worker's queue
 //! wakes a sleeper, and an idle worker takes batches from the others'
 //! queues whenever it has nothing of its own; the slot is never stolen.
 //!
