@@ -23,13 +23,7 @@ use crate::report::Row;
 use crate::runner::summarize;
 
 /// Flags the parent handles; each takes a value.
-const PARENT_ONLY: [&str; 5] = [
-    "--processes",
-    "--json",
-    "--readme",
-    "--docs",
-    "--report",
-];
+const PARENT_ONLY: [&str; 5] = ["--processes", "--json", "--readme", "--docs", "--report"];
 
 /// The child's arguments: `args` (without the program) minus the
 /// parent-only flags and their values.

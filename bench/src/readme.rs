@@ -279,7 +279,10 @@ mod tests {
             &RunInfo::new(std::time::SystemTime::now()),
             &rows,
         );
-        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("| pingpong")).collect();
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("| pingpong"))
+            .collect();
         assert_eq!(lines.len(), SUMMARY_LINES, "{text}");
         assert!(lines[0].contains("2.00x better"), "{text}");
         assert!(!text.contains("actor-w13"), "{text}");
