@@ -65,8 +65,9 @@ struct Line(AtomicU64);
 /// worker on the other CPU instead of its own; a row made of short
 /// hand-offs between the calling thread and one worker (the chameneos
 /// sweep's small games) then paid a wake-up across CPUs per game: about
-/// 65 us a ten-creature game of one meeting instead of 8 us
-/// (bench/runs/2026-11-26-polyglot).
+/// 65 us a ten-creature game of one meeting instead of 8 us, measured on
+/// the project's machine on 2026-11-26 with the probe on the caller's thread
+/// and on threads of its own, alternated.
 pub fn round_trip_ns() -> f64 {
     let mut probes: Vec<f64> = std::thread::spawn(|| (0..3).map(|_| probe()).collect())
         .join()

@@ -1,7 +1,8 @@
 //! troupe-bench: the command line that runs the experiments of
 //! `docs/experiments.md` on troupe, on baselines without actors and on the
 //! Pekko peer, prints one table per experiment and optionally writes the
-//! results as JSON, a report folder and the README's results section.
+//! results as JSON, a report folder, the results of `docs/benchmarks.md`
+//! and the README's summary.
 //!
 //! This file only parses arguments and dispatches: every experiment is an
 //! entry of [`experiments::LIST`] that brings its own subcommand and flags;
@@ -109,10 +110,14 @@ enum Command {
         /// The folder to write.
         #[arg(long, value_name = "DIR", default_value = "report")]
         out: PathBuf,
-        /// Also rewrite the results section of this README from the saved
+        /// Also rewrite the summary section of this README from the saved
         /// run (as `all --readme` does at the end of a run).
         #[arg(long, value_name = "FILE")]
         readme: Option<PathBuf>,
+        /// Also rewrite the results section of this page (docs/benchmarks.md)
+        /// from the saved run (as `all --docs` does at the end of a run).
+        #[arg(long, value_name = "FILE")]
+        docs: Option<PathBuf>,
     },
     /// Prints the change of every row between two saved runs (or two sets
     /// of runs: `--old` and `--new`, each repeated).
@@ -161,10 +166,15 @@ struct CommonArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     processes: u32,
-    /// Rewrite the results section of this README (between its
-    /// `<!-- results:start -->` and `<!-- results:end -->` markers).
+    /// Rewrite the short summary of this README (between its
+    /// `<!-- summary:start -->` and `<!-- summary:end -->` markers).
     #[arg(long, value_name = "FILE")]
     readme: Option<PathBuf>,
+    /// Rewrite the whole results in this page, usually docs/benchmarks.md
+    /// (between its `<!-- results:start -->` and `<!-- results:end -->`
+    /// markers).
+    #[arg(long, value_name = "FILE")]
+    docs: Option<PathBuf>,
     /// Also run a peer after troupe's rows: `pekko` (peers/pekko, built with
     /// Maven if needed) or `none`. `all` runs Pekko whenever java and mvn
     /// are present.
@@ -244,8 +254,8 @@ fn main() -> ExitCode {
 
 fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
     let started = SystemTime::now();
-    // Read before anything runs: `--readme` rewrites a tracked file, which
-    // would otherwise make the checkout look dirty.
+    // Read before anything runs: `--readme` and `--docs` rewrite tracked
+    // files, which would otherwise make the checkout look dirty.
     let machine = Machine::detect();
     let mut report_dir: Option<PathBuf> = None;
     let experiment = matches
@@ -294,14 +304,21 @@ fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
                 println!("{}", serde_json::to_string(&probe)?);
                 return Ok(());
             }
-            Command::Report { from, out, readme } => {
+            Command::Report {
+                from,
+                out,
+                readme,
+                docs,
+            } => {
                 let report = compare::load(&from)?;
                 site::write(&out, &report)?;
-                if let Some(path) = readme {
-                    let section = readme::render(&report.machine, &report.run, &report.rows);
-                    readme::update(&path, &section)?;
-                    eprintln!("troupe-bench: rewrote the results of {}", path.display());
-                }
+                readme::write_all(
+                    docs.as_deref(),
+                    readme.as_deref(),
+                    &report.machine,
+                    &report.run,
+                    &report.rows,
+                )?;
                 eprintln!(
                     "troupe-bench: wrote {}/index.html, summary.md and results.json",
                     out.display()
@@ -354,7 +371,7 @@ fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
     finish(machine, started, &common, rows, report_dir)
 }
 
-/// Writes what was asked (README section, JSON, report folder) and fails
+/// Writes what was asked (docs and README sections, JSON, report folder) and fails
 /// the run when a row failed.
 fn finish(
     machine: Machine,
@@ -367,11 +384,13 @@ fn finish(
         let filter = common.filter.as_deref().unwrap_or_default();
         return Err(format!("no rows match --filter {filter:?}").into());
     }
-    if let Some(path) = &common.readme {
-        let section = readme::render(&machine, &RunInfo::new(started), &rows);
-        readme::update(path, &section)?;
-        eprintln!("troupe-bench: updated the results in {}", path.display());
-    }
+    readme::write_all(
+        common.docs.as_deref(),
+        common.readme.as_deref(),
+        &machine,
+        &RunInfo::new(started),
+        &rows,
+    )?;
     let mut report = Report {
         machine,
         run: RunInfo::new(started),

@@ -8,7 +8,8 @@
 //! ratio of the slowest to the fastest (`process_spread`).
 //!
 //! Each child gets the parent's arguments minus `--processes` and the
-//! outputs the parent writes itself (`--json`, `--readme`, `--report`),
+//! outputs the parent writes itself (`--json`, `--readme`, `--docs`,
+//! `--report`),
 //! plus `--json` to a file of its own and, for `all`, `--no-report`.
 
 use std::collections::BTreeMap;
@@ -22,7 +23,7 @@ use crate::report::Row;
 use crate::runner::summarize;
 
 /// Flags the parent handles; each takes a value.
-const PARENT_ONLY: [&str; 4] = ["--processes", "--json", "--readme", "--report"];
+const PARENT_ONLY: [&str; 5] = ["--processes", "--json", "--readme", "--docs", "--report"];
 
 /// The child's arguments: `args` (without the program) minus the
 /// parent-only flags and their values.
@@ -221,6 +222,8 @@ mod tests {
             "10,40",
             "--readme",
             "README.md",
+            "--docs",
+            "docs/benchmarks.md",
             "--peer",
             "pekko",
         ]

@@ -134,7 +134,7 @@ pub struct Machine {
     /// `rustc --version` at run time.
     pub rustc: Option<String>,
     /// `git rev-parse --short HEAD` of the source tree, read when the run
-    /// starts (before `--readme` rewrites a tracked file).
+    /// starts (before `--readme` or `--docs` rewrites a tracked file).
     pub git_commit: Option<String>,
     /// Whether tracked files differed from that commit when the run started.
     pub git_dirty: Option<bool>,

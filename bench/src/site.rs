@@ -13,7 +13,7 @@
 
 pub mod charts;
 mod sections;
-mod summary;
+pub mod summary;
 
 use std::fmt::Write as _;
 use std::fs;

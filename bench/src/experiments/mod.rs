@@ -5,7 +5,7 @@
 //! Pekko rows, and how its rows are shown (table columns, lines under the
 //! table, charts, the key parameters that identify a workload for
 //! `compare` and for pairing rows in ratios, its headline figure). Everything
-//! above this module (main.rs, the README section, the HTML report,
+//! above this module (main.rs, the published results, the HTML report,
 //! `compare`) goes through [`LIST`] and never names an experiment, so adding
 //! one is a folder here plus one line in the `experiments!` list below.
 

@@ -33,7 +33,7 @@
 //!
 //! The guarantees (ordering, delivery, supervision, shutdown) are written
 //! down in `docs/semantics.md` of the repository; what the runtime costs
-//! against code without actors, in the README's results.
+//! against code without actors, in `docs/benchmarks.md`.
 
 pub mod actor;
 pub mod actor_ref;
