@@ -126,6 +126,7 @@ pub(crate) fn dispatcher_worker(dispatcher: &str, worker: usize, stats: &crate::
     ];
     for (name, value) in [
         ("troupe_dispatcher_runs_total", stats.tasks),
+        ("troupe_dispatcher_messages_total", stats.messages),
         ("troupe_dispatcher_steals_total", stats.steals),
         ("troupe_dispatcher_migrations_total", stats.migrations),
         ("troupe_dispatcher_parks_total", stats.parks),
@@ -133,4 +134,12 @@ pub(crate) fn dispatcher_worker(dispatcher: &str, worker: usize, stats: &crate::
     ] {
         counter!(name, &labels).absolute(value);
     }
+}
+
+/// Publishes a pool governor's counts (adaptive stealing): trials of the
+/// other way of stealing, and microseconds spent spreading work.
+pub(crate) fn dispatcher_governor(dispatcher: &str, probes: u64, spread_us: u64) {
+    let labels = [("dispatcher", dispatcher.to_string())];
+    counter!("troupe_dispatcher_probes_total", &labels).absolute(probes);
+    counter!("troupe_dispatcher_spread_us_total", &labels).absolute(spread_us);
 }

@@ -191,8 +191,20 @@ pub(crate) fn govern(pool: &impl Governed, mut sleep: impl FnMut(Duration) -> Du
     let mut idle_sleep = WINDOW;
     while !pool.stopping() {
         let before = pool.messages();
-        let length = sleep(idle_sleep);
+        let slept = idle_sleep;
+        let length = sleep(slept);
         let messages = pool.messages().wrapping_sub(before);
+        if slept != WINDOW {
+            // The end of an idle stretch: a longer window, part idle,
+            // whose rate would understate the current mode. Measure
+            // windows again from now on; decide on those.
+            idle_sleep = if messages == 0 {
+                (idle_sleep * 2).min(IDLE_MAX)
+            } else {
+                WINDOW
+            };
+            continue;
+        }
         let trials = governor.trials();
         let next = governor.window(messages, length);
         let spread = if mode == Mode::Spread {
@@ -202,11 +214,9 @@ pub(crate) fn govern(pool: &impl Governed, mut sleep: impl FnMut(Duration) -> Du
         };
         pool.account(governor.trials() - trials, spread);
         // An idle pool is looked at less and less often.
-        idle_sleep = if messages == 0 {
-            (idle_sleep * 2).min(IDLE_MAX)
-        } else {
-            WINDOW
-        };
+        if messages == 0 {
+            idle_sleep = WINDOW * 2;
+        }
         if next != mode {
             mode = next;
             pool.set_mode(mode);

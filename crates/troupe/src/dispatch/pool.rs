@@ -573,6 +573,12 @@ impl Governed for Pool {
         self.probes.fetch_add(trials, Ordering::Relaxed);
         self.spread_us
             .fetch_add(spread.as_micros() as u64, Ordering::Relaxed);
+        #[cfg(feature = "metrics")]
+        crate::runtime_metrics::dispatcher_governor(
+            &self.settings.name,
+            self.probes.load(Ordering::Relaxed),
+            self.spread_us.load(Ordering::Relaxed),
+        );
     }
 
     fn stopping(&self) -> bool {
