@@ -66,6 +66,8 @@ pub struct RunConfig {
     pub log_root: Option<PathBuf>,
     /// Dispatcher threads for the actor variants.
     pub threads: usize,
+    /// How their idle dispatcher threads take work from busy ones.
+    pub stealing: troupe::Stealing,
     /// Orders each client keeps in flight (actor variants; 1: one at a
     /// time, the original's closed loop).
     pub window: usize,

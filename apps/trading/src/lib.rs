@@ -29,6 +29,7 @@
 //!     txlog: TxLog::Off,
 //!     log_root: None,
 //!     threads: 2,
+//!     stealing: troupe::Stealing::default(),
 //!     window: 1,
 //!     timeout: Duration::from_secs(60),
 //! };

@@ -85,6 +85,10 @@ enum Cmd {
         /// Dispatcher threads.
         #[arg(long, default_value_t = 2)]
         threads: usize,
+        /// How idle dispatcher threads take work from busy ones: adaptive
+        /// (the runtime's default), eager or late.
+        #[arg(long, default_value = "adaptive")]
+        stealing: troupe::Stealing,
         /// Orders each client keeps in flight (request-reply and one-way).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100_000))]
         window: u64,
@@ -182,6 +186,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
             txlog,
             log_dir,
             threads,
+            stealing,
             window,
         } => {
             let config = RunConfig {
@@ -190,6 +195,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
                 txlog,
                 log_root: log_dir,
                 threads,
+                stealing,
                 window: window as usize,
                 timeout: Duration::from_secs(600),
             };

@@ -108,6 +108,7 @@ impl Rig {
             txlog,
             log_root: Some(root.clone()),
             threads: 2,
+            stealing: troupe::Stealing::default(),
             window: 1,
             timeout: PATIENCE,
         };

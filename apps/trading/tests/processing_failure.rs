@@ -96,6 +96,7 @@ fn run(txlog: TxLog, victim: Victim, fault: Fault, scenario: Scenario) -> Outcom
         txlog,
         log_root: Some(root.clone()),
         threads: 2,
+        stealing: troupe::Stealing::default(),
         window: 1,
         timeout: PATIENCE,
     };

@@ -118,6 +118,7 @@ fn replay_rebuilds_books_from_an_engine_log_and_refuses_a_damaged_one() {
         txlog: trading::TxLog::GroupCommit,
         log_root: Some(root.clone()),
         threads: 2,
+        stealing: troupe::Stealing::default(),
         window: 1,
         timeout: std::time::Duration::from_secs(60),
     };

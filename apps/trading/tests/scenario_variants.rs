@@ -15,6 +15,7 @@ fn config(variant: Variant, clients: usize, pattern: Pattern) -> RunConfig {
         txlog: TxLog::Off,
         log_root: None,
         threads: 2,
+        stealing: troupe::Stealing::default(),
         window: 1,
         timeout: Duration::from_secs(120),
     }

@@ -86,7 +86,10 @@ pub fn summaries(pairs: &Pairs) -> Result<Vec<(EngineSummary, EngineSummary)>, R
 pub fn run(config: &RunConfig) -> Result<RawRun, RunError> {
     let system = ActorSystem::builder()
         .name("trading")
-        .threads(config.threads)
+        .dispatcher(
+            "default",
+            troupe::DispatcherConfig::pool(config.threads).stealing(config.stealing),
+        )
         .build()
         .map_err(system_error)?;
     let result = drive(&system, config);

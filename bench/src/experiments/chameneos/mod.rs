@@ -106,20 +106,12 @@ impl Dispatcher {
     pub fn label(self) -> String {
         let stealing = match self.stealing {
             Stealing::Adaptive => "",
-            _ => &format!("-{}", stealing_name(self.stealing)),
+            other => &format!("-{other}"),
         };
         format!("w{}-tp{}{stealing}", self.workers, self.throughput)
     }
 }
 
-/// The name of a way of stealing, as rows and the TOML config carry it.
-pub fn stealing_name(stealing: Stealing) -> &'static str {
-    match stealing {
-        Stealing::Adaptive => "adaptive",
-        Stealing::Eager => "eager",
-        Stealing::Late => "late",
-    }
-}
 
 /// The sizes and settings of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -301,7 +293,7 @@ pub fn game_workload(
             .param("runtime", "troupe")
             .param("workers", dispatcher.workers)
             .param("throughput", dispatcher.throughput)
-            .param("stealing", stealing_name(dispatcher.stealing)),
+            .param("stealing", dispatcher.stealing.to_string()),
     }
 }
 

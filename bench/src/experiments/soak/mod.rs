@@ -85,6 +85,7 @@ pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
                     txlog: trading::TxLog::Off,
                     log_root: None,
                     threads: 1,
+                    stealing: troupe::Stealing::default(),
                     window: 1,
                     timeout: Duration::from_secs(120),
                 };

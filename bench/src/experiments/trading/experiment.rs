@@ -54,6 +54,12 @@ pub struct TradingArgs {
     /// Worker threads of the actor variants' dispatcher (default 2).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
     threads: Option<u64>,
+    /// How the actor variants' idle dispatcher threads take work from busy
+    /// ones: adaptive (the runtime's default), eager or late; each actor
+    /// point runs with each way given (rows of a fixed way end in `/eager`
+    /// or `/late`).
+    #[arg(long, value_name = "WAY,WAY,..", value_delimiter = ',')]
+    stealing: Option<Vec<troupe::Stealing>>,
 }
 
 impl Experiment for Trading {
@@ -79,7 +85,7 @@ impl Experiment for Trading {
             let mut points = Vec::new();
             let mut seen = std::collections::HashSet::new();
             for p in &settings.points {
-                if seen.insert((p.variant, p.txlog, p.pattern, p.window)) {
+                if seen.insert((p.variant, p.txlog, p.pattern, p.window, p.threads)) {
                     for &c in &clients {
                         points.push(Point { clients: c, ..*p });
                     }
@@ -91,7 +97,7 @@ impl Experiment for Trading {
             let mut points = Vec::new();
             let mut seen = std::collections::HashSet::new();
             for p in &settings.points {
-                if seen.insert((p.variant, p.txlog, p.clients, p.window)) {
+                if seen.insert((p.variant, p.txlog, p.clients, p.window, p.threads)) {
                     for &pattern in &patterns {
                         points.push(Point { pattern, ..*p });
                     }
@@ -102,6 +108,18 @@ impl Experiment for Trading {
         if let Some(threads) = args.threads {
             settings.threads = threads as usize;
         }
+        if let Some(ways) = args.stealing {
+            let mut points = Vec::new();
+            for p in &settings.points {
+                // No dispatcher (sync) or one worker: nothing to steal.
+                if p.variant == ::trading::Variant::Sync || p.threads == Some(1) {
+                    points.push(*p);
+                } else {
+                    points.extend(ways.iter().map(|&stealing| Point { stealing, ..*p }));
+                }
+            }
+            settings.points = points;
+        }
         if let Some(windows) = args.window {
             if windows.contains(&0) {
                 return Err("--window: every window must be at least 1".into());
@@ -109,7 +127,7 @@ impl Experiment for Trading {
             let mut points = Vec::new();
             let mut seen = std::collections::HashSet::new();
             for p in &settings.points {
-                if !seen.insert((p.variant, p.txlog, p.clients, p.pattern)) {
+                if !seen.insert((p.variant, p.txlog, p.clients, p.pattern, p.threads)) {
                     continue;
                 }
                 if p.variant == ::trading::Variant::Sync {

@@ -59,6 +59,8 @@ pub struct Point {
     /// Dispatcher threads for this point, if not the settings' own: the
     /// one-worker twins, which say whether a second worker pays.
     pub threads: Option<usize>,
+    /// How the dispatcher's idle threads take work from busy ones.
+    pub stealing: troupe::Stealing,
 }
 
 /// What to run.
@@ -105,6 +107,7 @@ impl Settings {
                         pattern: Pattern::Seed,
                         window: 1,
                         threads: None,
+                stealing: troupe::Stealing::default(),
                     });
                 }
             }
@@ -131,6 +134,7 @@ impl Settings {
                 pattern: Pattern::Seed,
                 window: WINDOW,
                 threads: None,
+                stealing: troupe::Stealing::default(),
             });
         }
         // The resting scenario once per variant, so the published results
@@ -143,6 +147,7 @@ impl Settings {
                 pattern: Pattern::Resting,
                 window: 1,
                 threads: None,
+                stealing: troupe::Stealing::default(),
             });
         }
         Settings {
@@ -167,9 +172,13 @@ fn label(p: &Point) -> String {
         1 => base,
         w => format!("{base}/w{w}"),
     };
-    match p.threads {
+    let base = match p.threads {
         Some(t) => format!("{base}/t{t}"),
         None => base,
+    };
+    match p.stealing {
+        troupe::Stealing::Adaptive => base,
+        other => format!("{base}/{other}"),
     }
 }
 
@@ -220,6 +229,7 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
                 txlog: point.txlog,
                 log_root: (point.txlog != TxLog::Off).then(|| dir.clone()),
                 threads: point.threads.unwrap_or(settings.threads),
+                stealing: point.stealing,
                 window: point.window,
                 timeout: Duration::from_secs(600),
             };
@@ -255,6 +265,10 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
         }
         let threads = point.threads.unwrap_or(settings.threads);
         let mut row = row(point, &results, phases.into_warmups_ns(), threads);
+        if point.variant != Variant::Sync {
+            row.params
+                .insert("stealing".into(), json!(point.stealing.to_string()));
+        }
         row.params
             .insert(crate::core_latency::PARAM.into(), rtt.finish());
         if let Some(us) = fdatasync_us {
@@ -376,6 +390,7 @@ mod tests {
             pattern: Pattern::Resting,
             window: 1,
             threads: None,
+            stealing: troupe::Stealing::default(),
         }
     }
 
@@ -386,6 +401,7 @@ mod tests {
             txlog: TxLog::Off,
             log_root: None,
             threads: 2,
+            stealing: troupe::Stealing::default(),
             window: 1,
             timeout: Duration::from_secs(60),
         };

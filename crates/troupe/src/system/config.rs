@@ -66,6 +66,39 @@ pub enum Stealing {
     Late,
 }
 
+impl std::str::FromStr for Stealing {
+    type Err = String;
+
+    /// `"adaptive"`, `"eager"` or `"late"`, as the TOML format spells them.
+    ///
+    /// ```
+    /// use troupe::Stealing;
+    /// assert_eq!("late".parse(), Ok(Stealing::Late));
+    /// assert!("lazy".parse::<Stealing>().unwrap_err().contains("\"adaptive\""));
+    /// ```
+    fn from_str(s: &str) -> Result<Stealing, String> {
+        match s {
+            "adaptive" => Ok(Stealing::Adaptive),
+            "eager" => Ok(Stealing::Eager),
+            "late" => Ok(Stealing::Late),
+            other => Err(format!(
+                "stealing must be \"adaptive\", \"eager\" or \"late\", not {other:?}"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Stealing {
+    /// The name [`FromStr`](std::str::FromStr) reads.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Stealing::Adaptive => "adaptive",
+            Stealing::Eager => "eager",
+            Stealing::Late => "late",
+        })
+    }
+}
+
 /// Settings of one dispatcher.
 ///
 /// ```
@@ -230,15 +263,12 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Parsed, ConfigError> {
         if let Some(s) = d.spin {
             config = config.spin(s);
         }
-        match d.stealing.as_deref() {
-            None | Some("adaptive") => {}
-            Some("eager") => config = config.stealing(Stealing::Eager),
-            Some("late") => config = config.stealing(Stealing::Late),
-            Some(other) => {
-                return Err(ConfigError(format!(
-                    "{origin}: dispatchers.{name}.stealing must be \"adaptive\", \"eager\" or \"late\", not {other:?}"
-                )))
-            }
+        if let Some(stealing) = d.stealing.as_deref() {
+            config = config.stealing(
+                stealing
+                    .parse()
+                    .map_err(|e| ConfigError(format!("{origin}: dispatchers.{name}.{e}")))?,
+            );
         }
         config
             .validate(&name)
