@@ -91,11 +91,20 @@ pub static LEAVING: AtomicBool = AtomicBool::new(false);
 
 /// Ends the process: this node lost the lease of an engine it served, or
 /// cannot take part safely any more. A node already leaving just exits.
-fn fail_stop(why: String) -> ! {
+/// The reason also goes to stdout as `fail-stop <why>`, where a launcher
+/// reads it: a node that ended on its own is told apart from one that
+/// was killed or hangs.
+pub fn fail_stop(why: String) -> ! {
     if LEAVING.load(Ordering::Relaxed) {
         std::process::exit(0)
     }
     eprintln!("trading node: {why}; exiting");
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "fail-stop {why}");
+        let _ = out.flush();
+    }
     std::process::exit(3)
 }
 
