@@ -13,7 +13,9 @@
 //! - while leading, renews the key at a new revision when its engine asks
 //!   to acknowledge alone (`Solo`), and exits the process the moment the
 //!   key moves to another node (fail-stop: a node that lost a race never
-//!   goes on serving).
+//!   goes on serving). A node paused (SIGSTOP) past the heartbeat timeout
+//!   finds on resuming that its standbys took the keys over, and exits
+//!   the same way; it prints why (`fail-stop <why>`) for its launcher.
 //!
 //! A NATS cluster that lost a server (say, with the dead primary's host)
 //! answers bucket operations with errors or not at all until it has
