@@ -7,7 +7,8 @@
 //! trading run --variant one-way --clients 10  run the seed scenario once
 //! trading run --scenario resting              ... or the one that leaves orders resting
 //! trading cluster --clients 10 --orders 30000 a whole cluster of processes on this machine
-//! trading cluster --kill-after-ms 1500 --restart-killed   ... SIGKILL the primaries mid-load
+//! trading cluster --kill-at-acked 30 --restart-killed   ... SIGKILL the primaries at 30% acknowledged
+//! trading cluster --pause-primary-ms 3000   ... SIGSTOP them for 3 s instead
 //! trading node --role engines --nats URL --name N   one process of a cluster
 //! ```
 
@@ -99,11 +100,23 @@ enum Cmd {
     Cluster {
         #[command(flatten)]
         work: ClusterWork,
-        /// SIGKILL the primaries' process this many ms after the clients start.
-        #[arg(long)]
+        /// SIGKILL the primaries' process once this percentage (1 to 99) of
+        /// the orders is acknowledged, as the clients report it (with
+        /// --pause-primary-ms: pause it then; default 30 there).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=99))]
+        kill_at_acked: Option<u64>,
+        /// ... and not before this many ms after the clients start (an
+        /// extra minimum delay; the share above still has to be reached).
+        #[arg(long, requires = "kill_at_acked")]
         kill_after_ms: Option<u64>,
+        /// Instead of a SIGKILL, SIGSTOP the primaries' process at the share
+        /// above and SIGCONT it this many ms later (longer than the
+        /// heartbeat timeout: the standbys take the leases over, and the
+        /// paused node fail-stops when it resumes).
+        #[arg(long, conflicts_with_all = ["kill_standby", "kill_host", "restart_killed"])]
+        pause_primary_ms: Option<u64>,
         /// Kill the standbys' process instead (the primaries go on alone).
-        #[arg(long, requires = "kill_after_ms")]
+        #[arg(long, requires = "kill_at_acked")]
         kill_standby: bool,
         /// NATS servers, joined as one cluster: one per simulated host
         /// (engines-a on the first, engines-b on the second, the rest on the
@@ -112,10 +125,10 @@ enum Cmd {
         servers: u64,
         /// Kill the victim's NATS server with it: its whole host (needs
         /// --servers 3 or more).
-        #[arg(long, requires = "kill_after_ms")]
+        #[arg(long, requires = "kill_at_acked")]
         kill_host: bool,
         /// After the kill, start a fresh engine node that joins as standby.
-        #[arg(long)]
+        #[arg(long, requires = "kill_at_acked")]
         restart_killed: bool,
         #[command(flatten)]
         common: NodeTuning,
@@ -225,7 +238,9 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
         }
         Cmd::Cluster {
             work,
+            kill_at_acked,
             kill_after_ms,
+            pause_primary_ms,
             kill_standby,
             servers,
             kill_host,
@@ -247,7 +262,9 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
                 pattern: work.scenario,
                 txlog: work.txlog,
                 log_dir: work.log_dir,
+                kill_at_acked: kill_at_acked.or(pause_primary_ms.map(|_| 30)),
                 kill_after: kill_after_ms.map(Duration::from_millis),
+                pause_primary: pause_primary_ms.map(Duration::from_millis),
                 kill_standby,
                 kill_host,
                 servers: servers as usize,

@@ -1,7 +1,7 @@
 //! The trading system across real processes (`trading cluster`): a
 //! nats-server, two engine nodes, a receivers node and a clients node.
-//! The primaries' process is SIGKILLed mid-load and a fresh engine node
-//! joins after it; then the standbys' process is killed instead. Each run
+//! The primaries' process is SIGKILLed mid-load (once a share of the
+//! orders is acknowledged) and a fresh engine node joins after it; then the standbys' process is killed instead. Each run
 //! checks itself (see `trading::cluster::launch`); here the JSON it writes
 //! is read back and the guarantees are asserted on it: every acknowledged
 //! order in the surviving primary's log exactly once, nothing applied
@@ -53,7 +53,7 @@ fn assert_exactly_once(outcome: &Value) {
 
 #[test]
 fn primaries_killed_mid_load_lose_no_acknowledged_order() {
-    let outcome = run_cluster(6000, &["--kill-after-ms", "400", "--restart-killed"]);
+    let outcome = run_cluster(6000, &["--kill-at-acked", "30", "--restart-killed"]);
     assert_exactly_once(&outcome);
     // The standbys took over: engines 0..2 (the books the scenario uses)
     // each have a new primary that accepted orders after the kill.
@@ -78,8 +78,8 @@ fn pipelined_clients_lose_nothing_when_the_primaries_are_killed() {
         &[
             "--window",
             "32",
-            "--kill-after-ms",
-            "300",
+            "--kill-at-acked",
+            "20",
             "--restart-killed",
         ],
     );
@@ -93,7 +93,7 @@ fn pipelined_clients_lose_nothing_when_the_primaries_are_killed() {
 
 #[test]
 fn standbys_killed_mid_load_leave_the_primaries_going_alone() {
-    let outcome = run_cluster(6000, &["--kill-after-ms", "400", "--kill-standby"]);
+    let outcome = run_cluster(6000, &["--kill-at-acked", "30", "--kill-standby"]);
     assert_exactly_once(&outcome);
     let primaries: Vec<&Value> = outcome["engines"]
         .as_array()
@@ -122,8 +122,8 @@ fn one_way_orders_survive_the_primaries_and_then_the_standbys_killed() {
             "one-way",
             "--window",
             "16",
-            "--kill-after-ms",
-            "300",
+            "--kill-at-acked",
+            "20",
             "--restart-killed",
         ],
     );
@@ -135,8 +135,8 @@ fn one_way_orders_survive_the_primaries_and_then_the_standbys_killed() {
         &[
             "--variant",
             "one-way",
-            "--kill-after-ms",
-            "400",
+            "--kill-at-acked",
+            "30",
             "--kill-standby",
         ],
     );
@@ -154,8 +154,8 @@ fn a_lost_host_takes_its_nats_server_with_it_and_the_standbys_take_over() {
             "--servers",
             "3",
             "--kill-host",
-            "--kill-after-ms",
-            "400",
+            "--kill-at-acked",
+            "30",
             "--restart-killed",
         ],
     );

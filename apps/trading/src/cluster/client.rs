@@ -12,8 +12,14 @@
 //! One-way, an order is complete once the client holds the primary's
 //! `PrimaryDone` naming the standby's revision and that standby's
 //! `StandbyDone` (in either order), or a `PrimaryDone` naming no standby.
+//!
+//! The clients of one process share a [`Progress`]: every acknowledgement
+//! counts there, and each whole percent of the scenario's orders reached
+//! is announced once, so that a launcher can tie a fault to how far the
+//! load got rather than to the clock.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -54,6 +60,37 @@ pub struct RetryPolicy {
     pub retry_after: Duration,
     /// Give an order up after this long since its first send.
     pub give_up_after: Duration,
+}
+
+/// Acknowledged orders over every client of a process.
+pub struct Progress {
+    acked: AtomicU64,
+    total: u64,
+    /// Called once per whole percent of `total` acknowledged (1 to 100),
+    /// on the thread of the acknowledgement that reached it.
+    on_percent: Box<dyn Fn(u64) + Send + Sync>,
+}
+
+impl Progress {
+    /// Counts towards `total` orders; `on_percent` hears each percent.
+    pub fn new(total: u64, on_percent: impl Fn(u64) + Send + Sync + 'static) -> Progress {
+        Progress {
+            acked: AtomicU64::new(0),
+            total: total.max(1),
+            on_percent: Box::new(on_percent),
+        }
+    }
+
+    /// One more order acknowledged. Each count is taken by exactly one
+    /// caller, so a percent boundary is crossed (and announced) once even
+    /// when clients on several threads acknowledge at the same moment.
+    pub fn acked(&self) {
+        let n = self.acked.fetch_add(1, Ordering::Relaxed) + 1;
+        let (before, now) = ((n - 1) * 100 / self.total, n * 100 / self.total);
+        for percent in before + 1..=now {
+            (self.on_percent)(percent);
+        }
+    }
 }
 
 /// A finished client's results.
@@ -101,12 +138,15 @@ pub struct ClusterClient {
     in_flight: BTreeMap<u64, InFlight>,
     report: Option<ClusterClientReport>,
     to: Sender<ClusterClientReport>,
+    progress: Arc<Progress>,
 }
 
 impl ClusterClient {
     /// Client `index`, placing its orders of `scenario` through `receiver`
     /// with up to `window` (at least 1) in flight, acknowledged as `mode`
-    /// says.
+    /// says, counting each acknowledgement in `progress`.
+    // Each argument is a setting of its own; a struct would only rename them.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         index: usize,
         receiver: ActorRef<ReceiverMsg>,
@@ -115,6 +155,7 @@ impl ClusterClient {
         window: usize,
         mode: AckMode,
         to: Sender<ClusterClientReport>,
+        progress: Arc<Progress>,
     ) -> Self {
         let now = Instant::now();
         ClusterClient {
@@ -137,6 +178,7 @@ impl ClusterClient {
                 finished: now,
             }),
             to,
+            progress,
         }
     }
 
@@ -264,6 +306,7 @@ impl ClusterClient {
             r.latency_ns.saturating_record(ns.max(1));
             r.acked += 1;
         }
+        self.progress.acked();
         self.fill(ctx);
     }
 

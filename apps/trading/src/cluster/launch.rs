@@ -6,9 +6,19 @@
 //! and everything else on the third's; killing a host kills its node and
 //! its server together.
 //! [`Cluster`] is the system between rounds (what a benchmark drives);
-//! [`run_cluster`] is `trading cluster`: one round, optionally a SIGKILL
-//! of the primaries' (or the standbys') process mid-load and a fresh engine
-//! node joining after it, and the checks of [`super::verify`].
+//! [`run_cluster`] is `trading cluster`: one round, optionally a fault
+//! mid-load, and the checks of [`super::verify`]. The fault is a SIGKILL
+//! of the primaries' (or the standbys') process, with a fresh engine node
+//! joining after it if asked, or a pause (SIGSTOP, then SIGCONT) of the
+//! primaries' process. It comes once a share of the orders is
+//! acknowledged, as the clients' process reports it line by line, never
+//! at a time on the clock alone: on a fast host the clients could finish
+//! first.
+//!
+//! Before it checks, the launcher tells apart the engine nodes that ended
+//! on their own (fail-stop: a paused primary whose leases moved exits
+//! when it resumes) from those alive: the first are recorded and left out
+//! of the checks, the second must answer.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -23,7 +33,7 @@ use super::interrupt;
 use super::lease::{engine_name, open_bucket};
 use super::node::{engine_at, ClientsResult};
 use super::procs::{NodeCommand, Proc};
-use super::verify::{check, ClusterOutcome, EngineState, Placed};
+use super::verify::{check, ClusterOutcome, EngineState, FailStopped, Placed};
 use super::wire::{AckMode, EngineCmd};
 use crate::topology::{Pattern, Scenario, ENGINES};
 use crate::txlog::TxLog;
@@ -47,9 +57,16 @@ pub struct ClusterOptions {
     pub txlog: TxLog,
     /// Where logs go (a fresh temporary directory if none; removed after).
     pub log_dir: Option<PathBuf>,
-    /// SIGKILL the process holding engine 0's lease this long after the
-    /// clients start.
+    /// SIGKILL (or pause, with `pause_primary`) the process holding
+    /// engine 0's lease once this percentage of the orders is
+    /// acknowledged.
+    pub kill_at_acked: Option<u64>,
+    /// ... and not before this long after the clients start (none: as
+    /// soon as the share is reached).
     pub kill_after: Option<Duration>,
+    /// Instead of a SIGKILL, SIGSTOP the primaries' process at the share
+    /// above and SIGCONT it this long after.
+    pub pause_primary: Option<Duration>,
     /// Kill the standbys' process instead of the primaries'.
     pub kill_standby: bool,
     /// Kill the victim's NATS server with it (its whole host; needs three
@@ -97,6 +114,11 @@ impl Drop for TempLogs {
 /// How long a node may take to say it is ready.
 const READY_WITHIN: Duration = Duration::from_secs(60);
 
+/// How long the verifier waits for the engine nodes to settle on one
+/// primary per engine: longer than a lease keeper retries a bucket
+/// operation ([`super::lease::RETRY_WITHIN`]) before its node gives up.
+pub const SETTLE_WITHIN: Duration = Duration::from_secs(40);
+
 /// A running cluster without clients.
 pub struct Cluster {
     options: ClusterOptions,
@@ -110,6 +132,9 @@ pub struct Cluster {
     placed: Vec<Placed>,
     rounds: Vec<ClientsResult>,
     killed_at_ns: Option<u64>,
+    paused_at_ns: Option<u64>,
+    /// Engine nodes that ended on their own (found by `verify`).
+    fail_stopped: Vec<FailStopped>,
     // Dropped last: the logs and the servers outlive the processes.
     _temp: TempLogs,
     servers: Vec<NatsServer>,
@@ -191,6 +216,8 @@ impl Cluster {
             placed: Vec::new(),
             rounds: Vec::new(),
             killed_at_ns: None,
+            paused_at_ns: None,
+            fail_stopped: Vec::new(),
             _temp: temp,
             servers,
         };
@@ -298,21 +325,70 @@ impl Cluster {
         Ok(self.rounds.last().expect("just pushed"))
     }
 
-    /// SIGKILLs the engine node holding engine 0's lease (or, with
-    /// `standby`, the other one), and with `kill_host` its NATS server
-    /// too; returns its name.
-    pub fn kill(&mut self, standby: bool) -> Result<String, String> {
+    /// Waits until the round `clients` runs has had `percent` of its
+    /// orders acknowledged; an error if it finished (or gave up) first.
+    pub fn wait_for_acked(&self, clients: &mut Proc, percent: u64) -> Result<(), String> {
+        let reached = clients.expect_first(
+            &format!("'acked {percent}' or more"),
+            self.options.timeout,
+            |line| {
+                if let Some(p) = line.strip_prefix("acked ") {
+                    return (p.trim().parse::<u64>().ok()? >= percent).then_some(Ok(()));
+                }
+                line.strip_prefix("result ")
+                    .map(|json| Err(json.to_string()))
+            },
+        )?;
+        reached.map_err(|json| {
+            let done = serde_json::from_str::<ClientsResult>(&json)
+                .map(|r| format!("{} of {} acknowledged", r.acked, r.orders))
+                .unwrap_or_else(|e| format!("unreadable result: {e}"));
+            format!(
+                "the clients finished before {percent}% of the orders were acknowledged \
+                 ({done}): no fault was injected"
+            )
+        })
+    }
+
+    /// The engine node holding engine 0's lease (or, with `standby`, the
+    /// other one): its place in `engines`.
+    fn victim(&self, standby: bool) -> Result<usize, String> {
         let owner = self
             .runtime
             .block_on(self.kv.entry(engine_name(0)))
             .map_err(|e| e.to_string())?
             .map(|e| String::from_utf8_lossy(&e.value).into_owned())
             .ok_or("engine-0 has no lease")?;
-        let victim = self
-            .engines
+        self.engines
             .iter()
             .position(|p| (p.name == owner) != standby)
-            .ok_or_else(|| format!("no engine node to kill beside the lease owner {owner}"))?;
+            .ok_or_else(|| format!("no engine node to pick beside the lease owner {owner}"))
+    }
+
+    /// SIGSTOPs the engine node holding engine 0's lease; returns its
+    /// name. It stays in the cluster: [`Cluster::resume`] wakes it, and
+    /// [`Cluster::verify`] finds out whether it fail-stopped then.
+    pub fn pause(&mut self) -> Result<String, String> {
+        let victim = self.victim(false)?;
+        self.engines[victim].pause()?;
+        self.paused_at_ns = Some(unix_ns());
+        Ok(self.engines[victim].name.clone())
+    }
+
+    /// SIGCONTs the paused engine node `name`.
+    pub fn resume(&mut self, name: &str) -> Result<(), String> {
+        self.engines
+            .iter_mut()
+            .find(|p| p.name == name)
+            .ok_or_else(|| format!("no engine node {name} to resume"))?
+            .resume()
+    }
+
+    /// SIGKILLs the engine node holding engine 0's lease (or, with
+    /// `standby`, the other one), and with `kill_host` its NATS server
+    /// too; returns its name.
+    pub fn kill(&mut self, standby: bool) -> Result<String, String> {
+        let victim = self.victim(standby)?;
         let victim = self.engines.remove(victim);
         let name = victim.name.clone();
         victim.kill()?;
@@ -354,38 +430,107 @@ impl Cluster {
         self.add_engines(name)
     }
 
-    /// Every live engine's report, and the checks of what survived.
-    pub fn verify(&mut self) -> Result<ClusterOutcome, String> {
-        let engines = &self.engines;
-        let node = &self.node;
-        let reports = self.runtime.block_on(async {
-            let mut all = Vec::new();
-            for p in engines {
+    /// Moves every engine node that has ended on its own from `engines`
+    /// to `fail_stopped`.
+    fn note_ended(&mut self) {
+        let mut i = 0;
+        while i < self.engines.len() {
+            match self.engines[i].ended() {
+                Some(ended) => {
+                    let p = self.engines.remove(i);
+                    self.fail_stopped.push(FailStopped {
+                        node: p.name.clone(),
+                        status: ended.status.code(),
+                        why: ended.why,
+                    });
+                }
+                None => i += 1,
+            }
+        }
+    }
+
+    /// Every live engine node's reports; `Ok(None)` if a node ended while
+    /// it was asked (it is noted, and the caller asks again), an error if
+    /// a node is alive and does not answer.
+    fn reports(&mut self) -> Result<Option<Vec<EngineState>>, String> {
+        let mut all = Vec::new();
+        for p in 0..self.engines.len() {
+            let name = self.engines[p].name.clone();
+            let asked = self.runtime.block_on(async {
+                let mut of_node = Vec::new();
                 for index in 0..ENGINES {
-                    let engine = node
-                        .lookup::<EngineCmd>(&engine_at(index, &p.name))
+                    let engine = self
+                        .node
+                        .lookup::<EngineCmd>(&engine_at(index, &name))
                         .await
-                        .map_err(|e| format!("{}: {e}", p.name))?;
+                        .map_err(|e| format!("{name}: {e}"))?;
                     let report = engine
                         .ask(EngineCmd::Report, Duration::from_secs(10))
                         .await
-                        .map_err(|e| format!("report of engine {index} on {}: {e:?}", p.name))?;
-                    all.push(EngineState { index, report });
+                        .map_err(|e| format!("report of engine {index} on {name}: {e:?}"))?;
+                    of_node.push(EngineState { index, report });
+                }
+                Ok::<_, String>(of_node)
+            });
+            match asked {
+                Ok(of_node) => all.extend(of_node),
+                Err(e) => {
+                    let before = self.fail_stopped.len();
+                    self.note_ended();
+                    if self.fail_stopped.len() == before {
+                        return Err(format!("{e} (the node is alive and does not answer)"));
+                    }
+                    return Ok(None);
                 }
             }
-            Ok::<_, String>(all)
-        })?;
+        }
+        Ok(Some(all))
+    }
+
+    /// Every live engine's report, and the checks of what survived. An
+    /// engine node that ended on its own is recorded in the outcome and
+    /// left out; one alive that does not answer is an error. A node
+    /// resumed from a pause may still be on its way out (it exits once it
+    /// sees its leases moved): until every engine has one primary among
+    /// the live nodes, the reports are asked again, for up to
+    /// [`SETTLE_WITHIN`].
+    pub fn verify(&mut self) -> Result<ClusterOutcome, String> {
+        let deadline = Instant::now() + SETTLE_WITHIN;
+        let (reports, settled) = loop {
+            self.note_ended();
+            let Some(reports) = self.reports()? else {
+                continue;
+            };
+            let settled = (0..ENGINES).all(|index| {
+                reports
+                    .iter()
+                    .filter(|e| e.index == index && e.report.role == "primary")
+                    .count()
+                    == 1
+            });
+            if settled || Instant::now() > deadline {
+                break (reports, settled);
+            }
+            interrupt::sleep(Duration::from_millis(50))?;
+        };
         let mut outcome = ClusterOutcome {
             rounds: self.rounds.clone(),
             engines: reports,
             killed_at_ns: self.killed_at_ns,
+            paused_at_ns: self.paused_at_ns,
+            fail_stopped: self.fail_stopped.clone(),
             failover_ms: Vec::new(),
             applied_twice: 0,
             acked_missing: 0,
             problems: Vec::new(),
         };
-        let killed = self.killed_at_ns.is_some();
-        check(&mut outcome, &self.placed, self.log_root.as_deref(), killed);
+        if !settled {
+            outcome.problems.push(format!(
+                "the live engine nodes did not settle on one primary per engine within \
+                 {SETTLE_WITHIN:?}"
+            ));
+        }
+        check(&mut outcome, &self.placed, self.log_root.as_deref());
         Ok(outcome)
     }
 
@@ -424,8 +569,28 @@ pub fn run_cluster(
     let scenario = Scenario::new(options.clients, options.orders)
         .map_err(|e| e.to_string())?
         .with_pattern(options.pattern);
+    let faulted = options.kill_standby || options.kill_host || options.restart_killed;
+    if options.kill_at_acked.is_none() && (faulted || options.pause_primary.is_some()) {
+        return Err(
+            "a kill or a pause needs the share of orders it comes at (kill_at_acked)".into(),
+        );
+    }
+    if options.pause_primary.is_some() && faulted {
+        return Err(
+            "a pause is of the primaries' node alone: no standby kill, host kill or \
+                    restart with it"
+                .into(),
+        );
+    }
+    if options
+        .kill_at_acked
+        .is_some_and(|p| !(1..=99).contains(&p))
+    {
+        return Err("the share of orders a fault comes at is a percentage from 1 to 99".into());
+    }
     let mut cluster = Cluster::start(options, progress)?;
-    let clients = cluster.start_round(scenario, options.window, options.mode)?;
+    let mut clients = cluster.start_round(scenario, options.window, options.mode)?;
+    let started = Instant::now();
     progress(&format!(
         "{} clients placing {} orders ({}, {} in flight each)",
         scenario.clients,
@@ -433,8 +598,25 @@ pub fn run_cluster(
         options.mode.name(),
         options.window
     ));
-    if let Some(after) = options.kill_after {
-        interrupt::sleep(after)?;
+    if let Some(share) = options.kill_at_acked {
+        cluster.wait_for_acked(&mut clients, share)?;
+        progress(&format!("{share}% of the orders acknowledged"));
+        if let Some(after) = options.kill_after {
+            interrupt::sleep(after.saturating_sub(started.elapsed()))?;
+        }
+    }
+    if let (Some(_), Some(pause)) = (options.kill_at_acked, options.pause_primary) {
+        let paused = cluster.pause()?;
+        progress(&format!(
+            "SIGSTOPped {paused} (the primaries' node) for {} ms",
+            pause.as_millis()
+        ));
+        // The launcher's own timing of the fault, not a wait for an
+        // outcome: the pause is what is being injected.
+        interrupt::sleep(pause)?;
+        cluster.resume(&paused)?;
+        progress(&format!("SIGCONTed {paused}"));
+    } else if options.kill_at_acked.is_some() {
         let dead = cluster.kill(options.kill_standby)?;
         let what = if options.kill_standby {
             "standbys"
@@ -460,6 +642,11 @@ pub fn run_cluster(
         result.retries
     ));
     let outcome = cluster.verify();
+    if let Ok(outcome) = &outcome {
+        for f in &outcome.fail_stopped {
+            progress(&format!("{} fail-stopped on its own", f.node));
+        }
+    }
     cluster.stop();
     outcome
 }

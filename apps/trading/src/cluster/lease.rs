@@ -13,7 +13,9 @@
 //! - while leading, renews the key at a new revision when its engine asks
 //!   to acknowledge alone (`Solo`), and exits the process the moment the
 //!   key moves to another node (fail-stop: a node that lost a race never
-//!   goes on serving).
+//!   goes on serving). A node paused (SIGSTOP) past the heartbeat timeout
+//!   finds on resuming that its standbys took the keys over, and exits
+//!   the same way; it prints why (`fail-stop <why>`) for its launcher.
 //!
 //! A NATS cluster that lost a server (say, with the dead primary's host)
 //! answers bucket operations with errors or not at all until it has
@@ -91,11 +93,20 @@ pub static LEAVING: AtomicBool = AtomicBool::new(false);
 
 /// Ends the process: this node lost the lease of an engine it served, or
 /// cannot take part safely any more. A node already leaving just exits.
-fn fail_stop(why: String) -> ! {
+/// The reason also goes to stdout as `fail-stop <why>`, where a launcher
+/// reads it: a node that ended on its own is told apart from one that
+/// was killed or hangs.
+pub fn fail_stop(why: String) -> ! {
     if LEAVING.load(Ordering::Relaxed) {
         std::process::exit(0)
     }
     eprintln!("trading node: {why}; exiting");
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "fail-stop {why}");
+        let _ = out.flush();
+    }
     std::process::exit(3)
 }
 

@@ -3,10 +3,11 @@
 //! Each engine's primary and standby live on different engine nodes;
 //! receivers and clients on nodes of their own. Orders are idempotent by
 //! id (client id and sequence number), clients retry what is not
-//! acknowledged, and when the primaries' node dies the standbys take the
-//! engines' leases over and go on. See docs/semantics.md ("Trading across
-//! processes") for the guarantee and why two primaries cannot both
-//! acknowledge.
+//! acknowledged, and when the primaries' node dies (or stops answering,
+//! say paused) the standbys take the engines' leases over and go on; a
+//! node that finds its lease moved ends itself (fail-stop). See
+//! docs/semantics.md ("Trading across processes") for the guarantee and
+//! why two primaries cannot both acknowledge.
 //!
 //! Modules, from the bottom up (each imports only modules above it):
 //! `wire`; `applied`; `engine`; `lease`; `client`; `interrupt`; `node`;

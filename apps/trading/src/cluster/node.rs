@@ -1,8 +1,9 @@
 //! One process of the distributed trading system, in one of three roles:
 //! `engines` (an engine per engine index, primary or standby as the
 //! leases say), `receivers` (the ten order receivers) or `clients` (the
-//! scenario's clients, which print their results as one JSON line and
-//! exit). A node prints `ready` on stdout once it serves, and leaves when
+//! scenario's clients, which print `acked <percent>` as each whole percent
+//! of the orders is acknowledged, then their results as one JSON line,
+//! and exit). A node prints `ready` on stdout once it serves, and leaves when
 //! its standard input closes or it gets Ctrl-C or SIGTERM (clients stop
 //! placing orders and exit with an error).
 
@@ -16,7 +17,7 @@ use serde::Serialize;
 use troupe::{Actor, ActorRef, ActorSystem, Context, Props, Signal, SupervisorStrategy};
 use troupe_remote::{Node, RemoteConfig, RemoteMessage};
 
-use super::client::{ClusterClient, ClusterClientReport, ClusterReceiver, RetryPolicy};
+use super::client::{ClusterClient, ClusterClientReport, ClusterReceiver, Progress, RetryPolicy};
 use super::engine::{ClusterEngine, LogPlan};
 use super::interrupt;
 use super::lease::{engine_name, open_bucket, Keeper};
@@ -198,8 +199,7 @@ impl Actor for Sentinel {
         // A node leaving on purpose stops its engines itself.
         let leaving = super::lease::LEAVING.load(std::sync::atomic::Ordering::Relaxed);
         if let (Signal::Terminated(id), false) = (signal, leaving) {
-            eprintln!("trading node: engine {id:?} stopped; exiting");
-            std::process::exit(3);
+            super::lease::fail_stop(format!("engine {id:?} stopped"));
         }
     }
 }
@@ -296,10 +296,18 @@ async fn clients(
         receivers.push(find::<ReceiverMsg>(node, &receiver_name(index)).await?);
     }
     let (tx, rx) = std::sync::mpsc::channel();
+    // A launcher reads these lines to time a fault by how far the load
+    // got (see `launch`); a failed write only loses that timing.
+    let progress = Arc::new(Progress::new(scenario.orders(), |percent| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "acked {percent}");
+        let _ = out.flush();
+    }));
     let mut clients = Vec::new();
     for index in 0..scenario.clients {
         let receiver = receivers[index % RECEIVERS].clone();
         let (tx, policy, window, mode) = (tx.clone(), options.retry, options.window, options.mode);
+        let progress = progress.clone();
         let id = options.client_base + index;
         clients.push(
             system.spawn(
@@ -312,6 +320,7 @@ async fn clients(
                         window,
                         mode,
                         tx.clone(),
+                        progress.clone(),
                     )
                 })
                 .name(format!("client-{index}")),

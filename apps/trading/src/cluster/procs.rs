@@ -1,12 +1,14 @@
 //! Node processes as a launcher sees them: the command that starts one,
-//! its `ready` and `result` lines, its clean leave and its SIGKILL. A
-//! node process dropped without either is told to leave (so an early
+//! the lines it prints (`ready`, `acked <percent>`, `result`, `fail-stop
+//! <why>`), its clean leave, its SIGKILL, its pause (SIGSTOP) and resume
+//! (SIGCONT), and whether it ended on its own. A node process dropped
+//! without a leave or a kill is resumed and told to leave (so an early
 //! return or an interrupt leaves no process behind), and every wait here
 //! ends early once the launcher is interrupted.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -42,6 +44,18 @@ pub struct Proc {
     lines: mpsc::Receiver<String>,
     /// Waited for: nothing left to do when dropped.
     reaped: bool,
+    /// Stopped by SIGSTOP and not resumed yet: it must be resumed before
+    /// it can leave.
+    paused: bool,
+}
+
+/// How a node process ended on its own.
+#[derive(Clone, Debug)]
+pub struct Ended {
+    /// Its exit status.
+    pub status: ExitStatus,
+    /// What it said on its `fail-stop` line, if it printed one.
+    pub why: Option<String>,
 }
 
 impl Proc {
@@ -71,11 +85,27 @@ impl Proc {
             child,
             lines,
             reaped: false,
+            paused: false,
         })
     }
 
     /// Waits for a line starting with `prefix`; returns the rest.
     pub fn expect(&mut self, prefix: &str, within: Duration) -> Result<String, String> {
+        self.expect_first(&format!("'{prefix}'"), within, |line| {
+            line.strip_prefix(prefix)
+                .map(|rest| rest.trim().to_string())
+        })
+    }
+
+    /// Waits for the first line that `pick` takes (`what` names it in the
+    /// error if none comes within `within`); the lines before it are
+    /// dropped.
+    pub fn expect_first<T>(
+        &mut self,
+        what: &str,
+        within: Duration,
+        mut pick: impl FnMut(&str) -> Option<T>,
+    ) -> Result<T, String> {
         let deadline = Instant::now() + within;
         loop {
             if interrupt::interrupted() {
@@ -84,20 +114,74 @@ impl Proc {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left.min(interrupt::POLL)) {
                 Ok(line) => {
-                    if let Some(rest) = line.strip_prefix(prefix) {
-                        return Ok(rest.trim().to_string());
+                    if let Some(picked) = pick(&line) {
+                        return Ok(picked);
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) if !left.is_zero() => {}
                 Err(_) => {
                     let status = self.child.try_wait().ok().flatten();
                     return Err(format!(
-                        "node {} printed no '{prefix}' within {within:?} (exit status: {status:?})",
+                        "node {} printed no {what} within {within:?} (exit status: {status:?})",
                         self.name
                     ));
                 }
             }
         }
+    }
+
+    /// Sends `signal` (a name `kill -s` knows, such as STOP) to the
+    /// process. Through the `kill` command, so that this crate needs no
+    /// unsafe code of its own for it.
+    fn signal(&self, signal: &str) -> Result<(), String> {
+        let status = Command::new("kill")
+            .args(["-s", signal, "--", &self.child.id().to_string()])
+            .status()
+            .map_err(|e| format!("kill -s {signal} {}: {e}", self.name))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("kill -s {signal} {}: {status}", self.name))
+        }
+    }
+
+    /// SIGSTOPs the process: it does nothing, not even heartbeats, until
+    /// [`Proc::resume`].
+    pub fn pause(&mut self) -> Result<(), String> {
+        self.signal("STOP")?;
+        self.paused = true;
+        Ok(())
+    }
+
+    /// SIGCONTs a paused process.
+    pub fn resume(&mut self) -> Result<(), String> {
+        self.signal("CONT")?;
+        self.paused = false;
+        Ok(())
+    }
+
+    /// How the process ended, if it has ended (on its own: a process this
+    /// launcher killed or told to leave is not asked). Its last lines are
+    /// read for a `fail-stop` reason.
+    pub fn ended(&mut self) -> Option<Ended> {
+        let status = self.child.try_wait().ok().flatten()?;
+        self.reaped = true;
+        // The reader thread ends once the pipe is closed (at exit, unless
+        // a grandchild holds it): wait for that, but not forever.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let mut why = None;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(rest) = line.strip_prefix("fail-stop ") {
+                        why = Some(rest.trim().to_string());
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        Some(Ended { status, why })
     }
 
     /// SIGKILLs the process and reaps it.
@@ -121,6 +205,10 @@ impl Proc {
     }
 
     fn leave(&mut self) {
+        if self.paused {
+            // A stopped process cannot read its closed stdin.
+            let _ = self.resume();
+        }
         self.tell_to_leave();
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {

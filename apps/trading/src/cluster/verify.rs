@@ -1,6 +1,14 @@
 //! What a cluster run found: the engines' reports, the checks of what
 //! survived, and the summary `trading cluster` prints.
 //!
+//! The checks run over the engine nodes alive at the end. A node that
+//! ended on its own (fail-stop: say, a paused primary that found its
+//! leases moved when it resumed) is listed in the outcome with its reason
+//! and left out: its books live on in the node that took its leases. That
+//! is expected after a fault the run injected, and a problem in a run
+//! without one. (A node alive that does not answer never gets here: the
+//! launcher reports it as an error.)
+//!
 //! - for every engine, exactly one live primary, and its standby (if any)
 //!   joined at the revision the primary reports, with the same books and
 //!   digests;
@@ -31,6 +39,17 @@ pub struct EngineState {
     pub report: EngineReport,
 }
 
+/// An engine node that ended on its own before the checks.
+#[derive(Clone, Debug, Serialize)]
+pub struct FailStopped {
+    /// The node.
+    pub node: String,
+    /// Its exit code (none if a signal ended it).
+    pub status: Option<i32>,
+    /// The reason it printed (`fail-stop <why>`), if any.
+    pub why: Option<String>,
+}
+
 /// What a cluster run measured and found.
 #[derive(Debug, Serialize)]
 pub struct ClusterOutcome {
@@ -40,8 +59,13 @@ pub struct ClusterOutcome {
     pub engines: Vec<EngineState>,
     /// Wall-clock time of the SIGKILL (Unix ns), if any.
     pub killed_at_ns: Option<u64>,
-    /// For each engine whose primary changed: SIGKILL to the first order
-    /// the new primary accepted, in milliseconds.
+    /// Wall-clock time of the SIGSTOP (Unix ns), if the primaries' node
+    /// was paused instead.
+    pub paused_at_ns: Option<u64>,
+    /// Engine nodes that ended on their own, left out of the checks.
+    pub fail_stopped: Vec<FailStopped>,
+    /// For each engine whose primary changed: the SIGKILL (or SIGSTOP) to
+    /// the first order the new primary accepted, in milliseconds.
     pub failover_ms: Vec<f64>,
     /// Orders the logs hold twice (must be 0).
     pub applied_twice: u64,
@@ -87,7 +111,24 @@ pub struct Placed {
 
 /// Checks what survived against every round placed (`placed[i]` produced
 /// `outcome.rounds[i]`); adds what does not hold to `outcome.problems`.
-pub fn check(outcome: &mut ClusterOutcome, placed: &[Placed], logs: Option<&Path>, killed: bool) {
+pub fn check(outcome: &mut ClusterOutcome, placed: &[Placed], logs: Option<&Path>) {
+    let fault_at = outcome.killed_at_ns.or(outcome.paused_at_ns);
+    for f in &outcome.fail_stopped {
+        let why = f.why.as_deref().unwrap_or("no reason printed");
+        if fault_at.is_none() {
+            outcome.problems.push(format!(
+                "{} ended on its own (exit code {:?}: {why}) with no fault injected",
+                f.node, f.status
+            ));
+        } else if f.why.is_none() {
+            // A fail-stop always says why; an exit without a reason is a
+            // crash, not the fail-stop the design relies on.
+            outcome.problems.push(format!(
+                "{} ended (exit code {:?}) without a fail-stop reason",
+                f.node, f.status
+            ));
+        }
+    }
     // What each engine must hold: every acknowledged order of its books;
     // what it may hold: every order placed there.
     let mut acked_by_engine: Vec<Vec<u64>> = vec![Vec::new(); ENGINES];
@@ -147,13 +188,11 @@ pub fn check(outcome: &mut ClusterOutcome, placed: &[Placed], logs: Option<&Path
                 ));
             }
         }
-        if let (Some(killed_at), Some(first)) =
-            (outcome.killed_at_ns, primary.first_order_after_promotion_ns)
-        {
-            if killed && primary.promoted_at_ns.is_some() {
+        if let (Some(fault_at), Some(first)) = (fault_at, primary.first_order_after_promotion_ns) {
+            if primary.promoted_at_ns.is_some() {
                 outcome
                     .failover_ms
-                    .push(first.saturating_sub(killed_at) as f64 / 1e6);
+                    .push(first.saturating_sub(fault_at) as f64 / 1e6);
             }
         }
         let acked = &acked_by_engine[index];
@@ -255,12 +294,26 @@ pub fn print_outcome(outcome: &ClusterOutcome, out: &mut dyn Write) -> std::io::
         "retried orders answered from memory: {dups}; applied twice: {}; acknowledged but missing: {}",
         outcome.applied_twice, outcome.acked_missing
     )?;
+    for f in &outcome.fail_stopped {
+        writeln!(
+            out,
+            "{} fail-stopped on its own (exit code {}): {}; left out of the checks",
+            f.node,
+            f.status.map_or("none".into(), |c| c.to_string()),
+            f.why.as_deref().unwrap_or("no reason printed")
+        )?;
+    }
     if !outcome.failover_ms.is_empty() {
         let mut f = outcome.failover_ms.clone();
         f.sort_by(f64::total_cmp);
+        let fault = if outcome.killed_at_ns.is_some() {
+            "SIGKILL"
+        } else {
+            "SIGSTOP"
+        };
         writeln!(
             out,
-            "failover (SIGKILL to the new primary's first order), {} engines: min {:.0} ms, median {:.0} ms, max {:.0} ms",
+            "failover ({fault} to the new primary's first order), {} engines: min {:.0} ms, median {:.0} ms, max {:.0} ms",
             f.len(),
             f[0],
             f[f.len() / 2],
