@@ -141,6 +141,13 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
+    // Logs on stderr as `RUST_LOG` asks (none by default): e.g.
+    // `RUST_LOG=troupe::governor=debug` shows each trial of the pool's
+    // adaptive stealing.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     match run_cli(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

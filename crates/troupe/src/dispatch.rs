@@ -145,6 +145,9 @@ pub struct DispatcherStats {
     pub parks: u64,
     /// Parked workers woken up (by workers and by sends from outside).
     pub wakeups: u64,
+    /// Times a helping worker handed its work back to the home worker
+    /// once the home kept up again (late stealing; see `Stealing::Late`).
+    pub givebacks: u64,
     /// Times the adaptive governor tried the other way of stealing
     /// ([`Stealing::Adaptive`](crate::Stealing::Adaptive); 0 otherwise).
     pub probes: u64,
@@ -170,6 +173,7 @@ impl DispatcherStats {
             parks: self.parks + other.parks,
             wakeups: self.wakeups + other.wakeups,
             spread_us: self.spread_us + other.spread_us,
+            givebacks: self.givebacks + other.givebacks,
             probes: self.probes + other.probes,
             messages: self.messages + other.messages,
         }
@@ -184,6 +188,7 @@ impl DispatcherStats {
             parks: self.parks.saturating_sub(earlier.parks),
             wakeups: self.wakeups.saturating_sub(earlier.wakeups),
             spread_us: self.spread_us.saturating_sub(earlier.spread_us),
+            givebacks: self.givebacks.saturating_sub(earlier.givebacks),
             probes: self.probes.saturating_sub(earlier.probes),
             messages: self.messages.saturating_sub(earlier.messages),
         }

@@ -162,6 +162,16 @@ pub fn actor_rows(sizes: &Settings) -> Vec<Workload> {
             sizes.pair_repetitions,
         ));
     }
+    // The same parallel work on one worker: what the other cores add.
+    if cores > 1 {
+        rows.push(many_pairs::workload(
+            sizes.pairs,
+            10,
+            1,
+            5,
+            sizes.pair_repetitions,
+        ));
+    }
     rows
 }
 

@@ -17,9 +17,13 @@ pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workl
         .points
         .iter()
         .filter(|p| {
+            // One Pekko row per troupe default row: not per one-worker twin
+            // or fixed way of stealing, which share the point otherwise.
             p.txlog == ::trading::TxLog::Off
                 && p.variant != ::trading::Variant::Sync
                 && p.pattern == ::trading::Pattern::Seed
+                && p.threads.is_none()
+                && p.stealing == troupe::Stealing::default()
         })
     {
         let variant = point.variant.name();

@@ -155,6 +155,15 @@ impl Governor {
                     Mode::Spread => trial >= current * SPREAD_GAIN,
                     Mode::Local => trial * SPREAD_GAIN > current,
                 };
+                tracing::debug!(
+                    target: "troupe::governor",
+                    chosen = ?self.chosen,
+                    before_per_ms = before / 1e3,
+                    trial_per_ms = trial / 1e3,
+                    after_per_ms = rate / 1e3,
+                    trial_wins,
+                    "a trial of the other way of stealing"
+                );
                 if trial_wins {
                     self.chosen = trial_mode;
                     self.interval = MIN_INTERVAL;

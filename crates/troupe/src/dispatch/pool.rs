@@ -96,6 +96,8 @@ use std::time::{Duration, Instant};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::{Backoff, CachePadded};
 
+mod home;
+
 use super::governor::{self, Governed, Mode};
 use super::{DispatcherStats, Executor, Task};
 
@@ -154,6 +156,7 @@ static PROCESS: Mutex<Registry> = Mutex::new(Registry {
         wakeups: 0,
         probes: 0,
         spread_us: 0,
+        givebacks: 0,
     },
 });
 
@@ -189,6 +192,8 @@ struct Counters {
     migrations: AtomicU64,
     parks: AtomicU64,
     wakeups: AtomicU64,
+    /// Times this worker, helping, handed its work back to the home.
+    givebacks: AtomicU64,
 }
 
 impl Counters {
@@ -217,6 +222,7 @@ impl Counters {
             wakeups: get(&self.wakeups),
             probes: 0,
             spread_us: 0,
+            givebacks: get(&self.givebacks),
         }
     }
 
@@ -251,6 +257,8 @@ pub(crate) struct Pool {
     outside_wakeups: AtomicU64,
     /// The watching worker's index plus one, or 0 when nobody watches.
     watcher: AtomicUsize,
+    /// The home worker's index plus one, or 0 (see `home.rs`).
+    home: AtomicUsize,
     /// Set once by `shutdown`; read by workers.
     shutdown: AtomicBool,
     /// The governor's thread (under `Adaptive` with more than one worker),
@@ -348,6 +356,7 @@ impl Pool {
             counters: (0..threads).map(|_| CachePadded::default()).collect(),
             outside_wakeups: AtomicU64::new(0),
             watcher: AtomicUsize::new(0),
+            home: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
             governor: OnceLock::new(),
             probes: AtomicU64::new(0),
@@ -438,6 +447,7 @@ impl Pool {
             parks: sum(|c| &c.parks),
             wakeups: sum(|c| &c.wakeups) + self.outside_wakeups.load(Ordering::Relaxed),
             migrations: sum(|c| &c.migrations),
+            givebacks: sum(|c| &c.givebacks),
             probes: self.probes.load(Ordering::Relaxed),
             spread_us: match self.settings.stealing {
                 crate::Stealing::Eager if self.stealers.len() > 1 => {
@@ -514,6 +524,9 @@ impl Pool {
             None => {
                 self.injector.push(task);
                 fence(Ordering::SeqCst);
+                // Under late stealing a home that is awake takes it, but it
+                // may be stuck in a long handler: a watcher is still woken,
+                // and takes from the injector if the home stays stuck.
                 match self.watcher.load(Ordering::Relaxed) {
                     // A hint to the awake watcher (see the protocol).
                     w if w != 0 => {
@@ -598,6 +611,7 @@ fn run_worker(pool: Arc<Pool>, index: usize, queue: Worker<Task>) {
     let counters = &pool.counters[index];
     let mut turn = Turn::default();
     let mut watch_state = vec![Watched::default(); pool.stealers.len()];
+    let mut helping = None;
     loop {
         let task = next_task(&pool, &local, &mut turn).or_else(|| {
             turn.streak = 0;
@@ -610,6 +624,7 @@ fn run_worker(pool: Arc<Pool>, index: usize, queue: Worker<Task>) {
             let ran = unsafe { task.run() };
             Counters::bump(&counters.runs);
             Counters::add(&counters.messages, u64::from(ran.messages));
+            home::after_task(&pool, &local, &mut helping);
             #[cfg(feature = "metrics")]
             if counters.runs.load(Ordering::Relaxed).is_multiple_of(65_536) {
                 counters.publish(&pool.settings.name, index);
@@ -621,6 +636,8 @@ fn run_worker(pool: Arc<Pool>, index: usize, queue: Worker<Task>) {
         }
         #[cfg(feature = "metrics")]
         counters.publish(&pool.settings.name, index);
+        helping = None;
+        pool.leave_home(&local);
         park(&pool, &local);
     }
     CURRENT.with(|c| c.set(ptr::null()));
@@ -680,8 +697,17 @@ fn steal_eagerly(pool: &Pool, local: &Local) -> Option<Task> {
     task
 }
 
-/// A batch from the injector into the worker's queue, returning one task.
+/// A batch from the injector into the worker's queue, returning one task,
+/// if this worker may take from it (under late stealing: the home only).
 fn take_injected(pool: &Pool, local: &Local) -> Option<Task> {
+    if !pool.may_take_injected(local) {
+        return None;
+    }
+    take_injected_anyway(pool, local)
+}
+
+/// A batch from the injector, whoever holds the home token.
+fn take_injected_anyway(pool: &Pool, local: &Local) -> Option<Task> {
     loop {
         match pool.injector.steal_batch_and_pop(&local.queue) {
             Steal::Success(task) => return Some(task),
@@ -716,6 +742,8 @@ struct Watched {
     runs: u64,
     /// Whether its queue was non-empty then.
     queued: bool,
+    /// Whether the watcher has looked at it since it started watching.
+    looked: bool,
 }
 
 /// Ends the watch when dropped.
@@ -746,7 +774,13 @@ fn watch(pool: &Pool, local: &Local, seen: &mut [Watched]) -> Option<Task> {
     seen.iter_mut().for_each(|w| *w = Watched::default());
     let mut last_queued = Instant::now();
     loop {
-        if let Some(task) = local.lifo.take().or_else(|| take_injected(pool, local)) {
+        let injected = || {
+            take_injected(pool, local).or_else(|| {
+                pool.home_is_stuck(seen)
+                    .then(|| take_injected_anyway(pool, local))?
+            })
+        };
+        if let Some(task) = local.lifo.take().or_else(injected) {
             return Some(task);
         }
         // Stop watching when the governor turns to spreading: eager
@@ -764,6 +798,7 @@ fn watch(pool: &Pool, local: &Local, seen: &mut [Watched]) -> Option<Task> {
             let ran = runs.wrapping_sub(w.runs);
             let was_queued = std::mem::replace(&mut w.queued, queued > 0);
             w.runs = runs;
+            w.looked = true;
             if queued == 0 {
                 continue;
             }
@@ -782,6 +817,9 @@ fn watch(pool: &Pool, local: &Local, seen: &mut [Watched]) -> Option<Task> {
                 }
             }
         }
+        // Work waiting in the injector keeps the watch too: a stuck home
+        // cannot take it, and the watcher will (see `home.rs`).
+        any_queued |= !pool.injector.is_empty();
         let now = Instant::now();
         if any_queued {
             last_queued = now;
@@ -814,9 +852,12 @@ fn park(pool: &Pool, local: &Local) {
         pool.num_sleepers.fetch_add(1, Ordering::Relaxed);
     }
     fence(Ordering::SeqCst);
-    // Under eager stealing the other queues are this worker's to take too.
-    let stealable =
-        !pool.injector.is_empty() || (!pool.late() && pool.stealers.iter().any(|s| !s.is_empty()));
+    // Under eager stealing the other queues are this worker's to take too;
+    // under late stealing the injector is the home's, if one is awake
+    // (it looks at the injector before it parks).
+    let injected =
+        !pool.injector.is_empty() && (!pool.late() || pool.home.load(Ordering::Acquire) == 0);
+    let stealable = injected || (!pool.late() && pool.stealers.iter().any(|s| !s.is_empty()));
     if stealable || pool.shutdown.load(Ordering::SeqCst) {
         let mut sleepers = pool.sleepers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(pos) = sleepers.iter().position(|&i| i == local.index) {

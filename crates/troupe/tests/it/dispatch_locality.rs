@@ -253,3 +253,164 @@ fn fixed_ways_of_stealing_have_no_governor() {
         assert!(stats.messages >= 1_000, "{stealing:?}: {stats:?}");
     }
 }
+
+/// Answers every ping with a pong to its sender: the actor every client
+/// shares (as the trading system's engines are shared).
+struct Hub;
+
+enum HubMsg {
+    Ping(ActorRef<ClientMsg>),
+}
+
+impl Actor for Hub {
+    type Msg = HubMsg;
+    fn receive(&mut self, _ctx: &mut Context<'_, Self>, HubMsg::Ping(from): HubMsg) {
+        from.tell(ClientMsg::Pong);
+    }
+}
+
+enum ClientMsg {
+    Start(ActorRef<ClientMsg>),
+    Pong,
+}
+
+/// Pings the hub `left` more times, one at a time, then reports.
+struct HubClient {
+    hub: ActorRef<HubMsg>,
+    me: Option<ActorRef<ClientMsg>>,
+    left: u32,
+    done: ActorRef<&'static str>,
+}
+
+impl Actor for HubClient {
+    type Msg = ClientMsg;
+    fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: ClientMsg) {
+        if let ClientMsg::Start(me) = msg {
+            self.me = Some(me);
+        }
+        if self.left == 0 {
+            self.done.tell("client done");
+            return;
+        }
+        if self.left == 19_900 {
+            self.done.tell("client running");
+        }
+        self.left -= 1;
+        if let Some(me) = &self.me {
+            self.hub.tell(HubMsg::Ping(me.clone()));
+        }
+    }
+}
+
+#[test]
+fn clients_started_from_outside_the_pool_gather_on_one_worker_with_their_hub() {
+    let system = late_system();
+    let probe = TestProbe::<&'static str>::new(&system, "done");
+    let hub = system.spawn(Props::new(|| Hub)).unwrap();
+    let clients: Vec<_> = (0..10)
+        .map(|_| {
+            let (hub, done) = (hub.clone(), probe.actor_ref());
+            system
+                .spawn(Props::new(move || HubClient {
+                    hub: hub.clone(),
+                    me: None,
+                    left: 20_000,
+                    done: done.clone(),
+                }))
+                .unwrap()
+        })
+        .collect();
+    let before = system.dispatcher_stats("default").unwrap();
+    // Every client is started by a send from this thread (the injector), as
+    // a service's requests arrive, each once the one before is busy: only
+    // the home worker takes those, so the clients and the hub they share run
+    // on one worker, and the hub is not pulled from one CPU to the other by
+    // clients on both. (Taken by whichever worker was idle, the later
+    // clients would start on the other worker.)
+    for c in &clients {
+        c.tell(ClientMsg::Start(c.clone()));
+        assert_eq!(probe.expect_msg(PATIENCE), "client running");
+    }
+    for _ in 0..clients.len() {
+        assert_eq!(probe.expect_msg(PATIENCE), "client done");
+    }
+    let run = system.dispatcher_stats("default").unwrap().since(&before);
+    assert!(run.tasks >= 200_000, "{run:?}");
+    // Not zero: a worker descheduled for longer than the grace period looks
+    // stuck, and its actors are then rightly taken.
+    assert!(run.migrations * 100 < run.tasks, "{run:?}");
+    terminate(&system, PATIENCE);
+}
+
+/// Says it is blocking, then blocks until its latch opens.
+struct Waiter {
+    latch: Arc<Latch>,
+    done: ActorRef<&'static str>,
+}
+
+impl Actor for Waiter {
+    type Msg = ();
+    fn receive(&mut self, _ctx: &mut Context<'_, Self>, _msg: ()) {
+        self.done.tell("blocking");
+        self.latch.wait(PATIENCE);
+        self.done.tell("unblocked");
+    }
+}
+
+/// Answers every message with "pong".
+struct Echo(ActorRef<&'static str>);
+
+impl Actor for Echo {
+    type Msg = ();
+    fn receive(&mut self, _ctx: &mut Context<'_, Self>, _msg: ()) {
+        self.0.tell("pong");
+    }
+}
+
+#[test]
+fn a_send_from_outside_is_handled_while_the_home_worker_is_stuck() {
+    for stealing in [Stealing::Late, Stealing::Adaptive] {
+        // The pool under test runs the echo and the waiter only; the probe
+        // runs on the default pool, so that no probe task waits in the
+        // stuck worker's slot (which no worker takes from another).
+        let system = ActorSystem::builder()
+            .dispatcher("work", DispatcherConfig::pool(2).stealing(stealing))
+            .build()
+            .unwrap();
+        let probe = TestProbe::<&'static str>::new(&system, "done");
+        let echo = system
+            .spawn(
+                Props::new({
+                    let done = probe.actor_ref();
+                    move || Echo(done.clone())
+                })
+                .dispatcher("work"),
+            )
+            .unwrap();
+        // Started and idle before anything blocks.
+        echo.tell(());
+        assert_eq!(probe.expect_msg(PATIENCE), "pong");
+        let latch = Arc::new(Latch::new());
+        let waiter = system
+            .spawn(
+                Props::new({
+                    let (latch, done) = (latch.clone(), probe.actor_ref());
+                    move || Waiter {
+                        latch: latch.clone(),
+                        done: done.clone(),
+                    }
+                })
+                .dispatcher("work"),
+            )
+            .unwrap();
+        waiter.tell(());
+        assert_eq!(probe.expect_msg(PATIENCE), "blocking");
+        // The worker running the waiter (the home, which takes sends from
+        // outside) is stuck; a send from outside must run on the other.
+        echo.tell(());
+        assert_eq!(probe.expect_msg(PATIENCE), "pong", "{stealing:?}");
+        latch.open();
+        assert_eq!(probe.expect_msg(PATIENCE), "unblocked");
+        terminate(&system, PATIENCE);
+    }
+}
