@@ -133,10 +133,15 @@ fn main() {
     let accounts = open_accounts(&system, &journal);
     println!("balances at start: {:?}", balances(&accounts));
     for a in &accounts {
-        a.ask(|r| Command::Deposit(1_000, r), T).wait().expect("deposit");
+        a.ask(|r| Command::Deposit(1_000, r), T)
+            .wait()
+            .expect("deposit");
     }
     for i in 0..300u64 {
-        let (from, to) = (&accounts[(i % 3) as usize], &accounts[((i + 1) % 3) as usize]);
+        let (from, to) = (
+            &accounts[(i % 3) as usize],
+            &accounts[((i + 1) % 3) as usize],
+        );
         if let Err(why) = transfer(from, to, 1 + i % 7) {
             println!("transfer {i} refused: {why}");
         }

@@ -346,7 +346,7 @@ fn snapshot_workload(s: Settings) -> Workload {
         let entries = s.state_entries as u64;
         big.ask(|r| BigCmd::Fill(entries, r), WAIT).wait().map_err(err)?;
         Ok(move || {
-            let _keep = &dir;
+            let _keep = (&dir, &guard);
             let mut elapsed = Duration::ZERO;
             for _ in 0..s.snapshots {
                 // One empty event first, so each snapshot is newer than the
