@@ -58,14 +58,14 @@ impl PersistentActor for Account {
     ) -> Effect<Self> {
         match command {
             Command::Deposit(n, reply) => {
-                Effect::persist(Event::Deposited(n)).then_reply(reply, |s| s.balance)
+                Effect::persist(Event::Deposited(n)).then_reply(reply, |s: &State| s.balance)
             }
             Command::Withdraw(n, reply) if n > state.balance => Effect::reply(
                 reply,
                 Err(format!("insufficient funds: balance {}", state.balance)),
             ),
             Command::Withdraw(n, reply) => {
-                Effect::persist(Event::Withdrawn(n)).then_reply(reply, |s| Ok(s.balance))
+                Effect::persist(Event::Withdrawn(n)).then_reply(reply, |s: &State| Ok(s.balance))
             }
             Command::Balance(reply) => Effect::reply(reply, state.balance),
         }

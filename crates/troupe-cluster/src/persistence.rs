@@ -24,7 +24,7 @@
 //!     fn persistence_id(&self) -> String { format!("account-{}", self.id) }
 //!     fn handle(&mut self, _ctx: &mut PersistentContext<'_, Self>, balance: &u64, cmd: Cmd) -> Effect<Self> {
 //!         match cmd {
-//!             Cmd::Deposit(n, reply) => Effect::persist(Event::Deposited(n)).then_reply(reply, |b| *b),
+//!             Cmd::Deposit(n, reply) => Effect::persist(Event::Deposited(n)).then_reply(reply, |b: &u64| *b),
 //!             Cmd::Balance(reply) => Effect::reply(reply, *balance),
 //!         }
 //!     }
@@ -84,7 +84,7 @@ use troupe::{ActorRef, ActorSystem, Props, SpawnError};
 pub use actor::{PersistentActor, PersistentContext};
 pub use effect::Effect;
 pub use error::PersistenceError;
-pub use journal::{Counters, Done, Journal, Replayed, Snapshot};
+pub use journal::{Counters, Done, EachEvent, Journal, Replayed, Snapshot};
 pub use local::{Durability, LocalJournal, LogOptions};
 pub use runner::{Internal, Msg, Persistent, PersistentSettings};
 

@@ -29,7 +29,7 @@ pub(crate) type Then<A> = Box<dyn FnOnce(&<A as PersistentActor>::State) + Send>
 ///     fn handle(&mut self, _ctx: &mut PersistentContext<'_, Self>, total: &u64, cmd: Cmd) -> Effect<Self> {
 ///         match cmd {
 ///             // Persist, then answer with the total that includes it.
-///             Cmd::Add(n, reply) => Effect::persist(Added(n)).then_reply(reply, |total| *total),
+///             Cmd::Add(n, reply) => Effect::persist(Added(n)).then_reply(reply, |total: &u64| *total),
 ///             // Nothing to persist: answer at once.
 ///             Cmd::Get(reply) => Effect::reply(reply, *total),
 ///             Cmd::Reset => Effect::stop(),

@@ -15,6 +15,10 @@ use super::error::PersistenceError;
 /// A completion called once, from whichever thread finished the work.
 pub type Done<T> = Box<dyn FnOnce(Result<T, PersistenceError>) + Send>;
 
+/// What a replay hands each event to: its sequence number and bytes. An
+/// error ends the replay.
+pub type EachEvent<'a> = dyn FnMut(u64, &[u8]) -> Result<(), PersistenceError> + 'a;
+
 /// A saved state: the fold of the id's events up to `seq_nr`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Snapshot {
@@ -85,7 +89,7 @@ pub trait Journal: Send + Sync + 'static {
         persistence_id: &str,
         after_seq_nr: u64,
         position: u64,
-        each: &mut dyn FnMut(u64, &[u8]) -> Result<(), PersistenceError>,
+        each: &mut EachEvent<'_>,
     ) -> Result<Replayed, PersistenceError>;
 
     /// The latest snapshot of `persistence_id`, if one was saved.

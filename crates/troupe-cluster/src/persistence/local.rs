@@ -62,7 +62,7 @@ pub use troupe_journal::{Durability, Options as LogOptions};
 
 use self::record::Body;
 use super::error::PersistenceError;
-use super::journal::{Counters, Done, Journal, Replayed, Snapshot};
+use super::journal::{Counters, Done, EachEvent, Journal, Replayed, Snapshot};
 
 /// What the journal knows of one persistence id (module header).
 #[derive(Clone, Copy, Debug, Default)]
@@ -335,7 +335,7 @@ impl Journal for LocalJournal {
         persistence_id: &str,
         after_seq_nr: u64,
         position: u64,
-        each: &mut dyn FnMut(u64, &[u8]) -> Result<(), PersistenceError>,
+        each: &mut EachEvent<'_>,
     ) -> Result<Replayed, PersistenceError> {
         let first = lock(&self.index)
             .get(persistence_id)
