@@ -37,6 +37,7 @@ experiments![
     chameneos::Chameneos,
     remote::Remote,
     trading_cluster::TradingCluster,
+    persistence::Persistence,
     soak::Soak,
 ];
 

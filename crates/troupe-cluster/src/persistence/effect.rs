@@ -1,0 +1,121 @@
+//! `Effect`: what a command handler asks for. Events to persist, what to
+//! run once they are durable and applied (a reply, usually), a snapshot,
+//! a stop. The handler itself changes nothing: the state changes only by
+//! applying events the journal acknowledged.
+
+use troupe::ReplyTo;
+
+use super::PersistentActor;
+
+/// A follow-up run with the state after the command's events.
+pub(crate) type Then<A> = Box<dyn FnOnce(&<A as PersistentActor>::State) + Send>;
+
+/// What a command handler returns: see [`PersistentActor::handle`].
+///
+/// ```
+/// use serde::{Deserialize, Serialize};
+/// use troupe::ReplyTo;
+/// use troupe_cluster::persistence::{Effect, PersistentActor, PersistentContext};
+///
+/// enum Cmd { Add(u64, ReplyTo<u64>), Get(ReplyTo<u64>), Reset }
+/// #[derive(Serialize, Deserialize)]
+/// struct Added(u64);
+/// struct Counter;
+/// impl PersistentActor for Counter {
+///     type Command = Cmd;
+///     type Event = Added;
+///     type State = u64;
+///     fn persistence_id(&self) -> String { "counter".into() }
+///     fn handle(&mut self, _ctx: &mut PersistentContext<'_, Self>, total: &u64, cmd: Cmd) -> Effect<Self> {
+///         match cmd {
+///             // Persist, then answer with the total that includes it.
+///             Cmd::Add(n, reply) => Effect::persist(Added(n)).then_reply(reply, |total: &u64| *total),
+///             // Nothing to persist: answer at once.
+///             Cmd::Get(reply) => Effect::reply(reply, *total),
+///             Cmd::Reset => Effect::stop(),
+///         }
+///     }
+///     fn apply(total: &mut u64, Added(n): &Added) { *total += n; }
+/// }
+/// ```
+#[must_use = "an effect does nothing unless the handler returns it"]
+pub struct Effect<A: PersistentActor> {
+    pub(crate) events: Vec<A::Event>,
+    pub(crate) then: Vec<Then<A>>,
+    pub(crate) snapshot: bool,
+    pub(crate) stop: bool,
+}
+
+impl<A: PersistentActor> Effect<A> {
+    /// Nothing to persist, nothing to run.
+    pub fn none() -> Self {
+        Effect {
+            events: Vec::new(),
+            then: Vec::new(),
+            snapshot: false,
+            stop: false,
+        }
+    }
+
+    /// Persist `event`. Commands that arrive before the journal acknowledges
+    /// it wait, and see the state with it applied.
+    pub fn persist(event: A::Event) -> Self {
+        Effect::persist_all(vec![event])
+    }
+
+    /// Persist `events` as one unit: after a crash either all of them are
+    /// in the journal or none. An empty list persists nothing.
+    pub fn persist_all(events: impl IntoIterator<Item = A::Event>) -> Self {
+        Effect {
+            events: events.into_iter().collect(),
+            ..Effect::none()
+        }
+    }
+
+    /// Nothing to persist; answer `reply_to` with `value` now.
+    pub fn reply<R: Send + 'static>(reply_to: ReplyTo<R>, value: R) -> Self {
+        Effect::none().then(move |_| {
+            reply_to.reply(value);
+        })
+    }
+
+    /// Stop the actor (after persisting this effect's events, if any).
+    pub fn stop() -> Self {
+        Effect::none().and_stop()
+    }
+
+    /// Runs `f` with the state once this effect's events are durable and
+    /// applied (at once if there are none). It runs on the actor's thread,
+    /// before the next command; it is not run if the append fails or is
+    /// fenced.
+    pub fn then(mut self, f: impl FnOnce(&A::State) + Send + 'static) -> Self {
+        self.then.push(Box::new(f));
+        self
+    }
+
+    /// Answers `reply_to` with `f(state)` once the events are durable and
+    /// applied: the asker learns of the command only after it is durable.
+    pub fn then_reply<R: Send + 'static>(
+        self,
+        reply_to: ReplyTo<R>,
+        f: impl FnOnce(&A::State) -> R + Send + 'static,
+    ) -> Self {
+        self.then(move |state| {
+            reply_to.reply(f(state));
+        })
+    }
+
+    /// Saves a snapshot once the events are applied (besides the ones
+    /// [`PersistentSettings::snapshot_every`](super::PersistentSettings::snapshot_every)
+    /// takes).
+    pub fn and_snapshot(mut self) -> Self {
+        self.snapshot = true;
+        self
+    }
+
+    /// Stops the actor once the events are applied and the follow-ups run.
+    pub fn and_stop(mut self) -> Self {
+        self.stop = true;
+        self
+    }
+}

@@ -1,0 +1,165 @@
+//! What can go wrong with a persistent actor, each named so that its
+//! owner can act on it: the journal's own errors (IO, corruption, a
+//! directory another writer holds), a fenced writer, an event or a state
+//! that does not serialise, a damaged snapshot or record.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use troupe_journal::JournalError;
+
+/// A persistence failure. Every one is reported to the actor's
+/// [`PersistentActor::failed`](super::PersistentActor::failed) hook and
+/// counted in the journal's [`Counters`](super::Counters); none is
+/// swallowed.
+#[derive(Debug, Clone)]
+pub enum PersistenceError {
+    /// The journal's log failed: an IO error (full disk, permissions), a
+    /// damaged record in the middle of the log, a directory another process
+    /// has open. The journal refuses every later append after a failed
+    /// write; reopen it to recover (the torn tail is truncated then).
+    Journal(JournalError),
+    /// A newer activation of the same persistence id holds a higher token:
+    /// this one must not write again. Its append was refused, nothing of it
+    /// reached the log, and the actor stops.
+    Fenced {
+        /// The persistence id.
+        persistence_id: String,
+        /// The token this activation appended with.
+        token: u64,
+        /// The highest token the journal has seen for the id.
+        highest: u64,
+    },
+    /// An append did not continue the id's sequence: the journal holds a
+    /// different last event than this activation recovered. Only a second
+    /// writer with the same token can cause it; the append is refused.
+    SequenceMismatch {
+        /// The persistence id.
+        persistence_id: String,
+        /// The sequence number the append started at.
+        expected: u64,
+        /// The one the journal would have given it.
+        actual: u64,
+    },
+    /// An event or a state could not be encoded; nothing was written and
+    /// the command that produced it got no reply.
+    Serialize {
+        /// The persistence id.
+        persistence_id: String,
+        /// "event" or "snapshot".
+        what: &'static str,
+        /// The encoder's message.
+        reason: String,
+    },
+    /// A stored event, record or snapshot could not be decoded: the bytes
+    /// passed their checksum, so the type changed incompatibly or the data
+    /// was written by something else. Recovery stops rather than skip it.
+    Decode {
+        /// The persistence id.
+        persistence_id: String,
+        /// What was being decoded ("event", "snapshot", "record").
+        what: &'static str,
+        /// The decoder's message.
+        reason: String,
+    },
+    /// A snapshot file is damaged (wrong magic, length or checksum).
+    /// Snapshots are written by rename, so a crash cannot tear one: this is
+    /// damage to the disk or a file written by something else. Remove the
+    /// file to recover from the journal alone (events are never deleted).
+    CorruptSnapshot {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Writing or reading a snapshot file failed.
+    SnapshotIo {
+        /// What was being done.
+        op: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The OS error's message.
+        reason: String,
+    },
+    /// The persistence id is empty or longer than 65,535 bytes.
+    InvalidId {
+        /// The id, cut to 100 characters.
+        persistence_id: String,
+    },
+}
+
+impl From<JournalError> for PersistenceError {
+    fn from(e: JournalError) -> Self {
+        PersistenceError::Journal(e)
+    }
+}
+
+impl fmt::Display for PersistenceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PersistenceError::Journal(e) => write!(f, "persistence: {e}"),
+            PersistenceError::Fenced {
+                persistence_id,
+                token,
+                highest,
+            } => write!(
+                f,
+                "persistence: {persistence_id} is fenced: this activation's token {token} \
+                 is below {highest}, held by a newer activation; it stops without writing"
+            ),
+            PersistenceError::SequenceMismatch {
+                persistence_id,
+                expected,
+                actual,
+            } => write!(
+                f,
+                "persistence: {persistence_id}: append at sequence number {expected}, \
+                 but the journal is at {actual} (a second writer with the same token?)"
+            ),
+            PersistenceError::Serialize {
+                persistence_id,
+                what,
+                reason,
+            } => write!(
+                f,
+                "persistence: {persistence_id}: the {what} could not be serialised: {reason}"
+            ),
+            PersistenceError::Decode {
+                persistence_id,
+                what,
+                reason,
+            } => write!(
+                f,
+                "persistence: {persistence_id}: a stored {what} could not be decoded: {reason}"
+            ),
+            PersistenceError::CorruptSnapshot { path, reason } => {
+                write!(
+                    f,
+                    "persistence: snapshot {} is damaged: {reason}",
+                    path.display()
+                )
+            }
+            PersistenceError::SnapshotIo { op, path, reason } => {
+                write!(
+                    f,
+                    "persistence: {op} snapshot {} failed: {reason}",
+                    path.display()
+                )
+            }
+            PersistenceError::InvalidId { persistence_id } => write!(
+                f,
+                "persistence: invalid persistence id {persistence_id:?} \
+                 (it must be 1 to 65,535 bytes)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PersistenceError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PersistenceError::Journal(e) => Some(e),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,427 @@
+//! The default [`Journal`]: local disk, on troupe-journal.
+//!
+//! # Layout, and why
+//!
+//! One directory per entity type (one `LocalJournal`), shared by every
+//! persistence id of that type:
+//!
+//! ```text
+//! <dir>/log/         a troupe-journal log (group commit by default): one
+//!                    record per append, tagged with the persistence id
+//!                    (see `local/record.rs`), and one per token taken
+//! <dir>/snapshots/   <escaped id>.snap, the latest snapshot of each id
+//! ```
+//!
+//! On open the log is read once to rebuild an in-memory index: per id, the
+//! last sequence number, the highest fencing token, and the position of
+//! its first record. That is O(ids) memory, about 100 bytes an id.
+//!
+//! What it costs, against one log per persistence id:
+//! - **100 entities writing at once**: one log means one writer thread and
+//!   one fsync per batch for all of them, so their appends share each
+//!   fsync (group commit across entities). One log per id would start 100
+//!   writer threads and pay 100 fsyncs for the same 100 events, and hold
+//!   100 directory locks and open segment files.
+//! - **1,000,000 events of one entity**: recovery reads the snapshot, then
+//!   the log from the snapshot's position on (a segment at a time,
+//!   skipping other ids' records after reading their header): the cost is
+//!   the tail since the last snapshot, not the million, whichever the
+//!   layout. Without a snapshot, a shared log makes replay read the other
+//!   ids' records interleaved with this one's (from the id's first record
+//!   on); snapshots every N events bound that.
+//! - **Opening**: the shared log is checked and indexed once per entity
+//!   type (a pass over the whole log), not once per id.
+//!
+//! Events are never deleted (no compaction yet): the log grows with every
+//! event; a snapshot bounds replay time, not disk use.
+//!
+//! # Fencing
+//!
+//! The index's mutex orders every check against the log: an append's
+//! token is compared with the id's highest, and its record is queued to
+//! the log (which fixes its position) under the same lock. A token taken
+//! by [`Journal::acquire`] is the highest from that moment, so any later
+//! append with a lower one is refused before it reaches the log, and every
+//! earlier one is ordered before the fence record, hence durable when the
+//! acquisition is acknowledged. Tokens are kept in the log itself (fence
+//! records and every events record carry one), so they survive restarts.
+//!
+//! Across processes, troupe-journal's directory lock lets only one process
+//! open the directory; fencing here orders activations within it. A
+//! cluster passes the owner's lease revision as the token instead.
+
+mod record;
+mod snapshots;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use troupe_journal::{read_from, Journal as Log};
+pub use troupe_journal::{Durability, Options as LogOptions};
+
+use self::record::Body;
+use super::error::PersistenceError;
+use super::journal::{Counters, Done, EachEvent, Journal, Replayed, Snapshot};
+
+/// What the journal knows of one persistence id (module header).
+#[derive(Clone, Copy, Debug, Default)]
+struct Entry {
+    /// The last event's sequence number (0: none yet).
+    seq_nr: u64,
+    /// The highest fencing token seen.
+    token: u64,
+    /// The position of the id's first events record.
+    first_position: Option<u64>,
+    /// The sequence number of the newest snapshot written by this process.
+    snapshot_seq_nr: u64,
+}
+
+type Index = Arc<Mutex<HashMap<String, Entry>>>;
+
+fn lock(index: &Index) -> MutexGuard<'_, HashMap<String, Entry>> {
+    // A panic while holding the lock cannot leave an entry half-updated
+    // (each update is a few plain stores), so a poisoned lock is usable.
+    index.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The local-disk journal of one entity type (see the module header).
+///
+/// ```
+/// use std::sync::Arc;
+/// use troupe_cluster::persistence::{Journal, LocalJournal};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let journal: Arc<dyn Journal> = Arc::new(LocalJournal::open(dir.path()).unwrap());
+/// assert_eq!(journal.counters().fenced(), 0);
+/// ```
+pub struct LocalJournal {
+    log_dir: PathBuf,
+    snapshot_dir: PathBuf,
+    index: Index,
+    counters: Counters,
+    // Dropped in this order: pending appends are written and answered,
+    // then pending snapshots.
+    log: Log,
+    snapshots: snapshots::Writer,
+}
+
+impl LocalJournal {
+    /// Opens (creating it if needed) the journal in `dir`, with group
+    /// commit: an append is acknowledged after the fsync of its batch.
+    ///
+    /// # Errors
+    ///
+    /// [`PersistenceError::Journal`] if the log cannot be opened (IO,
+    /// another process holds it, a damaged record in the middle), and
+    /// [`PersistenceError::Decode`] if a record is not one this journal
+    /// writes.
+    pub fn open(dir: impl AsRef<Path>) -> Result<LocalJournal, PersistenceError> {
+        LocalJournal::open_with(dir, LogOptions::default())
+    }
+
+    /// Opens the journal in `dir` with the log's durability and segment
+    /// size chosen (`Durability::None` for tests and caches that may lose
+    /// the last writes on a machine crash).
+    ///
+    /// # Errors
+    ///
+    /// As [`open`](Self::open).
+    pub fn open_with(
+        dir: impl AsRef<Path>,
+        options: LogOptions,
+    ) -> Result<LocalJournal, PersistenceError> {
+        let dir = dir.as_ref();
+        let log_dir = dir.join("log");
+        let snapshot_dir = dir.join("snapshots");
+        std::fs::create_dir_all(&snapshot_dir).map_err(|e| PersistenceError::SnapshotIo {
+            op: "create the directory of",
+            path: snapshot_dir.clone(),
+            reason: e.to_string(),
+        })?;
+        // Opening recovers the log (a torn tail is truncated) before it is
+        // indexed, so the index never counts a record that is not there.
+        let log = Log::open(&log_dir, options)?;
+        let index = rebuild(&log_dir)?;
+        Ok(LocalJournal {
+            snapshots: snapshots::Writer::start(snapshot_dir.clone())?,
+            log_dir,
+            snapshot_dir,
+            index: Arc::new(Mutex::new(index)),
+            counters: Counters::default(),
+            log,
+        })
+    }
+
+    /// The last sequence number and highest token of `persistence_id`
+    /// (0 and 0 for an id never written).
+    pub fn position_of(&self, persistence_id: &str) -> (u64, u64) {
+        lock(&self.index)
+            .get(persistence_id)
+            .map_or((0, 0), |e| (e.seq_nr, e.token))
+    }
+
+    /// Every events record of `persistence_id` in log order, as (token,
+    /// first sequence number, event count): what tests and tools read to
+    /// check that no two activations interleaved.
+    ///
+    /// # Errors
+    ///
+    /// As a replay.
+    pub fn records_of(
+        &self,
+        persistence_id: &str,
+    ) -> Result<Vec<(u64, u64, u32)>, PersistenceError> {
+        self.log.sync()?;
+        let mut out = Vec::new();
+        let mut error = None;
+        read_from(&self.log_dir, 0, |r| match record::decode(&r.payload) {
+            Ok(rec) if rec.id == persistence_id.as_bytes() => {
+                if let Body::Events {
+                    first_seq_nr,
+                    count,
+                    ..
+                } = rec.body
+                {
+                    out.push((rec.token, first_seq_nr, count));
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                error.get_or_insert(e);
+            }
+        })?;
+        error.map_or(Ok(out), Err)
+    }
+
+    /// Waits until every snapshot saved so far is written or refused.
+    pub fn flush_snapshots(&self) {
+        self.snapshots.flush();
+    }
+
+    /// The directory of the log (for tools that read it with
+    /// `troupe_journal::read_from`).
+    pub fn log_dir(&self) -> &Path {
+        &self.log_dir
+    }
+}
+
+/// Reads the whole log once to rebuild the index (module header).
+fn rebuild(log_dir: &Path) -> Result<HashMap<String, Entry>, PersistenceError> {
+    let mut index: HashMap<String, Entry> = HashMap::new();
+    let mut error = None;
+    read_from(log_dir, 0, |r| {
+        if error.is_some() {
+            return;
+        }
+        let rec = match record::decode(&r.payload) {
+            Ok(rec) => rec,
+            Err(e) => {
+                error = Some(e);
+                return;
+            }
+        };
+        let Ok(id) = std::str::from_utf8(rec.id) else {
+            error = Some(PersistenceError::Decode {
+                persistence_id: String::from_utf8_lossy(rec.id).into_owned(),
+                what: "record",
+                reason: "the persistence id is not UTF-8".into(),
+            });
+            return;
+        };
+        let entry = match index.get_mut(id) {
+            Some(e) => e,
+            None => index.entry(id.to_string()).or_default(),
+        };
+        entry.token = entry.token.max(rec.token);
+        if let Body::Events {
+            first_seq_nr,
+            count,
+            ..
+        } = rec.body
+        {
+            entry.seq_nr = first_seq_nr + u64::from(count) - 1;
+            entry.first_position.get_or_insert(r.seq);
+        }
+    })?;
+    error.map_or(Ok(index), Err)
+}
+
+fn check_id(id: &str) -> Result<(), PersistenceError> {
+    if id.is_empty() || id.len() > u16::MAX as usize {
+        return Err(PersistenceError::InvalidId {
+            persistence_id: id.chars().take(100).collect(),
+        });
+    }
+    Ok(())
+}
+
+impl Journal for LocalJournal {
+    fn acquire(&self, persistence_id: &str, token: Option<u64>, done: Done<u64>) {
+        if let Err(e) = check_id(persistence_id) {
+            return done(Err(e));
+        }
+        let mut index = lock(&self.index);
+        let entry = index.entry(persistence_id.to_string()).or_default();
+        let token = match token {
+            None => entry.token + 1,
+            Some(t) if t < entry.token => {
+                let highest = entry.token;
+                drop(index);
+                return done(Err(PersistenceError::Fenced {
+                    persistence_id: persistence_id.to_string(),
+                    token: t,
+                    highest,
+                }));
+            }
+            Some(t) => t,
+        };
+        entry.token = token;
+        // Queued under the lock: appends checked before this are ordered
+        // before the fence record, later ones with a lower token refused.
+        self.log
+            .append_with(&record::fence(persistence_id, token), move |r| {
+                done(r.map(|_| token).map_err(PersistenceError::from))
+            });
+    }
+
+    fn append(
+        &self,
+        persistence_id: &str,
+        token: u64,
+        first_seq_nr: u64,
+        events: Vec<Vec<u8>>,
+        done: Done<u64>,
+    ) {
+        if let Err(e) = check_id(persistence_id) {
+            return done(Err(e));
+        }
+        let bytes = record::events(persistence_id, token, first_seq_nr, &events);
+        let mut index = lock(&self.index);
+        let entry = match index.get_mut(persistence_id) {
+            Some(e) => e,
+            None => index.entry(persistence_id.to_string()).or_default(),
+        };
+        if token < entry.token {
+            let highest = entry.token;
+            drop(index);
+            return done(Err(PersistenceError::Fenced {
+                persistence_id: persistence_id.to_string(),
+                token,
+                highest,
+            }));
+        }
+        if first_seq_nr != entry.seq_nr + 1 {
+            let actual = entry.seq_nr + 1;
+            drop(index);
+            return done(Err(PersistenceError::SequenceMismatch {
+                persistence_id: persistence_id.to_string(),
+                expected: first_seq_nr,
+                actual,
+            }));
+        }
+        entry.token = token;
+        // Under the lock, so the position read here is the one the log
+        // gives the record (every append goes through this lock).
+        let position = self.log.next_seq();
+        entry.first_position.get_or_insert(position);
+        entry.seq_nr += events.len() as u64;
+        self.log
+            .append_with(&bytes, move |r| done(r.map_err(PersistenceError::from)));
+    }
+
+    fn replay(
+        &self,
+        persistence_id: &str,
+        after_seq_nr: u64,
+        position: u64,
+        each: &mut EachEvent<'_>,
+    ) -> Result<Replayed, PersistenceError> {
+        let first = lock(&self.index)
+            .get(persistence_id)
+            .and_then(|e| e.first_position);
+        let mut replayed = Replayed {
+            seq_nr: after_seq_nr,
+            position: position.saturating_sub(1),
+            events: 0,
+        };
+        let Some(first) = first else {
+            return Ok(replayed);
+        };
+        let id = persistence_id.as_bytes();
+        let mut error = None;
+        read_from(&self.log_dir, position.max(first), |r| {
+            if error.is_some() {
+                return;
+            }
+            let result = record::decode(&r.payload).and_then(|rec| {
+                let Body::Events {
+                    first_seq_nr,
+                    count,
+                    bytes,
+                } = rec.body
+                else {
+                    return Ok(());
+                };
+                if rec.id != id {
+                    return Ok(());
+                }
+                record::each_event(bytes, count, |i, event| {
+                    let seq_nr = first_seq_nr + u64::from(i);
+                    if seq_nr <= after_seq_nr {
+                        return Ok(());
+                    }
+                    if seq_nr != replayed.seq_nr + 1 {
+                        return Err(PersistenceError::Decode {
+                            persistence_id: persistence_id.to_string(),
+                            what: "event",
+                            reason: format!(
+                                "event {seq_nr} follows {} in the log: events are missing",
+                                replayed.seq_nr
+                            ),
+                        });
+                    }
+                    each(seq_nr, event)?;
+                    replayed.seq_nr = seq_nr;
+                    replayed.position = r.seq;
+                    replayed.events += 1;
+                    Ok(())
+                })
+            });
+            if let Err(e) = result {
+                error = Some(e);
+            }
+        })?;
+        error.map_or(Ok(replayed), Err)
+    }
+
+    fn load_snapshot(&self, persistence_id: &str) -> Result<Option<Snapshot>, PersistenceError> {
+        snapshots::read(&self.snapshot_dir.join(snapshots::file_name(persistence_id)))
+    }
+
+    fn save_snapshot(&self, persistence_id: &str, snapshot: Snapshot, done: Done<u64>) {
+        let index = self.index.clone();
+        let id = persistence_id.to_string();
+        let (token, seq_nr) = (snapshot.token, snapshot.seq_nr);
+        let still_current = Box::new(move || {
+            let mut index = lock(&index);
+            match index.get_mut(&id) {
+                Some(e) if e.token <= token && e.snapshot_seq_nr < seq_nr => {
+                    e.snapshot_seq_nr = seq_nr;
+                    true
+                }
+                _ => false,
+            }
+        });
+        self.snapshots.save(snapshots::Job {
+            id: persistence_id.to_string(),
+            snapshot,
+            still_current,
+            done,
+        });
+    }
+
+    fn counters(&self) -> &Counters {
+        &self.counters
+    }
+}

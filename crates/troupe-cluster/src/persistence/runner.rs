@@ -1,0 +1,441 @@
+//! `Persistent<A>`: the troupe actor that runs a [`PersistentActor`].
+//!
+//! # States
+//!
+//! ```text
+//! Starting --token durable, snapshot + tail replayed--> Running
+//! Running --command with events: append queued--> Persisting
+//! Persisting --append acknowledged: apply, follow-ups--> Running
+//! any --fenced, journal failure, stop effect--> Stopped
+//! ```
+//!
+//! Commands that arrive outside `Running` go to the wrapper's own stash
+//! (bounded by [`PersistentSettings::stash_capacity`]; beyond it they are
+//! dropped and counted) and are handled in arrival order once it is back in
+//! `Running`, before anything still in the mailbox: each sees the state
+//! after every earlier command's events.
+//!
+//! # Why acknowledgements are messages
+//!
+//! The journal answers appends from its writer thread after the fsync.
+//! The callback only tells this actor a [`Msg::Internal`]; the state is
+//! changed on the actor's own thread, and no worker thread waits for a
+//! disk. Each activation (instance) has its own number: an acknowledgement
+//! for a previous instance (before a restart) is ignored, as the new one
+//! recovered from the journal anyway.
+//!
+//! # Why its own stash
+//!
+//! troupe's `Context::stash` needs `Props::stash_capacity`, which a user
+//! spawning with plain `Props` would have to remember; the wrapper keeps a
+//! `VecDeque` instead. A restart (a panic in `handle`) drops it, counted
+//! as stash drops: their askers get an error, never a silent loss.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use troupe::{Actor, ActorRef, Context, Failure};
+
+use super::actor::PersistentActor;
+use super::effect::{Effect, Then};
+use super::error::PersistenceError;
+use super::journal::{Journal, Snapshot};
+
+/// The message type of a [`Persistent`] actor: a user command, or the
+/// wrapper's own acknowledgements (which user code never makes).
+pub enum Msg<C> {
+    /// A command for the [`PersistentActor`].
+    Command(C),
+    /// A journal acknowledgement for the wrapper.
+    Internal(Internal),
+}
+
+impl<C> From<C> for Msg<C> {
+    fn from(command: C) -> Self {
+        Msg::Command(command)
+    }
+}
+
+/// A journal's answer to the wrapper; its contents are private.
+pub struct Internal {
+    activation: u64,
+    kind: Kind,
+}
+
+enum Kind {
+    Acquired(Result<u64, PersistenceError>),
+    Appended(Result<u64, PersistenceError>),
+    SnapshotSaved(Result<u64, PersistenceError>),
+}
+
+/// How a [`Persistent`] actor snapshots, stashes and fences.
+#[derive(Clone, Debug)]
+pub struct PersistentSettings {
+    /// Save a snapshot every this many events (`None`: only on demand,
+    /// with [`Effect::and_snapshot`]).
+    pub snapshot_every: Option<u64>,
+    /// How many commands may wait while the actor recovers or waits for an
+    /// append; more are dropped (counted in
+    /// [`Counters::stash_dropped`](super::Counters::stash_dropped)).
+    pub stash_capacity: usize,
+    /// The fencing token to write with (a lease revision); `None` lets the
+    /// journal pick one above every earlier activation's.
+    pub token: Option<u64>,
+}
+
+impl Default for PersistentSettings {
+    fn default() -> Self {
+        PersistentSettings {
+            snapshot_every: None,
+            stash_capacity: 10_000,
+            token: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Starting,
+    Running,
+    Persisting,
+    Stopped,
+}
+
+struct InFlight<A: PersistentActor> {
+    events: Vec<A::Event>,
+    then: Vec<Then<A>>,
+    snapshot: bool,
+    stop: bool,
+}
+
+/// Numbers activations across the process (see the module header).
+static ACTIVATIONS: AtomicU64 = AtomicU64::new(1);
+
+/// The troupe actor running a [`PersistentActor`] `A` on a [`Journal`].
+/// Spawn it with ordinary `Props`; its message type is
+/// [`Msg<A::Command>`](Msg), and [`spawn`](super::spawn) or
+/// [`command_ref`](super::command_ref) give an `ActorRef<A::Command>`.
+pub struct Persistent<A: PersistentActor> {
+    actor: A,
+    journal: Arc<dyn Journal>,
+    settings: PersistentSettings,
+    id: String,
+    activation: u64,
+    phase: Phase,
+    state: A::State,
+    seq_nr: u64,
+    position: u64,
+    token: u64,
+    snapshot_seq_nr: u64,
+    stash: VecDeque<A::Command>,
+    in_flight: Option<InFlight<A>>,
+}
+
+impl<A: PersistentActor> Persistent<A> {
+    /// Runs `actor` on `journal` with the default settings.
+    pub fn new(actor: A, journal: Arc<dyn Journal>) -> Self {
+        let id = actor.persistence_id();
+        Persistent {
+            actor,
+            journal,
+            settings: PersistentSettings::default(),
+            id,
+            activation: 0,
+            phase: Phase::Starting,
+            state: A::State::default(),
+            seq_nr: 0,
+            position: 0,
+            token: 0,
+            snapshot_seq_nr: 0,
+            stash: VecDeque::new(),
+            in_flight: None,
+        }
+    }
+
+    /// Replaces the settings.
+    pub fn with_settings(mut self, settings: PersistentSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Saves a snapshot every `events` events.
+    pub fn snapshot_every(mut self, events: u64) -> Self {
+        self.settings.snapshot_every = Some(events.max(1));
+        self
+    }
+
+    /// How many commands may wait (see [`PersistentSettings::stash_capacity`]).
+    pub fn stash_capacity(mut self, capacity: usize) -> Self {
+        self.settings.stash_capacity = capacity;
+        self
+    }
+
+    /// Writes with `token` (a lease revision) instead of one the journal
+    /// picks.
+    pub fn fencing_token(mut self, token: u64) -> Self {
+        self.settings.token = Some(token);
+        self
+    }
+
+    fn tell_me(
+        ctx: &Context<'_, Self>,
+        activation: u64,
+        kind: fn(Result<u64, PersistenceError>) -> Kind,
+    ) -> super::journal::Done<u64> {
+        let me = ctx.myself();
+        Box::new(move |result| {
+            me.tell(Msg::Internal(Internal {
+                activation,
+                kind: kind(result),
+            }));
+        })
+    }
+
+    fn stash(&mut self, command: A::Command) {
+        if self.phase == Phase::Stopped {
+            self.drop_commands(1, "the actor has stopped");
+        } else if self.stash.len() >= self.settings.stash_capacity {
+            self.drop_commands(1, "the stash is full");
+        } else {
+            self.stash.push_back(command);
+        }
+    }
+
+    fn drop_commands(&self, n: u64, why: &str) {
+        if n > 0 {
+            self.journal.counters().count_stash_dropped(n);
+            tracing::warn!(persistence_id = %self.id, dropped = n, "commands dropped: {why}");
+        }
+    }
+
+    /// Handles stashed commands in order while nothing is in flight.
+    fn drain(&mut self, ctx: &mut Context<'_, Self>) {
+        while self.phase == Phase::Running {
+            let Some(command) = self.stash.pop_front() else {
+                return;
+            };
+            self.handle(ctx, command);
+        }
+    }
+
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, command: A::Command) {
+        let effect: Effect<A> = self.actor.handle(ctx, &self.state, command);
+        if effect.events.is_empty() {
+            return self.finish(ctx, effect.then, effect.snapshot, effect.stop);
+        }
+        let mut encoded = Vec::with_capacity(effect.events.len());
+        for event in &effect.events {
+            match postcard::to_allocvec(event) {
+                Ok(bytes) => encoded.push(bytes),
+                Err(e) => {
+                    // Nothing was written: the state is still consistent,
+                    // so the actor goes on; the command's follow-ups are
+                    // dropped (an asker gets an error).
+                    return self.report(&PersistenceError::Serialize {
+                        persistence_id: self.id.clone(),
+                        what: "event",
+                        reason: e.to_string(),
+                    });
+                }
+            }
+        }
+        let done = Self::tell_me(ctx, self.activation, Kind::Appended);
+        self.journal
+            .append(&self.id, self.token, self.seq_nr + 1, encoded, done);
+        self.phase = Phase::Persisting;
+        self.in_flight = Some(InFlight {
+            events: effect.events,
+            then: effect.then,
+            snapshot: effect.snapshot,
+            stop: effect.stop,
+        });
+    }
+
+    /// Runs an effect's follow-ups and takes the snapshots due.
+    fn finish(
+        &mut self,
+        ctx: &mut Context<'_, Self>,
+        then: Vec<Then<A>>,
+        snapshot: bool,
+        stop: bool,
+    ) {
+        for f in then {
+            f(&self.state);
+        }
+        let due = self
+            .settings
+            .snapshot_every
+            .is_some_and(|n| self.seq_nr >= self.snapshot_seq_nr + n);
+        if (snapshot || due) && self.seq_nr > self.snapshot_seq_nr {
+            self.snapshot(ctx);
+        }
+        if stop {
+            self.stop(ctx);
+        }
+    }
+
+    /// Encodes the state here and hands the bytes to the journal's writer.
+    fn snapshot(&mut self, ctx: &Context<'_, Self>) {
+        match postcard::to_allocvec(&self.state) {
+            Ok(state) => {
+                let snapshot = Snapshot {
+                    seq_nr: self.seq_nr,
+                    position: self.position,
+                    token: self.token,
+                    state,
+                };
+                self.snapshot_seq_nr = self.seq_nr;
+                let done = Self::tell_me(ctx, self.activation, Kind::SnapshotSaved);
+                self.journal.save_snapshot(&self.id, snapshot, done);
+            }
+            Err(e) => self.report(&PersistenceError::Serialize {
+                persistence_id: self.id.clone(),
+                what: "snapshot",
+                reason: e.to_string(),
+            }),
+        }
+    }
+
+    fn report(&mut self, error: &PersistenceError) {
+        let counters = self.journal.counters();
+        match error {
+            PersistenceError::Fenced { .. } => counters.count_fenced(),
+            _ => counters.count_failure(),
+        }
+        self.actor.failed(error);
+    }
+
+    fn stop(&mut self, ctx: &mut Context<'_, Self>) {
+        self.phase = Phase::Stopped;
+        self.in_flight = None;
+        let stashed = self.stash.len() as u64;
+        self.stash.clear();
+        self.drop_commands(stashed, "the actor stopped with them stashed");
+        ctx.stop();
+    }
+
+    fn fail(&mut self, ctx: &mut Context<'_, Self>, error: PersistenceError) {
+        if let PersistenceError::Fenced { .. } = error {
+            tracing::error!(persistence_id = %self.id, %error, "fenced: stopping without writing");
+        }
+        self.report(&error);
+        self.stop(ctx);
+    }
+
+    fn recover(&mut self) -> Result<(), PersistenceError> {
+        let mut from = 0;
+        if let Some(s) = self.journal.load_snapshot(&self.id)? {
+            self.state = postcard::from_bytes(&s.state).map_err(|e| PersistenceError::Decode {
+                persistence_id: self.id.clone(),
+                what: "snapshot",
+                reason: e.to_string(),
+            })?;
+            self.seq_nr = s.seq_nr;
+            self.snapshot_seq_nr = s.seq_nr;
+            self.position = s.position;
+            from = s.position + 1;
+        }
+        let state = &mut self.state;
+        let id = &self.id;
+        let replayed = self
+            .journal
+            .replay(id, self.seq_nr, from, &mut |_, bytes| {
+                let event: A::Event =
+                    postcard::from_bytes(bytes).map_err(|e| PersistenceError::Decode {
+                        persistence_id: id.clone(),
+                        what: "event",
+                        reason: e.to_string(),
+                    })?;
+                A::apply(state, &event);
+                Ok(())
+            })?;
+        if replayed.events > 0 {
+            self.seq_nr = replayed.seq_nr;
+            self.position = replayed.position;
+        }
+        Ok(())
+    }
+}
+
+impl<A: PersistentActor> Actor for Persistent<A> {
+    type Msg = Msg<A::Command>;
+
+    fn started(&mut self, ctx: &mut Context<'_, Self>) {
+        self.activation = ACTIVATIONS.fetch_add(1, Ordering::Relaxed);
+        let done = Self::tell_me(ctx, self.activation, Kind::Acquired);
+        self.journal.acquire(&self.id, self.settings.token, done);
+    }
+
+    fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: Self::Msg) {
+        let internal = match msg {
+            Msg::Command(command) if self.phase == Phase::Running => {
+                return self.handle(ctx, command)
+            }
+            Msg::Command(command) => return self.stash(command),
+            Msg::Internal(i) if i.activation != self.activation => return,
+            Msg::Internal(i) => i.kind,
+        };
+        match internal {
+            Kind::Acquired(Ok(token)) => {
+                self.token = token;
+                match self.recover() {
+                    Ok(()) => {
+                        self.phase = Phase::Running;
+                        self.actor.recovered(&self.state, self.seq_nr);
+                        self.drain(ctx);
+                    }
+                    Err(e) => self.fail(ctx, e),
+                }
+            }
+            Kind::Appended(Ok(position)) => {
+                let Some(done) = self.in_flight.take() else {
+                    return;
+                };
+                for event in &done.events {
+                    A::apply(&mut self.state, event);
+                }
+                self.seq_nr += done.events.len() as u64;
+                self.position = position;
+                self.phase = Phase::Running;
+                self.finish(ctx, done.then, done.snapshot, done.stop);
+                self.drain(ctx);
+            }
+            Kind::Acquired(Err(e)) | Kind::Appended(Err(e)) => self.fail(ctx, e),
+            // The events are durable either way: a snapshot that could not
+            // be written only makes the next recovery longer.
+            Kind::SnapshotSaved(Ok(_)) => {}
+            Kind::SnapshotSaved(Err(e)) => self.report(&e),
+        }
+    }
+
+    fn before_restart(&mut self, _ctx: &mut Context<'_, Self>, _failure: &Failure) {
+        let stashed = self.stash.len() as u64;
+        self.stash.clear();
+        self.drop_commands(stashed, "the actor restarted with them stashed");
+    }
+
+    fn stopped(&mut self, _ctx: &mut Context<'_, Self>) {
+        let stashed = self.stash.len() as u64;
+        self.stash.clear();
+        self.drop_commands(stashed, "the actor stopped with them stashed");
+    }
+}
+
+/// An `ActorRef<C>` for a [`Persistent`] actor's ref: what callers that
+/// speak only the command type hold.
+pub(crate) struct Commands<C: Send + 'static>(pub(crate) ActorRef<Msg<C>>);
+
+impl<C: Send + 'static> troupe::ExternalTarget<C> for Commands<C> {
+    fn send(&self, command: C) {
+        self.0.tell(Msg::Command(command));
+    }
+
+    fn is_closed(&self) -> bool {
+        self.0.is_terminated()
+    }
+
+    fn name(&self) -> Option<&str> {
+        self.0.name()
+    }
+}

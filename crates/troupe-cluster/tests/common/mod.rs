@@ -1,0 +1,159 @@
+//! The test actor shared by the persistence tests: a ledger whose state is
+//! the list of values it was given, so a test can see order and exactness,
+//! not only a total.
+
+// Each test file uses a part of it; its items are test scaffolding, not API.
+#![allow(dead_code, missing_docs)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize, Serializer};
+use troupe::{ActorRef, ActorSystem, Props, ReplyTo};
+use troupe_cluster::persistence::{
+    self, Effect, Journal, LocalJournal, Msg, PersistenceError, Persistent, PersistentActor,
+    PersistentContext,
+};
+
+pub const WAIT: Duration = Duration::from_secs(10);
+
+pub enum Cmd {
+    /// Persist `n`; answer `(n, values after it)` to `to`.
+    Add(u64, ActorRef<(u64, usize)>),
+    /// Persist `n`, answer the new length.
+    AddAsk(u64, ReplyTo<usize>),
+    /// Persist several values as one unit.
+    AddAll(Vec<u64>, ReplyTo<usize>),
+    /// An event that cannot be serialised.
+    Poison(ReplyTo<usize>),
+    Get(ReplyTo<Vec<u64>>),
+    /// Persist nothing, save a snapshot now.
+    Snapshot(ReplyTo<u64>),
+}
+
+#[derive(Serialize, Deserialize, Debug)]
+pub enum Event {
+    Added(u64),
+    Poison(#[serde(serialize_with = "refuse")] u8),
+}
+
+fn refuse<S: Serializer>(_: &u8, _: S) -> Result<S::Ok, S::Error> {
+    Err(serde::ser::Error::custom("this event never serialises"))
+}
+
+/// What the ledger reports to a test: recovery and failures.
+#[derive(Debug, Clone)]
+pub enum Report {
+    Recovered { seq_nr: u64, values: usize },
+    Failed(String),
+    Fenced,
+}
+
+pub struct Ledger {
+    pub id: String,
+    pub reports: Option<ActorRef<Report>>,
+}
+
+impl PersistentActor for Ledger {
+    type Command = Cmd;
+    type Event = Event;
+    type State = Vec<u64>;
+
+    fn persistence_id(&self) -> String {
+        self.id.clone()
+    }
+
+    fn handle(
+        &mut self,
+        _ctx: &mut PersistentContext<'_, Self>,
+        state: &Vec<u64>,
+        cmd: Cmd,
+    ) -> Effect<Self> {
+        match cmd {
+            Cmd::Add(n, to) => {
+                Effect::persist(Event::Added(n)).then(move |s: &Vec<u64>| to.tell((n, s.len())))
+            }
+            Cmd::AddAsk(n, r) => Effect::persist(Event::Added(n)).then_reply(r, Vec::len),
+            Cmd::AddAll(ns, r) => {
+                Effect::persist_all(ns.into_iter().map(Event::Added)).then_reply(r, Vec::len)
+            }
+            Cmd::Poison(r) => Effect::persist(Event::Poison(0)).then_reply(r, Vec::len),
+            Cmd::Get(r) => Effect::reply(r, state.clone()),
+            Cmd::Snapshot(r) => {
+                let len = state.len() as u64;
+                Effect::none().and_snapshot().then(move |_| {
+                    r.reply(len);
+                })
+            }
+        }
+    }
+
+    fn apply(state: &mut Vec<u64>, event: &Event) {
+        if let Event::Added(n) = event {
+            state.push(*n);
+        }
+    }
+
+    fn recovered(&mut self, state: &Vec<u64>, seq_nr: u64) {
+        if let Some(r) = &self.reports {
+            r.tell(Report::Recovered {
+                seq_nr,
+                values: state.len(),
+            });
+        }
+    }
+
+    fn failed(&mut self, error: &PersistenceError) {
+        if let Some(r) = &self.reports {
+            r.tell(match error {
+                PersistenceError::Fenced { .. } => Report::Fenced,
+                other => Report::Failed(other.to_string()),
+            });
+        }
+    }
+}
+
+pub fn journal(dir: &std::path::Path) -> Arc<dyn Journal> {
+    Arc::new(LocalJournal::open(dir).unwrap())
+}
+
+pub fn props(
+    id: &str,
+    journal: &Arc<dyn Journal>,
+    reports: Option<ActorRef<Report>>,
+    snapshot_every: Option<u64>,
+) -> Props<Persistent<Ledger>> {
+    let (id, journal) = (id.to_string(), journal.clone());
+    Props::new(move || {
+        let ledger = Ledger {
+            id: id.clone(),
+            reports: reports.clone(),
+        };
+        let p = Persistent::new(ledger, journal.clone());
+        match snapshot_every {
+            Some(n) => p.snapshot_every(n),
+            None => p,
+        }
+    })
+}
+
+/// Spawns a ledger and returns its command ref and its own ref.
+pub fn spawn(
+    system: &ActorSystem,
+    props: Props<Persistent<Ledger>>,
+) -> (ActorRef<Cmd>, ActorRef<Msg<Cmd>>) {
+    let actor = system.spawn(props).unwrap();
+    (persistence::command_ref(system, &actor), actor)
+}
+
+pub fn system() -> ActorSystem {
+    ActorSystem::builder().threads(2).build().unwrap()
+}
+
+pub fn get(ledger: &ActorRef<Cmd>) -> Vec<u64> {
+    ledger.ask(Cmd::Get, WAIT).wait().unwrap()
+}
+
+pub fn stop(system: ActorSystem) {
+    troupe_testkit::terminate(&system, WAIT);
+}
