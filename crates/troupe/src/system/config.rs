@@ -59,10 +59,13 @@ pub enum Stealing {
     /// Late, locality first: one idle worker watches the others' queues
     /// and takes half of one only when its tasks would wait longer than a
     /// grace period of about 50 us (the owner is stuck in a long handler,
-    /// or its queue holds more than it ran in the last period). Actors
-    /// that message each other stay on one CPU; work that is parallel but
-    /// made of many small messages (the trading system's ten clients) is
-    /// not spread. See `docs/semantics.md`, "Where an actor runs".
+    /// or its queue holds more than it ran in the last period). One awake
+    /// worker, the home, takes the work sent from outside the pool, and a
+    /// worker that helped a home that fell behind hands its work back once
+    /// the home keeps up. Actors that message each other stay on one CPU;
+    /// work that is parallel but made of many small messages (the trading
+    /// system's ten clients) is not spread. See `docs/semantics.md`,
+    /// "Where an actor runs".
     Late,
 }
 
