@@ -90,6 +90,7 @@ pub fn params(spent: &[Spent], msgs: u64, elapsed: &[Duration]) -> Map<String, V
             "parks": per_m(|d| d.parks),
             "wakeups": per_m(|d| d.wakeups),
             "probes": per_m(|d| d.probes),
+            "givebacks": per_m(|d| d.givebacks),
         }),
     );
     params
