@@ -30,7 +30,7 @@ mod overload;
 
 pub use experiment::Soak;
 
-use crate::primes::loadgen::{run_round, Round};
+use crate::experiments::primes::loadgen::{run_round, Round};
 use crate::report::Row;
 use crate::rss;
 use crate::runner::{Measurement, Sample, WorkloadError};
@@ -104,7 +104,7 @@ pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
         })
     };
 
-    let server = crate::primes::start(primes::server::Kind::Actor)?;
+    let server = crate::experiments::primes::start(primes::server::Kind::Actor)?;
     let addr = server.addr();
     let primes = {
         let (tally, stop) = (tally.clone(), stop.clone());
@@ -189,7 +189,7 @@ pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
     ]);
     let counted = overload.snapshot();
     let overload_result = overload.finish();
-    crate::primes::stop(server)?;
+    crate::experiments::primes::stop(server)?;
     // The last scheduled messages fire one second after they were sent.
     let drain_deadline = Instant::now() + Duration::from_secs(10);
     while tally.delayed_received.load(Ordering::Relaxed)
