@@ -15,6 +15,7 @@ mod compare;
 mod core_latency;
 mod cost;
 mod experiments;
+mod nats;
 mod pairing;
 mod peer;
 mod processes;

@@ -82,6 +82,8 @@ mod config;
 mod dead_letters;
 #[cfg(feature = "node")]
 mod error;
+#[cfg(feature = "launcher")]
+pub mod launcher;
 #[cfg(feature = "node")]
 mod liveness;
 #[cfg(feature = "node")]
@@ -90,7 +92,7 @@ mod membership;
 mod node;
 #[cfg(feature = "node")]
 pub mod reply_to;
-#[cfg(feature = "node")]
+#[cfg(feature = "testing")]
 pub mod testing;
 pub mod wire;
 
