@@ -372,6 +372,74 @@ impl<A: Actor> Context<'_, A> {
         self.cell.pipe_to_self(self.status, future, map);
     }
 
+    /// [`pipe_to_self`](Self::pipe_to_self) for a future that returns a
+    /// `Result<T, E>`: a panic inside the future (or an async runtime that
+    /// could not start) arrives as `Err(E::from(failure))`, folded into the
+    /// future's own error, so the handler matches one `Result` instead of
+    /// `Result<Result<T, E>, Failure>`. Use it when a panic is just one
+    /// more way for the work to fail; keep `pipe_to_self` to tell the two
+    /// apart. Cancellation and ordering are `pipe_to_self`'s.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    /// use troupe::{Actor, ActorSystem, Context, Failure, Props};
+    ///
+    /// #[derive(Debug, PartialEq)]
+    /// enum FetchError { NotFound, Crashed(String) }
+    /// impl From<Failure> for FetchError {
+    ///     fn from(failure: Failure) -> Self { FetchError::Crashed(failure.message) }
+    /// }
+    ///
+    /// enum Msg { Fetch(u64), Fetched(Result<u64, FetchError>) }
+    /// struct Fetcher { out: mpsc::Sender<Result<u64, FetchError>> }
+    /// impl Actor for Fetcher {
+    ///     type Msg = Msg;
+    ///     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: Msg) {
+    ///         match msg {
+    ///             Msg::Fetch(id) => ctx.pipe_to_self_result(
+    ///                 async move {
+    ///                     match id {
+    ///                         0 => Err(FetchError::NotFound),
+    ///                         1 => panic!("the client broke"),
+    ///                         n => Ok(n * 10),
+    ///                     }
+    ///                 },
+    ///                 Msg::Fetched,
+    ///             ),
+    ///             Msg::Fetched(result) => self.out.send(result).unwrap(),
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let system = ActorSystem::builder().threads(1).build().unwrap();
+    /// let (out, results) = mpsc::channel();
+    /// let fetcher = system.spawn(Props::new(move || Fetcher { out: out.clone() })).unwrap();
+    /// let next = || results.recv_timeout(Duration::from_secs(5)).unwrap();
+    /// fetcher.tell(Msg::Fetch(4));
+    /// assert_eq!(next(), Ok(40));
+    /// fetcher.tell(Msg::Fetch(0));
+    /// assert_eq!(next(), Err(FetchError::NotFound));
+    /// fetcher.tell(Msg::Fetch(1));
+    /// assert_eq!(next(), Err(FetchError::Crashed("the client broke".into())));
+    /// system.shutdown();
+    /// system.await_termination().unwrap();
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub fn pipe_to_self_result<F, T, E>(
+        &mut self,
+        future: F,
+        map: impl FnOnce(Result<T, E>) -> A::Msg + Send + 'static,
+    ) where
+        F: std::future::Future<Output = Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: From<Failure> + Send + 'static,
+    {
+        self.pipe_to_self(future, move |result| {
+            map(result.unwrap_or_else(|failure| Err(E::from(failure))))
+        });
+    }
+
     /// Sets `msg` aside for later (the actor is "not ready yet"). The stash
     /// holds at most `Props::stash_capacity` messages; beyond that the
     /// message is handed back. See [`unstash_all`](Self::unstash_all) and
