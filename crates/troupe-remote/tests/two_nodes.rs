@@ -273,7 +273,7 @@ impl troupe::Actor for Watcher {
     }
     fn receive(&mut self, _ctx: &mut troupe::Context<'_, Self>, _msg: ()) {}
     fn signal(&mut self, _ctx: &mut troupe::Context<'_, Self>, signal: troupe::Signal) {
-        if let troupe::Signal::Terminated(_) = signal {
+        if let troupe::Signal::Terminated(..) = signal {
             let _ = self.stopped.send(());
         }
     }

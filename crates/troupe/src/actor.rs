@@ -78,9 +78,12 @@ pub trait Actor: Send + Sized + 'static {
 /// Events the runtime delivers to an actor, outside its message type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Signal {
-    /// An actor this one watches has stopped. Delivered exactly once per
-    /// `watch`, unless `unwatch` came first.
-    Terminated(ActorId),
+    /// An actor this one watches has stopped: its id, and the name it was
+    /// spawned with (`None` for an unnamed actor or an external ref, such
+    /// as a remote one). Delivered exactly once per `watch`, unless
+    /// `unwatch` came first. Match `Signal::Terminated(id, _)` when the
+    /// name does not matter.
+    Terminated(ActorId, Option<Arc<str>>),
     /// No user message arrived for the receive timeout
     /// (see [`Context::set_receive_timeout`]).
     ReceiveTimeout,
@@ -134,6 +137,70 @@ impl<A: Actor> Context<'_, A> {
     /// The identities of the live children.
     pub fn children(&self) -> Vec<ActorId> {
         self.status.child_ids()
+    }
+
+    /// The live child spawned with `name` (see [`Props::name`]), as a ref
+    /// of message type `M`; `None` if there is none, or if its messages
+    /// are not `M`.
+    ///
+    /// Typed, because the parent spawned its children and knows what they
+    /// take: a ref it can `tell` at once is what a lookup is for, where an
+    /// untyped handle would only stop or watch the child, and would have
+    /// to be converted (and checked) before every send anyway. A wrong `M`
+    /// cannot be told apart from a missing child here; the child's
+    /// [`ActorId`] in [`children`](Self::children) is there for that. A
+    /// child is found from its spawn until its parent learns it stopped
+    /// (its name is then free for a new child).
+    ///
+    /// [`Props::name`]: crate::Props::name
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    /// use troupe::{Actor, ActorSystem, Context, Props};
+    ///
+    /// struct Worker(mpsc::Sender<String>);
+    /// impl Actor for Worker {
+    ///     type Msg = String;
+    ///     fn receive(&mut self, _ctx: &mut Context<'_, Self>, job: String) {
+    ///         self.0.send(job).unwrap();
+    ///     }
+    /// }
+    ///
+    /// enum Msg { Start, Job(&'static str, String) }
+    /// struct Boss(mpsc::Sender<String>);
+    /// impl Actor for Boss {
+    ///     type Msg = Msg;
+    ///     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: Msg) {
+    ///         match msg {
+    ///             Msg::Start => {
+    ///                 let out = self.0.clone();
+    ///                 ctx.spawn(Props::new(move || Worker(out.clone())).name("ann")).unwrap();
+    ///             }
+    ///             // By name, without keeping the refs in the actor's state.
+    ///             Msg::Job(name, job) => match ctx.child::<String>(name) {
+    ///                 Some(worker) => worker.tell(job),
+    ///                 None => self.0.send(format!("no worker {name}")).unwrap(),
+    ///             },
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let system = ActorSystem::builder().threads(1).build().unwrap();
+    /// let (out, done) = mpsc::channel();
+    /// let boss = system.spawn(Props::new(move || Boss(out.clone()))).unwrap();
+    /// boss.tell(Msg::Start);
+    /// boss.tell(Msg::Job("ann", "report".into()));
+    /// boss.tell(Msg::Job("bob", "report".into()));
+    /// let next = || done.recv_timeout(Duration::from_secs(5)).unwrap();
+    /// let mut got = vec![next(), next()];
+    /// got.sort();
+    /// assert_eq!(got, ["no worker bob", "report"]);
+    /// system.shutdown();
+    /// system.await_termination().unwrap();
+    /// ```
+    pub fn child<M: Send + 'static>(&self, name: &str) -> Option<ActorRef<M>> {
+        crate::cell::child_named(self.status, name)
     }
 
     /// Stops this actor after the current message (children first).

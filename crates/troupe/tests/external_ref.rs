@@ -176,7 +176,7 @@ impl Actor for WatchingActor {
         }
     }
     fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: Signal) {
-        if let Signal::Terminated(id) = signal {
+        if let Signal::Terminated(id, _) = signal {
             self.0.send(Some(id)).unwrap();
         }
     }

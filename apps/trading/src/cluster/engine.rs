@@ -593,7 +593,7 @@ impl Actor for ClusterEngine {
     }
 
     fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: Signal) {
-        let Signal::Terminated(id) = signal else {
+        let Signal::Terminated(id, _) = signal else {
             return;
         };
         let Role::Primary {

@@ -116,7 +116,7 @@ impl<M: Send + 'static> Actor for Sentinel<M> {
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, _msg: ()) {}
 
     fn signal(&mut self, ctx: &mut Context<'_, Self>, signal: Signal) {
-        if let Signal::Terminated(_) = signal {
+        if let Signal::Terminated(..) = signal {
             let gone = self.gone.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let Some(gone) = gone {
                 gone();

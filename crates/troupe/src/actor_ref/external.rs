@@ -104,7 +104,9 @@ impl Watcher {
 
     /// Tells the watcher that the watched actor is gone.
     pub fn terminated(&self) {
-        crate::cell::send_system(&self.cell, SystemMsg::Terminated(self.watched));
+        // An external ref has no name in this system (its transport may
+        // know one, but its target does not say it).
+        crate::cell::send_system(&self.cell, SystemMsg::Terminated(self.watched, None));
     }
 }
 
