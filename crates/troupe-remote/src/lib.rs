@@ -5,8 +5,8 @@
 //! cluster-wide name; [`Node::lookup`] on any node returns an ordinary
 //! [`troupe::ActorRef`] to it, on which `tell`, `try_tell` and `ask` work as
 //! for a local actor. Message types implement [`RemoteMessage`] (serde plus a
-//! stable tag); a `ReplyTo` field travels with
-//! `#[serde(with = "troupe_remote::reply_to")]`.
+//! stable tag); a `ReplyTo` field travels as it is (troupe's feature
+//! `serde`, which this crate turns on).
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -16,7 +16,7 @@
 //!
 //! #[derive(Serialize, Deserialize)]
 //! enum Greet {
-//!     Hello(String, #[serde(with = "troupe_remote::reply_to")] ReplyTo<String>),
+//!     Hello(String, ReplyTo<String>),
 //! }
 //! impl RemoteMessage for Greet {
 //!     const TAG: &'static str = "greet.v1";

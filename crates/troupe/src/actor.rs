@@ -79,8 +79,8 @@ pub trait Actor: Send + Sized + 'static {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Signal {
     /// An actor this one watches has stopped: its id, and the name it was
-    /// spawned with (`None` for an unnamed actor or an external ref, such
-    /// as a remote one). Delivered exactly once per `watch`, unless
+    /// spawned with (`None` for an unnamed actor; for an external ref, the
+    /// name its target reports, such as a remote ref's published name). Delivered exactly once per `watch`, unless
     /// `unwatch` came first. Match `Signal::Terminated(id, _)` when the
     /// name does not matter.
     Terminated(ActorId, Option<Arc<str>>),
