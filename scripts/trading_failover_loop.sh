@@ -13,6 +13,9 @@ runs="${1:-10}"
 shift || true
 cd "$(dirname "$0")/.."
 cargo build -q --release -p trading
+# trading cluster runs the server it is given; this checkout's is the pinned one.
+NATS_SERVER="${NATS_SERVER:-$(scripts/nats-server.sh)}"
+export NATS_SERVER
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 failed=0

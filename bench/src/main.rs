@@ -15,6 +15,7 @@ mod compare;
 mod core_latency;
 mod cost;
 mod experiments;
+mod nats;
 mod pairing;
 mod peer;
 mod processes;
@@ -35,10 +36,8 @@ use std::time::SystemTime;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
+use crate::experiments::{delayed, micro, remote};
 use crate::experiments::{Context, LIST};
-// The experiments' modules also answer at the crate root (`crate::trading`),
-// the paths their files used before they moved under experiments/.
-use crate::experiments::{chameneos, delayed, micro, pingpong, primes, remote};
 use crate::report::{Machine, Report, Row, RunInfo};
 use crate::runner::{RunOptions, Scale};
 

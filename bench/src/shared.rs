@@ -1,7 +1,8 @@
 //! Helpers several experiments share: running a list of workloads into
 //! rows, the guard that stops an actor system when a row is done with it, the child-process probe (a hidden subcommand
 //! of this same binary, run in a fresh process and answering with one JSON
-//! object) and thousands separators for tables and lines.
+//! object) and the number formats of the tables, the lines and the
+//! report's charts.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -58,6 +59,26 @@ pub fn group_thousands(n: u64) -> String {
         out.push(digit);
     }
     out
+}
+
+/// A compact number: 1.2M, 35k, 0.42, 1,234.
+pub fn short(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.1}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.1}")
+    } else if a >= 0.001 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.1e}")
+    }
 }
 
 /// Runs every selected workload of `experiment` in order and returns one row
@@ -121,6 +142,14 @@ mod tests {
             msgs,
             elapsed: Duration::from_nanos(nanos),
         }
+    }
+
+    #[test]
+    fn numbers_are_short() {
+        assert_eq!(short(1_500_000.0), "1.5M");
+        assert_eq!(short(35_000.0), "35k");
+        assert_eq!(short(0.25), "0.250");
+        assert_eq!(short(62.84), "62.8");
     }
 
     #[test]

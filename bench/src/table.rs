@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::pairing::{runtime, threads};
 use crate::report::Row;
-use crate::site::charts::short;
+use crate::shared::short;
 
 /// How a column's cells line up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -130,6 +130,12 @@ enum Cmd {
         /// After the kill, start a fresh engine node that joins as standby.
         #[arg(long, requires = "kill_at_acked")]
         restart_killed: bool,
+        /// The nats-server binary to run (default: $NATS_SERVER, else
+        /// nats-server on PATH; from a checkout,
+        /// `NATS_SERVER=$(scripts/nats-server.sh)` installs and names the
+        /// pinned one).
+        #[arg(long, value_name = "PATH")]
+        nats_server: Option<PathBuf>,
         #[command(flatten)]
         common: NodeTuning,
         /// Write the outcome as JSON here.
@@ -252,6 +258,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
             servers,
             kill_host,
             restart_killed,
+            nats_server,
             common,
             json,
         } => {
@@ -275,6 +282,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
                 kill_standby,
                 kill_host,
                 servers: servers as usize,
+                nats_server,
                 restart_killed,
                 threads: common.threads,
                 retry: common.retry(),

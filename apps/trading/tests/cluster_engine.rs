@@ -10,7 +10,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use tokio::sync::mpsc::unbounded_channel;
-use trading::cluster::engine::{ClusterEngine, LeaseRequest, LogPlan};
+use trading::cluster::engine::{ClusterEngine, LogPlan};
+use trading::cluster::lease::LeaseRequest;
 use trading::cluster::wire::{AckMode, ClientMsg, EngineCmd, EngineReport, StandbyAck, WireOrder};
 use trading::topology::scenario_order;
 use trading::TxLog;

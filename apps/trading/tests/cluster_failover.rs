@@ -24,6 +24,7 @@ fn run_cluster(orders: u32, extra: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("outcome.json");
     let output = Command::new(env!("CARGO_BIN_EXE_trading"))
+        .env("NATS_SERVER", nats_server())
         .args(["cluster", "--clients", "10", "--txlog", "buffered"])
         .args(["--orders", &orders.to_string()])
         .args(["--retry-ms", "300", "--log-dir"])
@@ -192,6 +193,7 @@ fn interrupt_cluster(signal: &str, whom: &str) {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let mut launcher = Command::new(env!("CARGO_BIN_EXE_trading"))
+        .env("NATS_SERVER", nats_server())
         .args(["cluster", "--clients", "10", "--txlog", "buffered"])
         .args(["--orders", "100000000"])
         .env("TMPDIR", tmp.path())
@@ -259,4 +261,10 @@ fn interrupt_cluster(signal: &str, whom: &str) {
 fn ctrl_c_stops_every_process_and_removes_the_logs() {
     interrupt_cluster("INT", "group");
     interrupt_cluster("TERM", "launcher");
+}
+
+/// The pinned nats-server of this checkout, which `trading cluster` runs
+/// (through `NATS_SERVER`).
+fn nats_server() -> std::path::PathBuf {
+    troupe_remote::testing::nats_server_binary().expect("the pinned nats-server")
 }

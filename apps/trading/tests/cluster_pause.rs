@@ -31,6 +31,7 @@ fn run_paused(orders: u32, extra: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("outcome.json");
     let output = Command::new(env!("CARGO_BIN_EXE_trading"))
+        .env("NATS_SERVER", nats_server())
         .args(["cluster", "--clients", "10", "--txlog", "buffered"])
         .args(["--orders", &orders.to_string()])
         .args(["--retry-ms", "300", "--kill-at-acked", "30"])
@@ -119,6 +120,7 @@ fn a_node_alive_that_does_not_answer_fails_the_verifier() {
         kill_standby: false,
         kill_host: false,
         servers: 1,
+        nats_server: Some(nats_server()),
         restart_killed: false,
         threads: 1,
         retry: RetryPolicy {
@@ -146,4 +148,10 @@ fn a_node_alive_that_does_not_answer_fails_the_verifier() {
     );
     cluster.resume(&paused).unwrap();
     cluster.stop();
+}
+
+/// The pinned nats-server of this checkout, which `trading cluster` runs
+/// (through `NATS_SERVER`).
+fn nats_server() -> std::path::PathBuf {
+    troupe_remote::testing::nats_server_binary().expect("the pinned nats-server")
 }

@@ -69,6 +69,10 @@ pub struct Headline {
     pub select: fn(&Row) -> bool,
 }
 
+/// How an experiment makes rows from its settings: its module's `run`, or
+/// its peer module's `rows`.
+pub type Rows<S> = fn(&S, &RunOptions) -> Result<Vec<Row>, WorkloadError>;
+
 /// One experiment. Methods with a default only need writing when the
 /// experiment differs from it.
 pub trait Experiment: Sync {
@@ -76,6 +80,11 @@ pub trait Experiment: Sync {
     type Args: Args;
     /// What `run` needs, made from the flags and the scale.
     type Settings;
+    /// Makes troupe's and the baselines' rows (usually the module's `run`).
+    const RUN: Rows<Self::Settings>;
+    /// Makes the Pekko peer's rows at the same settings (usually the peer
+    /// module's `rows`); none when the experiment has no peer.
+    const PEER: Option<Rows<Self::Settings>> = None;
 
     /// The subcommand, and the `experiment` field of its rows.
     fn name(&self) -> &'static str;
@@ -97,19 +106,25 @@ pub trait Experiment: Sync {
         scale: Scale,
         in_all: bool,
     ) -> Result<Self::Settings, String>;
-    /// Runs troupe's and the baselines' rows.
+    /// Runs troupe's and the baselines' rows ([`Experiment::RUN`]).
     fn run(
         &self,
         settings: &Self::Settings,
         options: &RunOptions,
-    ) -> Result<Vec<Row>, WorkloadError>;
-    /// Runs the Pekko peer's rows at the same settings.
+    ) -> Result<Vec<Row>, WorkloadError> {
+        (Self::RUN)(settings, options)
+    }
+    /// Runs the Pekko peer's rows at the same settings
+    /// ([`Experiment::PEER`]; none without one).
     fn peer_rows(
         &self,
-        _settings: &Self::Settings,
-        _options: &RunOptions,
+        settings: &Self::Settings,
+        options: &RunOptions,
     ) -> Result<Vec<Row>, WorkloadError> {
-        Ok(Vec::new())
+        match Self::PEER {
+            Some(rows) => rows(settings, options),
+            None => Ok(Vec::new()),
+        }
     }
     /// The experiment's own columns, between the shared ones.
     fn columns(&self) -> Vec<Column> {

@@ -9,6 +9,8 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use crate::shared::short;
+
 /// One line of a line chart.
 pub struct Series {
     /// Legend label.
@@ -260,26 +262,6 @@ fn draw_bars<'a>(
     Ok(())
 }
 
-/// A compact number: 1.2M, 35k, 0.42, 1,234.
-pub fn short(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1e9 {
-        format!("{:.1}G", v / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.1}M", v / 1e6)
-    } else if a >= 1e4 {
-        format!("{:.0}k", v / 1e3)
-    } else if a >= 100.0 || a == 0.0 {
-        format!("{v:.0}")
-    } else if a >= 1.0 {
-        format!("{v:.1}")
-    } else if a >= 0.001 {
-        format!("{v:.3}")
-    } else {
-        format!("{v:.1e}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,13 +358,5 @@ mod tests {
         assert_eq!(colours[2], runtime_colour("pekko"));
         let svg = lines("t", "x", "y", &all, (false, false));
         assert!(svg.contains(&fill(runtime_colour("pekko"))) && svg.contains(">\ny\n</text>"));
-    }
-
-    #[test]
-    fn numbers_are_short() {
-        assert_eq!(short(1_500_000.0), "1.5M");
-        assert_eq!(short(35_000.0), "35k");
-        assert_eq!(short(0.25), "0.250");
-        assert_eq!(short(62.84), "62.8");
     }
 }

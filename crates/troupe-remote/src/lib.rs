@@ -5,8 +5,8 @@
 //! cluster-wide name; [`Node::lookup`] on any node returns an ordinary
 //! [`troupe::ActorRef`] to it, on which `tell`, `try_tell` and `ask` work as
 //! for a local actor. Message types implement [`RemoteMessage`] (serde plus a
-//! stable tag); a `ReplyTo` field travels with
-//! `#[serde(with = "troupe_remote::reply_to")]`.
+//! stable tag); a `ReplyTo` field travels as it is (troupe's feature
+//! `serde`, which this crate turns on).
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -16,7 +16,7 @@
 //!
 //! #[derive(Serialize, Deserialize)]
 //! enum Greet {
-//!     Hello(String, #[serde(with = "troupe_remote::reply_to")] ReplyTo<String>),
+//!     Hello(String, ReplyTo<String>),
 //! }
 //! impl RemoteMessage for Greet {
 //!     const TAG: &'static str = "greet.v1";
@@ -82,6 +82,8 @@ mod config;
 mod dead_letters;
 #[cfg(feature = "node")]
 mod error;
+#[cfg(feature = "launcher")]
+pub mod launcher;
 #[cfg(feature = "node")]
 mod liveness;
 #[cfg(feature = "node")]
@@ -90,7 +92,7 @@ mod membership;
 mod node;
 #[cfg(feature = "node")]
 pub mod reply_to;
-#[cfg(feature = "node")]
+#[cfg(feature = "testing")]
 pub mod testing;
 pub mod wire;
 

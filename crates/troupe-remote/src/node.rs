@@ -43,6 +43,7 @@ mod target;
 mod tasks;
 mod watch;
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -136,7 +137,28 @@ pub(crate) struct Outbound {
     shared: Arc<Shared>,
 }
 
+thread_local! {
+    /// The node whose encode or decode runs on this thread: serde calls
+    /// `ActorRef` fields without a way to pass it, so it is installed here
+    /// for one encode or decode ([`Outbound::scope`]).
+    static ENCODING_NODE: RefCell<Option<Outbound>> = const { RefCell::new(None) };
+}
+
 impl Outbound {
+    /// Runs `f` (an encode or a decode) with this node available to
+    /// `ActorRef` fields ([`Outbound::current`]).
+    pub(crate) fn scope<T>(&self, f: impl FnOnce() -> T) -> T {
+        let previous = ENCODING_NODE.with(|c| c.replace(Some(self.clone())));
+        let value = f();
+        ENCODING_NODE.with(|c| c.replace(previous));
+        value
+    }
+
+    /// The node of the encode or decode running on this thread, if any.
+    pub(crate) fn current() -> Option<Outbound> {
+        ENCODING_NODE.with(|c| c.borrow().clone())
+    }
+
     /// Queues a frame for the writer task.
     fn send(
         &self,
@@ -209,7 +231,7 @@ impl ReplySink for Outbound {
     }
 
     fn encoding(&self, encode: &mut dyn FnMut()) {
-        refs::scope(self, encode);
+        self.scope(encode);
     }
 }
 

@@ -1,5 +1,6 @@
-//! `ReplyTo` fields across nodes: use `#[serde(with = "troupe_remote::reply_to")]`
-//! on a field of type `troupe::ReplyTo<R>` in a [`RemoteMessage`](crate::RemoteMessage).
+//! `ReplyTo` fields across nodes: a field of type `troupe::ReplyTo<R>` in a
+//! [`RemoteMessage`](crate::RemoteMessage) travels as it is (troupe's
+//! feature `serde`, which this crate turns on).
 //!
 //! On the wire a reply handle is `(reply subject, reply id)`:
 //!
@@ -22,20 +23,25 @@
 //!   dropped the handle) for the asker's reply subject, which must belong
 //!   to this cluster.
 //!
-//! Both directions need the node's context, which the node installs in a
-//! thread-local for the duration of one encode or decode; outside it, the
-//! functions fail with a serde error (a `ReplyTo` cannot be serialized to
-//! a file or sent by any other means).
+//! `ReplyTo` serializes itself (troupe's feature `serde`) through the codec
+//! a transport installs for one encode or decode (`troupe::transport`):
+//! this module's codecs are the node's, installed by `encoding` and
+//! `decoding`. Outside them a `ReplyTo` fails to serialize with a serde
+//! error (it cannot be written to a file or sent by any other means). The
+//! `serialize` and `deserialize` functions here are the same impls, kept
+//! so that `#[serde(with = "troupe_remote::reply_to")]` still compiles; a
+//! plain `ReplyTo<R>` field needs no attribute.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde::de::{DeserializeOwned, Error as _};
-use serde::ser::Error as _;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use troupe::transport::{erased_serde, with_codec, Codec, ExportedReply, ImportedReply};
 use troupe::{ActorId, ActorSystem, AskError, ReplyTo};
 
 use crate::dead_letters::DeadLetterReason;
@@ -183,12 +189,72 @@ impl Pending {
     }
 }
 
-struct EncodeCtx {
+/// The codec of one encode (a message sent through `owner`): each reply
+/// handle in it is registered in `pending` and written as this node's reply
+/// subject and its id.
+struct Exporter {
     pending: Arc<Pending>,
     reply_subject: Arc<str>,
     /// The ref the message goes through.
     owner: Arc<Liveness>,
-    registered: Vec<u64>,
+    registered: RefCell<Vec<u64>>,
+}
+
+impl Codec for Exporter {
+    fn export_reply(
+        &self,
+        reply: ExportedReply,
+    ) -> Result<Box<dyn erased_serde::Serialize>, String> {
+        let complete: Complete = Box::new(move |answer: Answer<'_>| {
+            match answer {
+                Answer::Reply(bytes) => deliver(reply, bytes)?,
+                Answer::NoReply => drop(reply),
+                Answer::Unreachable => {
+                    reply.unreachable();
+                }
+            }
+            Ok(())
+        });
+        let id = self.pending.register(complete, self.owner.clone());
+        self.registered.borrow_mut().push(id);
+        Ok(Box::new(ReplyWire(self.reply_subject.clone(), id)))
+    }
+}
+
+/// A reply handle on the wire: `(reply subject, reply id)`, written from
+/// the node's shared subject without copying it for every ask.
+struct ReplyWire(Arc<str>, u64);
+
+impl Serialize for ReplyWire {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (&*self.0, self.1).serialize(serializer)
+    }
+}
+
+/// Decodes an answer's payload (all of it: trailing bytes are an error, as
+/// for any payload) and gives it to the asker. An answer that does not
+/// decode drops the handle: the asker gets NoReply, and the frame is a
+/// dead letter.
+fn deliver(reply: ExportedReply, payload: &[u8]) -> Result<(), DeadLetterReason> {
+    let mut de = postcard::Deserializer::from_bytes(payload);
+    let decoded = reply
+        .decode(&mut <dyn erased_serde::Deserializer>::erase(&mut de))
+        .map_err(|e| {
+            // The erased error keeps only postcard's message; running out
+            // of bytes is told apart by it, as `wire::decode_payload` does.
+            if e.to_string() == postcard::Error::DeserializeUnexpectedEnd.to_string() {
+                DeadLetterReason::Truncated
+            } else {
+                DeadLetterReason::Undecodable
+            }
+        })?;
+    match de.finalize() {
+        Ok([]) => {
+            decoded.reply();
+            Ok(())
+        }
+        _ => Err(DeadLetterReason::Undecodable),
+    }
 }
 
 /// Where a decoded reply handle sends its answer: the node's outbound side.
@@ -211,105 +277,29 @@ pub(crate) struct DecodeCtx {
     pub(crate) outbound: Arc<dyn ReplySink>,
 }
 
-thread_local! {
-    static ENCODING: RefCell<Option<EncodeCtx>> = const { RefCell::new(None) };
-    static DECODING: RefCell<Option<DecodeCtx>> = const { RefCell::new(None) };
-}
+/// The codec of one decode: each reply handle in the message becomes a
+/// local handle whose answer is sent back as a reply frame.
+struct Importer(DecodeCtx);
 
-/// Runs `f` (an encode of a message sent through `owner`) with reply
-/// handles registered in `pending`; returns its result and the ids it
-/// registered.
-pub(crate) fn encoding<T>(
-    pending: &Arc<Pending>,
-    reply_subject: &Arc<str>,
-    owner: &Arc<Liveness>,
-    f: impl FnOnce() -> T,
-) -> (T, Vec<u64>) {
-    let previous = ENCODING.with(|c| {
-        c.replace(Some(EncodeCtx {
-            pending: pending.clone(),
-            reply_subject: reply_subject.clone(),
-            owner: owner.clone(),
-            registered: Vec::new(),
-        }))
-    });
-    let value = f();
-    let ctx = ENCODING.with(|c| c.replace(previous));
-    (value, ctx.map(|c| c.registered).unwrap_or_default())
-}
-
-/// Runs `f` (a decode) with `ctx` available to reply-handle fields.
-pub(crate) fn decoding<T>(ctx: DecodeCtx, f: impl FnOnce() -> T) -> T {
-    let previous = DECODING.with(|c| c.replace(Some(ctx)));
-    let value = f();
-    DECODING.with(|c| c.replace(previous));
-    value
-}
-
-/// Serializes a reply handle (see the module docs).
-pub fn serialize<R, S>(reply: &ReplyTo<R>, serializer: S) -> Result<S::Ok, S::Error>
-where
-    R: DeserializeOwned + Send + 'static,
-    S: Serializer,
-{
-    let registered = ENCODING.with(|c| {
-        let mut c = c.borrow_mut();
-        let ctx = c.as_mut()?;
-        let handle = reply.share();
-        let complete: Complete = Box::new(move |answer: Answer<'_>| {
-            match answer {
-                Answer::Reply(bytes) => {
-                    // An answer that does not decode drops the handle: the
-                    // asker gets NoReply, and the frame is a dead letter.
-                    let value = wire::decode_payload::<R>(bytes)?;
-                    handle.reply(value);
-                }
-                Answer::NoReply => drop(handle),
-                Answer::Unreachable => {
-                    handle.unreachable();
-                }
-            }
-            Ok(())
-        });
-        let id = ctx.pending.register(complete, ctx.owner.clone());
-        ctx.registered.push(id);
-        Some((ctx.reply_subject.clone(), id))
-    });
-    match registered {
-        Some((subject, id)) => (&*subject, id).serialize(serializer),
-        None => Err(S::Error::custom(
-            "a ReplyTo can only be serialized by a troupe-remote send",
-        )),
-    }
-}
-
-/// Deserializes a reply handle (see the module docs).
-pub fn deserialize<'de, R, D>(deserializer: D) -> Result<ReplyTo<R>, D::Error>
-where
-    R: Serialize + Send + 'static,
-    D: Deserializer<'de>,
-{
-    let (subject, id) = <(String, u64)>::deserialize(deserializer)?;
-    DECODING.with(|c| {
-        let c = c.borrow();
-        let Some(ctx) = c.as_ref() else {
-            return Err(D::Error::custom(
-                "a ReplyTo can only be deserialized by a troupe-remote node",
-            ));
-        };
+impl Codec for Importer {
+    fn import_reply(
+        &self,
+        input: &mut dyn erased_serde::Deserializer<'_>,
+    ) -> Result<ImportedReply, erased_serde::Error> {
+        let ctx = &self.0;
+        let (subject, id): (String, u64) = erased_serde::deserialize(input)?;
         // Only reply to this cluster's node reply subjects: a frame must not
         // make the node publish wherever it says.
         let node = subject.strip_prefix(&*ctx.reply_prefix);
         if !node.is_some_and(crate::config::valid_token) {
-            return Err(D::Error::custom("reply subject outside this cluster"));
+            return Err(serde::de::Error::custom(
+                "reply subject outside this cluster",
+            ));
         }
-        let (reply, answer) = ReplyTo::<R>::pair(&ctx.system, ctx.target, ctx.ttl);
         let outbound = ctx.outbound.clone();
-        // Forwarded from the thread that answers (the actor's), without a
-        // task per request: encode, queue for the writer.
-        answer.on_answer(move |result| {
+        let answer = move |result: Result<&dyn erased_serde::Serialize, AskError>| {
             let frame = match result {
-                Ok(value) => match encode_reply(&*outbound, id, &value) {
+                Ok(value) => match encode_reply(&*outbound, id, value) {
                     Ok(frame) => frame,
                     Err(_) => {
                         outbound.dead_letter(DeadLetterReason::EncodeFailed, &subject);
@@ -322,16 +312,65 @@ where
                 Err(_) => wire::encode_no_reply(id),
             };
             outbound.send_or_dead_letter(subject, frame);
-        });
-        Ok(reply)
-    })
+        };
+        Ok(ImportedReply {
+            system: ctx.system.clone(),
+            target: ctx.target,
+            timeout: ctx.ttl,
+            answer: Box::new(answer),
+        })
+    }
+}
+
+/// Runs `f` (an encode of a message sent through `owner`) with reply
+/// handles registered in `pending`; returns its result and the ids it
+/// registered.
+pub(crate) fn encoding<T>(
+    pending: &Arc<Pending>,
+    reply_subject: &Arc<str>,
+    owner: &Arc<Liveness>,
+    f: impl FnOnce() -> T,
+) -> (T, Vec<u64>) {
+    let exporter = Rc::new(Exporter {
+        pending: pending.clone(),
+        reply_subject: reply_subject.clone(),
+        owner: owner.clone(),
+        registered: RefCell::new(Vec::new()),
+    });
+    let value = with_codec(exporter.clone(), f);
+    (value, exporter.registered.take())
+}
+
+/// Runs `f` (a decode) with `ctx` available to reply-handle fields.
+pub(crate) fn decoding<T>(ctx: DecodeCtx, f: impl FnOnce() -> T) -> T {
+    with_codec(Rc::new(Importer(ctx)), f)
+}
+
+/// Serializes a reply handle: `ReplyTo`'s own `Serialize` (troupe's feature
+/// `serde`), kept for `#[serde(with = "troupe_remote::reply_to")]`.
+pub fn serialize<R, S>(reply: &ReplyTo<R>, serializer: S) -> Result<S::Ok, S::Error>
+where
+    R: DeserializeOwned + Send + 'static,
+    S: Serializer,
+{
+    reply.serialize(serializer)
+}
+
+/// Deserializes a reply handle: `ReplyTo`'s own `Deserialize`, kept for
+/// `#[serde(with = "troupe_remote::reply_to")]`.
+pub fn deserialize<'de, R, D>(deserializer: D) -> Result<ReplyTo<R>, D::Error>
+where
+    R: Serialize + Send + 'static,
+    D: Deserializer<'de>,
+{
+    ReplyTo::deserialize(deserializer)
 }
 
 /// Encodes an answer with the node's context (refs inside it are exported).
-fn encode_reply<R: Serialize>(
+fn encode_reply(
     sink: &dyn ReplySink,
     id: u64,
-    value: &R,
+    value: &dyn erased_serde::Serialize,
 ) -> Result<Vec<u8>, postcard::Error> {
     let mut frame = None;
     sink.encoding(&mut || frame = Some(wire::encode_reply(id, value)));

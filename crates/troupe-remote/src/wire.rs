@@ -49,7 +49,7 @@ const KIND_BATCH: u8 = 3;
 /// serialized shape changes incompatibly, e.g. `"shop.order.v2"`.
 ///
 /// A field of type `troupe::ReplyTo<R>` (the reply handle of an `ask`)
-/// travels with `#[serde(with = "troupe_remote::reply_to")]`.
+/// travels as it is, through troupe's feature `serde`.
 pub trait RemoteMessage: Serialize + DeserializeOwned + Send + 'static {
     /// The stable wire name of this type.
     const TAG: &'static str;
@@ -223,7 +223,7 @@ pub fn encode_tell<M: RemoteMessage>(
 }
 
 /// Encodes the answer to ask `id`.
-pub fn encode_reply<R: Serialize>(id: u64, value: &R) -> Result<Vec<u8>, postcard::Error> {
+pub fn encode_reply<R: Serialize + ?Sized>(id: u64, value: &R) -> Result<Vec<u8>, postcard::Error> {
     let mut out = vec![VERSION, KIND_REPLY];
     put_varint(&mut out, id);
     postcard::to_io(value, &mut out)?;

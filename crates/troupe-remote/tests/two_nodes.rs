@@ -1,7 +1,8 @@
 //! Two nodes in one process on one real nats-server: publish, lookup, tell
 //! (order kept), ask (answer, no reply, timeout, from a plain thread),
 //! unknown and taken names, shutdown, and authentication (user/password,
-//! token), a stopped published actor, oversized messages.
+//! token), a stopped published actor, oversized messages, and a reply
+//! handle that is a plain field (no `serde(with = ..)`).
 
 mod support;
 
@@ -273,7 +274,7 @@ impl troupe::Actor for Watcher {
     }
     fn receive(&mut self, _ctx: &mut troupe::Context<'_, Self>, _msg: ()) {}
     fn signal(&mut self, _ctx: &mut troupe::Context<'_, Self>, signal: troupe::Signal) {
-        if let troupe::Signal::Terminated(_) = signal {
+        if let troupe::Signal::Terminated(..) = signal {
             let _ = self.stopped.send(());
         }
     }
@@ -351,6 +352,48 @@ async fn an_oversized_message_is_a_dead_letter_and_not_sent() {
     remote.tell(EchoMsg::Say("small".into()));
     let history = remote.ask(EchoMsg::History, ASK).await.unwrap();
     assert_eq!(history, vec!["small".to_string()]);
+
+    a.shutdown().await;
+    b.shutdown().await;
+    stop(sys_a);
+    stop(sys_b);
+}
+
+/// A message whose reply handle is a plain field: `ReplyTo` serializes
+/// itself (troupe's feature `serde`), no `serde(with = ..)` needed.
+#[derive(Serialize, Deserialize)]
+enum Plain {
+    Double(u64, troupe::ReplyTo<u64>),
+}
+
+impl RemoteMessage for Plain {
+    const TAG: &'static str = "test.plain.v1";
+}
+
+struct Doubler;
+
+impl troupe::Actor for Doubler {
+    type Msg = Plain;
+    fn receive(&mut self, _ctx: &mut troupe::Context<'_, Self>, msg: Plain) {
+        let Plain::Double(n, reply) = msg;
+        reply.reply(2 * n);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_reply_to_field_is_answered_across_nodes() {
+    let server = server();
+    let (sys_a, sys_b) = (system(), system());
+    let a = node(&sys_a, &server, "a").await;
+    let b = node(&sys_b, &server, "b").await;
+    let doubler = sys_a.spawn(Props::new(|| Doubler)).unwrap();
+    a.publish("doubler", &doubler).await.unwrap();
+
+    let remote = b.lookup::<Plain>("doubler").await.unwrap();
+    let answer = remote.ask(|r| Plain::Double(21, r), ASK).await.unwrap();
+    assert_eq!(answer, 42);
+    assert_eq!(b.pending_replies(), 0);
+    assert_eq!(a.dead_letters_total() + b.dead_letters_total(), 0);
 
     a.shutdown().await;
     b.shutdown().await;

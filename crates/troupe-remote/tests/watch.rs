@@ -38,7 +38,7 @@ impl Actor for Watching {
         }
     }
     fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: Signal) {
-        if let Signal::Terminated(id) = signal {
+        if let Signal::Terminated(id, _) = signal {
             let _ = self.0.send(Some(id));
         }
     }

@@ -93,7 +93,7 @@ impl Actor for WatcherActor {
         command(ctx);
     }
     fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: Signal) {
-        if let Signal::Terminated(id) = signal {
+        if let Signal::Terminated(id, _) = signal {
             self.terminated.push(id);
         }
     }

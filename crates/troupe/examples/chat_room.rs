@@ -37,7 +37,7 @@ impl Actor for ChatRoom {
         }
     }
     fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: Signal) {
-        if let Signal::Terminated(id) = signal {
+        if let Signal::Terminated(id, _) = signal {
             self.members.retain(|(_, m)| m.id() != id);
         }
     }

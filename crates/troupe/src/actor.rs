@@ -78,9 +78,12 @@ pub trait Actor: Send + Sized + 'static {
 /// Events the runtime delivers to an actor, outside its message type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Signal {
-    /// An actor this one watches has stopped. Delivered exactly once per
-    /// `watch`, unless `unwatch` came first.
-    Terminated(ActorId),
+    /// An actor this one watches has stopped: its id, and the name it was
+    /// spawned with (`None` for an unnamed actor; for an external ref, the
+    /// name its target reports, such as a remote ref's published name). Delivered exactly once per `watch`, unless
+    /// `unwatch` came first. Match `Signal::Terminated(id, _)` when the
+    /// name does not matter.
+    Terminated(ActorId, Option<Arc<str>>),
     /// No user message arrived for the receive timeout
     /// (see [`Context::set_receive_timeout`]).
     ReceiveTimeout,
@@ -134,6 +137,70 @@ impl<A: Actor> Context<'_, A> {
     /// The identities of the live children.
     pub fn children(&self) -> Vec<ActorId> {
         self.status.child_ids()
+    }
+
+    /// The live child spawned with `name` (see [`Props::name`]), as a ref
+    /// of message type `M`; `None` if there is none, or if its messages
+    /// are not `M`.
+    ///
+    /// Typed, because the parent spawned its children and knows what they
+    /// take: a ref it can `tell` at once is what a lookup is for, where an
+    /// untyped handle would only stop or watch the child, and would have
+    /// to be converted (and checked) before every send anyway. A wrong `M`
+    /// cannot be told apart from a missing child here; the child's
+    /// [`ActorId`] in [`children`](Self::children) is there for that. A
+    /// child is found from its spawn until its parent learns it stopped
+    /// (its name is then free for a new child).
+    ///
+    /// [`Props::name`]: crate::Props::name
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    /// use troupe::{Actor, ActorSystem, Context, Props};
+    ///
+    /// struct Worker(mpsc::Sender<String>);
+    /// impl Actor for Worker {
+    ///     type Msg = String;
+    ///     fn receive(&mut self, _ctx: &mut Context<'_, Self>, job: String) {
+    ///         self.0.send(job).unwrap();
+    ///     }
+    /// }
+    ///
+    /// enum Msg { Start, Job(&'static str, String) }
+    /// struct Boss(mpsc::Sender<String>);
+    /// impl Actor for Boss {
+    ///     type Msg = Msg;
+    ///     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: Msg) {
+    ///         match msg {
+    ///             Msg::Start => {
+    ///                 let out = self.0.clone();
+    ///                 ctx.spawn(Props::new(move || Worker(out.clone())).name("ann")).unwrap();
+    ///             }
+    ///             // By name, without keeping the refs in the actor's state.
+    ///             Msg::Job(name, job) => match ctx.child::<String>(name) {
+    ///                 Some(worker) => worker.tell(job),
+    ///                 None => self.0.send(format!("no worker {name}")).unwrap(),
+    ///             },
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let system = ActorSystem::builder().threads(1).build().unwrap();
+    /// let (out, done) = mpsc::channel();
+    /// let boss = system.spawn(Props::new(move || Boss(out.clone()))).unwrap();
+    /// boss.tell(Msg::Start);
+    /// boss.tell(Msg::Job("ann", "report".into()));
+    /// boss.tell(Msg::Job("bob", "report".into()));
+    /// let next = || done.recv_timeout(Duration::from_secs(5)).unwrap();
+    /// let mut got = vec![next(), next()];
+    /// got.sort();
+    /// assert_eq!(got, ["no worker bob", "report"]);
+    /// system.shutdown();
+    /// system.await_termination().unwrap();
+    /// ```
+    pub fn child<M: Send + 'static>(&self, name: &str) -> Option<ActorRef<M>> {
+        crate::cell::child_named(self.status, name)
     }
 
     /// Stops this actor after the current message (children first).
@@ -370,6 +437,74 @@ impl<A: Actor> Context<'_, A> {
         F::Output: Send + 'static,
     {
         self.cell.pipe_to_self(self.status, future, map);
+    }
+
+    /// [`pipe_to_self`](Self::pipe_to_self) for a future that returns a
+    /// `Result<T, E>`: a panic inside the future (or an async runtime that
+    /// could not start) arrives as `Err(E::from(failure))`, folded into the
+    /// future's own error, so the handler matches one `Result` instead of
+    /// `Result<Result<T, E>, Failure>`. Use it when a panic is just one
+    /// more way for the work to fail; keep `pipe_to_self` to tell the two
+    /// apart. Cancellation and ordering are `pipe_to_self`'s.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    /// use troupe::{Actor, ActorSystem, Context, Failure, Props};
+    ///
+    /// #[derive(Debug, PartialEq)]
+    /// enum FetchError { NotFound, Crashed(String) }
+    /// impl From<Failure> for FetchError {
+    ///     fn from(failure: Failure) -> Self { FetchError::Crashed(failure.message) }
+    /// }
+    ///
+    /// enum Msg { Fetch(u64), Fetched(Result<u64, FetchError>) }
+    /// struct Fetcher { out: mpsc::Sender<Result<u64, FetchError>> }
+    /// impl Actor for Fetcher {
+    ///     type Msg = Msg;
+    ///     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: Msg) {
+    ///         match msg {
+    ///             Msg::Fetch(id) => ctx.pipe_to_self_result(
+    ///                 async move {
+    ///                     match id {
+    ///                         0 => Err(FetchError::NotFound),
+    ///                         1 => panic!("the client broke"),
+    ///                         n => Ok(n * 10),
+    ///                     }
+    ///                 },
+    ///                 Msg::Fetched,
+    ///             ),
+    ///             Msg::Fetched(result) => self.out.send(result).unwrap(),
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let system = ActorSystem::builder().threads(1).build().unwrap();
+    /// let (out, results) = mpsc::channel();
+    /// let fetcher = system.spawn(Props::new(move || Fetcher { out: out.clone() })).unwrap();
+    /// let next = || results.recv_timeout(Duration::from_secs(5)).unwrap();
+    /// fetcher.tell(Msg::Fetch(4));
+    /// assert_eq!(next(), Ok(40));
+    /// fetcher.tell(Msg::Fetch(0));
+    /// assert_eq!(next(), Err(FetchError::NotFound));
+    /// fetcher.tell(Msg::Fetch(1));
+    /// assert_eq!(next(), Err(FetchError::Crashed("the client broke".into())));
+    /// system.shutdown();
+    /// system.await_termination().unwrap();
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub fn pipe_to_self_result<F, T, E>(
+        &mut self,
+        future: F,
+        map: impl FnOnce(Result<T, E>) -> A::Msg + Send + 'static,
+    ) where
+        F: std::future::Future<Output = Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: From<Failure> + Send + 'static,
+    {
+        self.pipe_to_self(future, move |result| {
+            map(result.unwrap_or_else(|failure| Err(E::from(failure))))
+        });
     }
 
     /// Sets `msg` aside for later (the actor is "not ready yet"). The stash

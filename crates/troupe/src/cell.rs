@@ -67,8 +67,8 @@ pub(crate) enum SystemMsg {
     Watch(Arc<dyn Cell>),
     /// The actor with this id no longer wants `Terminated`.
     Unwatch(ActorId),
-    /// A watched actor stopped.
-    Terminated(ActorId),
+    /// A watched actor stopped (its id and the name it was spawned with).
+    Terminated(ActorId, Option<Arc<str>>),
     /// A child finished stopping.
     ChildTerminated(ActorId),
     /// A child failed and applied `directive`; `scope` says which of its
@@ -238,7 +238,8 @@ struct RestartWindow {
 #[derive(Default)]
 struct Links {
     children: HashMap<ActorId, Arc<dyn Cell>>,
-    child_names: HashMap<Box<str>, ActorId>,
+    /// Named children, for `Context::child`.
+    child_names: HashMap<Arc<str>, NamedChild>,
     /// Actors to notify when this one stops.
     watchers: Vec<Arc<dyn Cell>>,
     /// Actors this one watches (a `Terminated` for anything else is ignored).
@@ -263,6 +264,15 @@ struct Links {
     /// Futures this instance started and that have not reported back.
     #[cfg(feature = "tokio")]
     pipes: pipes::Pipes,
+}
+
+/// A named child: its id, and its ref with the message type erased, which
+/// `Context::child` downcasts to the type it is asked for (the parent knows
+/// its children's message types; the cell, generic over the actor type,
+/// cannot give a typed ref back by itself).
+struct NamedChild {
+    id: ActorId,
+    typed: Box<dyn std::any::Any + Send + Sync>,
 }
 
 impl Links {
@@ -404,7 +414,8 @@ struct RunState<A: Actor> {
 /// One actor (see the module header).
 pub(crate) struct ActorCell<A: Actor> {
     pub(crate) id: ActorId,
-    name: Option<Box<str>>,
+    /// Shared, so that every watcher's `Terminated` carries it without a copy.
+    name: Option<Arc<str>>,
     pub(crate) system: Arc<SystemInner>,
     parent: Parent,
     executor: Arc<dyn Executor>,
@@ -459,7 +470,7 @@ impl<A: Actor> ActorCell<A> {
             #[cfg(feature = "metrics")]
             metrics,
             id,
-            name: props.name.map(String::into_boxed_str),
+            name: props.name.map(Arc::from),
             system: system.clone(),
             parent,
             executor,
@@ -794,12 +805,28 @@ pub(crate) fn spawn_child<A: Actor, C: Actor>(
     let me: Arc<dyn Cell> = parent.clone();
     let child = ActorCell::create(&parent.system, props, Parent::Actor(me))?;
     let links = status.links();
+    let child_ref = ActorRef::<C::Msg> {
+        cell: child.clone(),
+    };
     if let Some(name) = &child.name {
-        links.child_names.insert(name.clone(), child.id);
+        let named = NamedChild {
+            id: child.id,
+            typed: Box::new(child_ref.clone()),
+        };
+        links.child_names.insert(name.clone(), named);
     }
     links.children.insert(child.id, child.clone());
     child.schedule_first();
-    Ok(ActorRef { cell: child })
+    Ok(child_ref)
+}
+
+/// `Context::child`: the live child named `name`, if its messages are `M`.
+pub(crate) fn child_named<M: Send + 'static>(
+    status: &CellStatus,
+    name: &str,
+) -> Option<ActorRef<M>> {
+    let named = status.links.as_ref()?.child_names.get(name)?;
+    named.typed.downcast_ref::<ActorRef<M>>().cloned()
 }
 
 /// Stashed messages of `cell` were made due: a system message tells its

@@ -50,6 +50,8 @@ pub mod scheduler;
 pub mod supervision;
 mod sync;
 pub mod system;
+#[cfg(feature = "serde")]
+pub mod transport;
 
 pub use actor::{Actor, Context, Signal};
 pub use actor_ref::{

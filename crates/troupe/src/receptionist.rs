@@ -243,7 +243,7 @@ impl Actor for ReceptionistActor {
     }
 
     fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: Signal) {
-        if let Signal::Terminated(id) = signal {
+        if let Signal::Terminated(id, _) = signal {
             for slot in self.registry.keys_of.remove(&id).unwrap_or_default() {
                 if let Some(service) = self.registry.services.get_mut(&slot) {
                     if service.forget(id) {

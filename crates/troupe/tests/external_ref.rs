@@ -3,7 +3,8 @@
 //! ask reach the target, a shared handle keeps an ask alive after the
 //! original is dropped, and the last dropped handle fails it at once.
 //! Death watch on an external ref reaches the target, and the watcher's
-//! `Terminated` comes once however often the target fires it.
+//! `Terminated` comes once however often the target fires it, with the
+//! name the target reports.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -150,6 +151,11 @@ impl ExternalTarget<()> for Watchable {
         self.unwatches.lock().unwrap().send(watcher).unwrap();
     }
 
+    // Its `Terminated` carries this name.
+    fn name(&self) -> Option<&str> {
+        Some("far")
+    }
+
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
     }
@@ -163,8 +169,9 @@ enum WatchCmd {
     Fence,
 }
 
-/// Watches and unwatches on command; reports each `Terminated` and fence.
-struct WatchingActor(mpsc::Sender<Option<ActorId>>);
+/// Watches and unwatches on command; reports each `Terminated` (the id and
+/// the name) and fence.
+struct WatchingActor(mpsc::Sender<Option<(ActorId, Option<String>)>>);
 
 impl Actor for WatchingActor {
     type Msg = WatchCmd;
@@ -176,8 +183,9 @@ impl Actor for WatchingActor {
         }
     }
     fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: Signal) {
-        if let Signal::Terminated(id) = signal {
-            self.0.send(Some(id)).unwrap();
+        if let Signal::Terminated(id, name) = signal {
+            let name = name.as_deref().map(str::to_string);
+            self.0.send(Some((id, name))).unwrap();
         }
     }
 }
@@ -213,7 +221,7 @@ fn watching_an_external_ref_goes_through_its_target_and_ends_once() {
     watcher.tell(WatchCmd::Fence);
     assert_eq!(
         seen.recv_timeout(Duration::from_secs(10)).unwrap(),
-        Some(far.id())
+        Some((far.id(), Some("far".to_string())))
     );
     assert_eq!(seen.recv_timeout(Duration::from_secs(10)).unwrap(), None);
 

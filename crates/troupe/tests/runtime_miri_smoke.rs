@@ -47,7 +47,7 @@ impl Actor for Player {
     }
 
     fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: Signal) {
-        if let Signal::Terminated(id) = signal {
+        if let Signal::Terminated(id, _) = signal {
             let _ = self.report.send(format!("terminated {}", id.as_u64()));
         }
     }

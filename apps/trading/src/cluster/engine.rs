@@ -39,6 +39,7 @@ use troupe::{Actor, ActorRef, Context, Signal};
 use troupe_journal::{read_from, Durability, Journal, Options};
 
 use super::applied::Applied;
+use super::lease::LeaseRequest;
 use super::wire::{AckMode, ClientMsg, EngineCmd, EngineReport, StandbyAck, WireOrder};
 use crate::engine_core::EngineCore;
 use crate::txlog::TxLog;
@@ -46,17 +47,6 @@ use crate::txlog::TxLog;
 /// Orders per catch-up message (a few tens of bytes each: well inside a
 /// frame).
 const CATCH_UP_CHUNK: usize = 8192;
-
-/// What an engine asks its node's lease keeper.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LeaseRequest {
-    /// My standby is gone: renew the lease I hold at `epoch` so that I may
-    /// acknowledge alone (or exit if it moved).
-    Solo {
-        /// The revision held.
-        epoch: u64,
-    },
-}
 
 enum Role {
     /// Neither following nor leading yet.
@@ -603,7 +593,7 @@ impl Actor for ClusterEngine {
     }
 
     fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: Signal) {
-        let Signal::Terminated(id) = signal else {
+        let Signal::Terminated(id, _) = signal else {
             return;
         };
         let Role::Primary {

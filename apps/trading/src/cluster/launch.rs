@@ -25,7 +25,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use async_nats::jetstream::kv::Store;
 use troupe::ActorSystem;
-use troupe_remote::testing::NatsServer;
+use troupe_remote::launcher::{find_binary, NatsServer};
 use troupe_remote::{Node, RemoteConfig};
 
 use super::client::RetryPolicy;
@@ -75,6 +75,9 @@ pub struct ClusterOptions {
     /// NATS servers joined as one cluster (1: a single server); the lease
     /// bucket gets a copy on each, up to 3.
     pub servers: usize,
+    /// The nats-server binary (none: `NATS_SERVER`, else `nats-server` on
+    /// `PATH`; see [`find_binary`]).
+    pub nats_server: Option<PathBuf>,
     /// After a kill, start a fresh engine node that joins as standby.
     pub restart_killed: bool,
     /// Dispatcher threads per node.
@@ -165,9 +168,10 @@ impl Cluster {
                 options.servers
             ));
         }
+        let binary = find_binary(options.nats_server.as_deref())?;
         let servers = match options.servers {
-            1 => vec![NatsServer::start()?],
-            n => NatsServer::start_cluster(n)?,
+            1 => vec![NatsServer::launch(&binary, &[])?],
+            n => NatsServer::launch_cluster(&binary, n)?,
         };
         let url = servers[host_of("launcher", servers.len())].url();
         let urls: Vec<String> = servers.iter().map(NatsServer::url).collect();

@@ -34,8 +34,19 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use troupe::ActorRef;
 use troupe_remote::{MemberEvent, Node};
 
-use super::engine::LeaseRequest;
 use super::wire::EngineCmd;
+
+/// What an engine asks its node's lease keeper (the keeper's protocol, so
+/// it lives with the keeper that serves it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseRequest {
+    /// My standby is gone: renew the lease I hold at `epoch` so that I may
+    /// acknowledge alone (or exit if it moved).
+    Solo {
+        /// The revision held.
+        epoch: u64,
+    },
+}
 
 /// The bucket of a cluster's leases.
 pub fn bucket_name(cluster: &str) -> String {

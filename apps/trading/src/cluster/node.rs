@@ -198,7 +198,7 @@ impl Actor for Sentinel {
     fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: Signal) {
         // A node leaving on purpose stops its engines itself.
         let leaving = super::lease::LEAVING.load(std::sync::atomic::Ordering::Relaxed);
-        if let (Signal::Terminated(id), false) = (signal, leaving) {
+        if let (Signal::Terminated(id, _), false) = (signal, leaving) {
             super::lease::fail_stop(format!("engine {id:?} stopped"));
         }
     }

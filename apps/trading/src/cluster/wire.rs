@@ -296,7 +296,7 @@ pub enum EngineCmd {
     /// From the engine's own log: a group commit failed.
     LogFailed(String),
     /// Report counters and digests.
-    Report(#[serde(with = "troupe_remote::reply_to")] ReplyTo<EngineReport>),
+    Report(ReplyTo<EngineReport>),
 }
 
 impl RemoteMessage for EngineCmd {

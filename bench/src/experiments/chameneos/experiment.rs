@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use clap::Args;
 
 use super::{peer, program, run, seconds, sweep, sweep_cap, Settings, EXPERIMENT};
-use crate::experiments::{Experiment, Headline};
+use crate::experiments::{Experiment, Headline, Rows};
 use crate::pairing::{runtime, threads, threads_text};
 use crate::report::Row;
 use crate::runner::{RunOptions, Scale, WorkloadError};
@@ -47,9 +47,27 @@ pub struct Setup {
     program: bool,
 }
 
+impl Setup {
+    /// The rows, after the program's own output when it is asked for.
+    fn rows(&self, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+        let s = &self.settings;
+        if self.program {
+            print!("{}", program(s.meetings, s.dispatcher)?);
+        }
+        run(s, options)
+    }
+
+    /// Pekko's rows at the same settings.
+    fn peer_rows(&self, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+        peer::rows(&self.settings, options)
+    }
+}
+
 impl Experiment for Chameneos {
     type Args = ChameneosArgs;
     type Settings = Setup;
+    const RUN: Rows<Setup> = Setup::rows;
+    const PEER: Option<Rows<Setup>> = Some(Setup::peer_rows);
 
     fn name(&self) -> &'static str {
         EXPERIMENT
@@ -80,16 +98,6 @@ impl Experiment for Chameneos {
             settings,
             program: !in_all,
         })
-    }
-    fn run(&self, setup: &Setup, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-        let s = &setup.settings;
-        if setup.program {
-            print!("{}", program(s.meetings, s.dispatcher)?);
-        }
-        run(s, options)
-    }
-    fn peer_rows(&self, setup: &Setup, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-        peer::rows(&setup.settings, options)
     }
     fn columns(&self) -> Vec<Column> {
         let mut columns = vec![

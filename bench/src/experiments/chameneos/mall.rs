@@ -30,9 +30,9 @@ use std::sync::{mpsc, Arc};
 
 use troupe::prelude::*;
 
-use crate::chameneos::colour::{complement, Colour};
-use crate::chameneos::output::{Game, Tally};
-use crate::chameneos::{await_tallies, spawn, Done, Report};
+use crate::experiments::chameneos::colour::{complement, Colour};
+use crate::experiments::chameneos::output::{Game, Tally};
+use crate::experiments::chameneos::{await_tallies, spawn, Done, Report};
 use crate::runner::WorkloadError;
 
 /// Every creature of a game, indexed by id; shared, read-only.
@@ -240,7 +240,7 @@ pub fn play(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chameneos::colour::cycling;
+    use crate::experiments::chameneos::colour::cycling;
 
     #[test]
     fn the_mall_protocol_is_valid_for_few_and_many_creatures() {

@@ -39,9 +39,9 @@ use std::sync::mpsc;
 
 use troupe::prelude::*;
 
-use crate::chameneos::colour::{complement, Colour};
-use crate::chameneos::output::{Game, Tally};
-use crate::chameneos::{await_tallies, spawn, Done, Report};
+use crate::experiments::chameneos::colour::{complement, Colour};
+use crate::experiments::chameneos::output::{Game, Tally};
+use crate::experiments::chameneos::{await_tallies, spawn, Done, Report};
 use crate::runner::WorkloadError;
 
 /// What a game needs to start; sent once, boxed.
@@ -215,7 +215,7 @@ pub fn play(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chameneos::colour::{GAME_TEN, GAME_THREE};
+    use crate::experiments::chameneos::colour::{GAME_TEN, GAME_THREE};
 
     #[test]
     fn messages_stay_small() {

@@ -52,8 +52,8 @@ use serde_json::Value;
 use troupe::prelude::*;
 use troupe::{DispatcherConfig, Stealing};
 
-use crate::chameneos::colour::{Colour, GAME_TEN, GAME_THREE};
-use crate::chameneos::output::{Game, Tally};
+use crate::experiments::chameneos::colour::{Colour, GAME_TEN, GAME_THREE};
+use crate::experiments::chameneos::output::{Game, Tally};
 use crate::shared::SystemGuard;
 use crate::report::Row;
 use crate::runner::{RunOptions, Scale, Stopwatch, Workload, WorkloadError};

@@ -29,7 +29,7 @@
 
 use std::fmt::Write as _;
 
-use crate::chameneos::colour::{complement, Colour};
+use crate::experiments::chameneos::colour::{complement, Colour};
 use crate::runner::WorkloadError;
 
 /// What one creature did in a game.
@@ -135,7 +135,7 @@ pub fn render(games: &[Game]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chameneos::colour::{GAME_TEN, GAME_THREE};
+    use crate::experiments::chameneos::colour::{GAME_TEN, GAME_THREE};
 
     fn game(colours: &[Colour], meetings: &[u64]) -> Game {
         Game {

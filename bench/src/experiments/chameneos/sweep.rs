@@ -9,8 +9,8 @@
 
 use serde_json::Value;
 
-use crate::chameneos::colour::{GAME_TEN, GAME_THREE};
-use crate::chameneos::{game_workload, seconds, Dispatcher, Implementation};
+use crate::experiments::chameneos::colour::{GAME_TEN, GAME_THREE};
+use crate::experiments::chameneos::{game_workload, seconds, Dispatcher, Implementation};
 use crate::report::Row;
 use crate::runner::Workload;
 use crate::shared::group_thousands;

@@ -49,8 +49,8 @@ use std::hint;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 
-use crate::chameneos::colour::{complement, Colour};
-use crate::chameneos::output::{Game, Tally};
+use crate::experiments::chameneos::colour::{complement, Colour};
+use crate::experiments::chameneos::output::{Game, Tally};
 use crate::runner::WorkloadError;
 
 /// Where the remaining meetings start in the meeting-place word.
@@ -233,7 +233,7 @@ impl Gate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chameneos::colour::{GAME_TEN, GAME_THREE};
+    use crate::experiments::chameneos::colour::{GAME_TEN, GAME_THREE};
 
     #[test]
     fn words_round_trip() {

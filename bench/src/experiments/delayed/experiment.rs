@@ -6,10 +6,10 @@ use clap::Args;
 use serde_json::Value;
 
 use super::{peer, run, Settings, EXPERIMENT};
-use crate::experiments::{Experiment, Headline};
+use crate::experiments::{Experiment, Headline, Rows};
 use crate::pairing::runtime;
 use crate::report::Row;
-use crate::runner::{RunOptions, Scale, WorkloadError};
+use crate::runner::Scale;
 use crate::site::charts::{self, Series};
 use crate::table::{Column, PER_MESSAGE};
 
@@ -27,6 +27,8 @@ pub struct DelayedArgs {
 impl Experiment for Delayed {
     type Args = DelayedArgs;
     type Settings = Settings;
+    const RUN: Rows<Settings> = run;
+    const PEER: Option<Rows<Settings>> = Some(peer::rows);
 
     fn name(&self) -> &'static str {
         EXPERIMENT
@@ -40,12 +42,6 @@ impl Experiment for Delayed {
             sizes.jobs = jobs;
         }
         Ok(sizes)
-    }
-    fn run(&self, sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-        run(sizes, options)
-    }
-    fn peer_rows(&self, sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-        peer::rows(sizes, options)
     }
     fn columns(&self) -> Vec<Column> {
         let mut columns = PER_MESSAGE.to_vec();

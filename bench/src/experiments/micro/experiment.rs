@@ -5,9 +5,9 @@
 use clap::Args;
 
 use super::{run, Settings, EXPERIMENT};
-use crate::experiments::{Experiment, Headline};
+use crate::experiments::{Experiment, Headline, Rows};
 use crate::report::Row;
-use crate::runner::{RunOptions, Scale, WorkloadError};
+use crate::runner::Scale;
 use crate::table::{Column, PER_MESSAGE};
 
 /// The micro-benchmarks.
@@ -20,6 +20,7 @@ pub struct MicroArgs {}
 impl Experiment for Micro {
     type Args = MicroArgs;
     type Settings = Settings;
+    const RUN: Rows<Settings> = run;
 
     fn name(&self) -> &'static str {
         EXPERIMENT
@@ -29,9 +30,6 @@ impl Experiment for Micro {
     }
     fn settings(&self, _: MicroArgs, scale: Scale, _: bool) -> Result<Settings, String> {
         Ok(Settings::for_scale(scale))
-    }
-    fn run(&self, sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-        run(sizes, options)
     }
     fn columns(&self) -> Vec<Column> {
         let mut columns = PER_MESSAGE.to_vec();

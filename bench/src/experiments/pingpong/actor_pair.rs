@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use troupe::prelude::*;
 
-use crate::pingpong::hops;
+use crate::experiments::pingpong::hops;
 use crate::runner::{expect_eq, Stopwatch, Workload, WorkloadError};
 use crate::shared::SystemGuard;
 

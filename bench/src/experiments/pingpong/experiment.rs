@@ -3,10 +3,10 @@
 use clap::Args;
 
 use super::{peer, run, Settings, EXPERIMENT};
-use crate::experiments::{Experiment, Headline};
+use crate::experiments::{Experiment, Headline, Rows};
 use crate::pairing::runtime;
 use crate::report::Row;
-use crate::runner::{RunOptions, Scale, WorkloadError};
+use crate::runner::Scale;
 use crate::site::charts::{self, Bar};
 
 /// The ping-pong experiment.
@@ -23,6 +23,8 @@ pub struct PingPongArgs {
 impl Experiment for PingPong {
     type Args = PingPongArgs;
     type Settings = Settings;
+    const RUN: Rows<Settings> = run;
+    const PEER: Option<Rows<Settings>> = Some(peer::rows);
 
     fn name(&self) -> &'static str {
         EXPERIMENT
@@ -35,12 +37,6 @@ impl Experiment for PingPong {
             Some(n) => Settings::uniform(n),
             None => Settings::for_scale(scale),
         })
-    }
-    fn run(&self, sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-        run(sizes, options)
-    }
-    fn peer_rows(&self, sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-        peer::rows(sizes, options)
     }
     fn notes(&self) -> Vec<String> {
         vec!["Median nanoseconds per one-way message; lower is better.".into()]

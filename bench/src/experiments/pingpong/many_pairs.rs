@@ -12,7 +12,7 @@ use std::time::Duration;
 use troupe::prelude::*;
 
 use crate::shared::SystemGuard;
-use crate::pingpong::hops;
+use crate::experiments::pingpong::hops;
 use crate::runner::{expect_eq, Stopwatch, Workload, WorkloadError};
 
 enum Msg {

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use clap::Args;
 
 use super::{peer, run, Settings, EXPERIMENT};
-use crate::experiments::{Experiment, Headline};
+use crate::experiments::{Experiment, Headline, Rows};
 use crate::pairing::runtime;
 use crate::report::Row;
 use crate::runner::{RunOptions, Scale, WorkloadError};
@@ -39,6 +39,8 @@ pub struct PrimesArgs {
 impl Experiment for Primes {
     type Args = PrimesArgs;
     type Settings = Settings;
+    const RUN: Rows<Settings> = run;
+    const PEER: Option<Rows<Settings>> = Some(peer_rows);
 
     fn name(&self) -> &'static str {
         EXPERIMENT
@@ -61,20 +63,6 @@ impl Experiment for Primes {
         settings.rate = args.rate;
         settings.url = args.url;
         Ok(settings)
-    }
-    fn run(&self, settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-        run(settings, options)
-    }
-    fn peer_rows(
-        &self,
-        settings: &Settings,
-        options: &RunOptions,
-    ) -> Result<Vec<Row>, WorkloadError> {
-        // Against a server elsewhere there is nothing to compare Pekko with.
-        if settings.url.is_some() {
-            return Ok(Vec::new());
-        }
-        peer::rows(settings, options)
     }
     fn columns(&self) -> Vec<Column> {
         vec![
@@ -151,4 +139,13 @@ fn line(row: &Row) -> String {
             .map(|o| format!(" (open loop: offered {o:.0} req/s)"))
             .unwrap_or_default(),
     )
+}
+
+/// Pekko's rows, unless the load goes to a server elsewhere: then there is
+/// nothing to compare Pekko with.
+fn peer_rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+    if settings.url.is_some() {
+        return Ok(Vec::new());
+    }
+    peer::rows(settings, options)
 }

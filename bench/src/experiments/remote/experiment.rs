@@ -5,9 +5,9 @@ use clap::Args;
 use serde_json::Value;
 
 use super::{peer, run, Settings, EXPERIMENT};
-use crate::experiments::{Experiment, Headline};
+use crate::experiments::{Experiment, Headline, Rows};
 use crate::report::Row;
-use crate::runner::{RunOptions, Scale, WorkloadError};
+use crate::runner::Scale;
 use crate::table::{Column, PER_MESSAGE};
 
 /// The remote experiment.
@@ -24,6 +24,8 @@ pub struct RemoteArgs {
 impl Experiment for Remote {
     type Args = RemoteArgs;
     type Settings = Settings;
+    const RUN: Rows<Settings> = run;
+    const PEER: Option<Rows<Settings>> = Some(peer::rows);
 
     fn name(&self) -> &'static str {
         EXPERIMENT
@@ -37,16 +39,6 @@ impl Experiment for Remote {
             settings.size = size as usize;
         }
         Ok(settings)
-    }
-    fn run(&self, settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-        run(settings, options)
-    }
-    fn peer_rows(
-        &self,
-        settings: &Settings,
-        options: &RunOptions,
-    ) -> Result<Vec<Row>, WorkloadError> {
-        peer::rows(settings, options)
     }
     fn columns(&self) -> Vec<Column> {
         let mut columns = PER_MESSAGE.to_vec();

@@ -28,7 +28,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use serde_json::json;
-use troupe_remote::testing::NatsServer;
+use troupe_remote::launcher::NatsServer;
 
 use crate::report::Row;
 use crate::runner::{RunOptions, Scale, Stopwatch, Workload, WorkloadError};
@@ -173,7 +173,7 @@ type Latencies = Rc<RefCell<Vec<Vec<u64>>>>;
 
 /// Runs the troupe and raw-NATS rows through one nats-server.
 pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-    let server = match NatsServer::start() {
+    let server = match crate::nats::binary().and_then(|b| NatsServer::launch(&b, &[])) {
         Ok(server) => server,
         Err(why) if settings.in_all => {
             eprintln!("remote: skipped, no nats-server could be started: {why}");

@@ -24,13 +24,13 @@ pub enum BenchMsg {
     Ping(
         u64,
         #[serde(with = "serde_bytes")] Vec<u8>,
-        #[serde(with = "troupe_remote::reply_to")] ReplyTo<u64>,
+        ReplyTo<u64>,
     ),
     /// One message of the one-way stream.
     Data(u64, #[serde(with = "serde_bytes")] Vec<u8>),
     /// Answer with what the stream delivered so far (flow control and the
     /// final check).
-    Mark(#[serde(with = "troupe_remote::reply_to")] ReplyTo<Received>),
+    Mark(ReplyTo<Received>),
     /// Start a new stream.
     Reset,
 }

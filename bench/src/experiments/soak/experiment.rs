@@ -6,10 +6,10 @@ use std::time::Duration;
 use clap::Args;
 
 use super::{run, EXPERIMENT};
-use crate::experiments::Experiment;
+use crate::experiments::{Experiment, Rows};
 use crate::pairing::runtime;
 use crate::report::Row;
-use crate::runner::{RunOptions, Scale, WorkloadError};
+use crate::runner::Scale;
 use crate::site::charts::{self, Series};
 use crate::table::{Column, PER_MESSAGE};
 
@@ -27,6 +27,7 @@ pub struct SoakArgs {
 impl Experiment for Soak {
     type Args = SoakArgs;
     type Settings = Duration;
+    const RUN: Rows<Duration> = run;
 
     fn name(&self) -> &'static str {
         EXPERIMENT
@@ -46,9 +47,6 @@ impl Experiment for Soak {
             return Err("--minutes must be a positive number".into());
         }
         Ok(Duration::from_secs_f64(minutes * 60.0))
-    }
-    fn run(&self, duration: &Duration, _: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-        run(*duration)
     }
     fn columns(&self) -> Vec<Column> {
         let mut columns = PER_MESSAGE.to_vec();

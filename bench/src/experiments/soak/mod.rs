@@ -30,10 +30,10 @@ mod overload;
 
 pub use experiment::Soak;
 
-use crate::primes::loadgen::{run_round, Round};
+use crate::experiments::primes::loadgen::{run_round, Round};
 use crate::report::Row;
 use crate::rss;
-use crate::runner::{Measurement, Sample, WorkloadError};
+use crate::runner::{Measurement, RunOptions, Sample, WorkloadError};
 
 /// The experiment's name in reports.
 pub const EXPERIMENT: &str = "soak";
@@ -60,7 +60,7 @@ impl Actor for Counter {
 }
 
 /// Runs the soak for `duration`; one row with the memory series.
-pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
+pub fn run(duration: &Duration, _: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
     let err = |e: &dyn std::fmt::Display| WorkloadError::new(e.to_string());
     let tally = Arc::new(Tally {
         trading_runs: AtomicU64::new(0),
@@ -73,7 +73,7 @@ pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
     });
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
-    let deadline = started + duration;
+    let deadline = started + *duration;
 
     let trading = {
         let (tally, stop) = (tally.clone(), stop.clone());
@@ -104,7 +104,7 @@ pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
         })
     };
 
-    let server = crate::primes::start(primes::server::Kind::Actor)?;
+    let server = crate::experiments::primes::start(primes::server::Kind::Actor)?;
     let addr = server.addr();
     let primes = {
         let (tally, stop) = (tally.clone(), stop.clone());
@@ -189,7 +189,7 @@ pub fn run(duration: Duration) -> Result<Vec<Row>, WorkloadError> {
     ]);
     let counted = overload.snapshot();
     let overload_result = overload.finish();
-    crate::primes::stop(server)?;
+    crate::experiments::primes::stop(server)?;
     // The last scheduled messages fire one second after they were sent.
     let drain_deadline = Instant::now() + Duration::from_secs(10);
     while tally.delayed_received.load(Ordering::Relaxed)

@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{peer, run, Point, Settings, EXPERIMENT};
-use crate::experiments::{Experiment, Headline};
+use crate::experiments::{Experiment, Headline, Rows};
 use crate::pairing::runtime;
 use crate::report::Row;
-use crate::runner::{RunOptions, Scale, WorkloadError};
+use crate::runner::Scale;
 use crate::site::charts::{self, Series};
 use crate::table::{param_text, spread_rate, Column};
 
@@ -65,6 +65,8 @@ pub struct TradingArgs {
 impl Experiment for Trading {
     type Args = TradingArgs;
     type Settings = Settings;
+    const RUN: Rows<Settings> = run;
+    const PEER: Option<Rows<Settings>> = Some(peer::rows);
 
     fn name(&self) -> &'static str {
         EXPERIMENT
@@ -149,16 +151,6 @@ impl Experiment for Trading {
             settings.log_root = dir;
         }
         Ok(settings)
-    }
-    fn run(&self, settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-        run(settings, options)
-    }
-    fn peer_rows(
-        &self,
-        settings: &Settings,
-        options: &RunOptions,
-    ) -> Result<Vec<Row>, WorkloadError> {
-        peer::rows(settings, options)
     }
     fn columns(&self) -> Vec<Column> {
         vec![

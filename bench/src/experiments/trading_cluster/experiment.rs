@@ -5,9 +5,9 @@ use clap::Args;
 use serde_json::Value;
 
 use super::{run, Settings, EXPERIMENT};
-use crate::experiments::{Experiment, Headline};
+use crate::experiments::{Experiment, Headline, Rows};
 use crate::report::Row;
-use crate::runner::{RunOptions, Scale, WorkloadError};
+use crate::runner::Scale;
 use crate::table::{Column, PER_MESSAGE};
 
 /// The distributed trading experiment.
@@ -25,6 +25,7 @@ pub struct TradingClusterArgs {
 impl Experiment for TradingCluster {
     type Args = TradingClusterArgs;
     type Settings = Settings;
+    const RUN: Rows<Settings> = run;
 
     fn name(&self) -> &'static str {
         EXPERIMENT
@@ -46,9 +47,6 @@ impl Experiment for TradingCluster {
             settings.kills = kills;
         }
         Ok(settings)
-    }
-    fn run(&self, settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-        run(settings, options)
     }
     fn columns(&self) -> Vec<Column> {
         let mut columns = PER_MESSAGE.to_vec();

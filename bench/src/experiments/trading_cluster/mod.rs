@@ -149,6 +149,7 @@ fn options(txlog: TxLog) -> Result<ClusterOptions, WorkloadError> {
         kill_standby: false,
         kill_host: false,
         servers: 1,
+        nats_server: Some(crate::nats::binary().map_err(WorkloadError::new)?),
         restart_killed: false,
         threads: 1,
         retry: RetryPolicy {
@@ -266,7 +267,7 @@ fn failover_row(settings: &Settings) -> Result<Row, WorkloadError> {
 
 /// Runs the throughput rows and the failover row.
 pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-    if let Err(why) = troupe_remote::testing::nats_server_binary() {
+    if let Err(why) = crate::nats::binary() {
         if settings.in_all {
             eprintln!("{EXPERIMENT}: skipped, no nats-server: {why}");
             return Ok(Vec::new());

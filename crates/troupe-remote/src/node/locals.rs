@@ -74,9 +74,8 @@ impl<M: RemoteMessage> LocalActor for Local<M> {
             ttl: shared.config.reply_ttl,
             outbound: sink.clone(),
         };
-        let msg = super::refs::scope(outbound, || {
-            reply_to::decoding(ctx, || wire::decode_payload::<M>(payload))
-        })?;
+        let msg =
+            outbound.scope(|| reply_to::decoding(ctx, || wire::decode_payload::<M>(payload)))?;
         self.0.tell(msg);
         Ok(())
     }
@@ -117,7 +116,7 @@ impl<M: Send + 'static> Actor for Sentinel<M> {
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, _msg: ()) {}
 
     fn signal(&mut self, ctx: &mut Context<'_, Self>, signal: Signal) {
-        if let Signal::Terminated(_) = signal {
+        if let Signal::Terminated(..) = signal {
             let gone = self.gone.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let Some(gone) = gone {
                 gone();
@@ -169,7 +168,7 @@ impl Locals {
             },
         );
         if let Some(previous) = previous {
-            watch::tell_gone(outbound, &key, previous.watchers);
+            watch::tell_gone(outbound, key.0, &key.1, previous.watchers);
         }
         self.guard(outbound, key, local);
     }
@@ -261,7 +260,7 @@ impl Locals {
         let key: Key = (Kind::Published, name.into());
         let entry = self.lock().entries.remove(&key);
         if let Some(entry) = entry {
-            watch::tell_gone(outbound, &key, entry.watchers);
+            watch::tell_gone(outbound, key.0, &key.1, entry.watchers);
         }
     }
 
@@ -280,7 +279,7 @@ impl Locals {
             table.entries.remove(key)
         };
         if let Some(entry) = entry {
-            watch::tell_gone(outbound, key, entry.watchers);
+            watch::tell_gone(outbound, key.0, &key.1, entry.watchers);
         }
         if key.0 == Kind::Published {
             outbound.unpublish_later(&key.1, id);

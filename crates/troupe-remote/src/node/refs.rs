@@ -20,9 +20,8 @@
 //! not decode.
 //!
 //! Like `reply_to`, both directions need the node, which installs itself
-//! in a thread-local for one encode or decode ([`scope`]).
+//! in a thread-local for one encode or decode ([`Outbound::scope`]).
 
-use std::cell::RefCell;
 use std::marker::PhantomData;
 
 use serde::de::Error as _;
@@ -36,30 +35,13 @@ use crate::address::{Address, Kind};
 use crate::config::valid_token;
 use crate::wire::RemoteMessage;
 
-thread_local! {
-    static NODE: RefCell<Option<Outbound>> = const { RefCell::new(None) };
-}
-
-/// Runs `f` (an encode or a decode) with `outbound`'s node available to
-/// ref fields.
-pub(crate) fn scope<T>(outbound: &Outbound, f: impl FnOnce() -> T) -> T {
-    let previous = NODE.with(|c| c.replace(Some(outbound.clone())));
-    let value = f();
-    NODE.with(|c| c.replace(previous));
-    value
-}
-
-fn current() -> Option<Outbound> {
-    NODE.with(|c| c.borrow().clone())
-}
-
 /// Serializes an actor ref (see the module docs).
 pub fn serialize<M, S>(actor: &ActorRef<M>, serializer: S) -> Result<S::Ok, S::Error>
 where
     M: RemoteMessage,
     S: Serializer,
 {
-    let Some(outbound) = current() else {
+    let Some(outbound) = Outbound::current() else {
         return Err(S::Error::custom(
             "an ActorRef can only be serialized by a troupe-remote send",
         ));
@@ -105,7 +87,7 @@ where
 {
     let (host, incarnation, kind, id, tag) =
         <(String, u64, Kind, String, String)>::deserialize(deserializer)?;
-    let Some(outbound) = current() else {
+    let Some(outbound) = Outbound::current() else {
         return Err(D::Error::custom(
             "an ActorRef can only be deserialized by a troupe-remote node",
         ));

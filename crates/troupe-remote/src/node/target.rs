@@ -13,7 +13,6 @@ use std::sync::Arc;
 use async_nats::Subject;
 use troupe::{ActorId, ExternalTarget, Watcher};
 
-use super::refs;
 use super::{watch, Outbound};
 use crate::address::Kind;
 use crate::dead_letters::DeadLetterReason;
@@ -39,9 +38,8 @@ impl<M: RemoteMessage> ExternalTarget<M> for RemoteTarget<M> {
             &shared.reply_subject,
             &self.liveness,
             || {
-                refs::scope(&self.outbound, || {
-                    wire::encode_tell(address.incarnation, &address.id, &msg)
-                })
+                self.outbound
+                    .scope(|| wire::encode_tell(address.incarnation, &address.id, &msg))
             },
         );
         // The original reply handles go with the message; the shared ones

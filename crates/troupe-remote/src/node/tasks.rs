@@ -13,7 +13,6 @@ use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 
 use super::locals::LocalActor;
-use super::refs;
 use super::{watch, Outbound, Outgoing, Shared};
 use crate::address::Kind;
 use crate::config::valid_token;
@@ -396,10 +395,9 @@ pub(super) async fn listen_replies(outbound: Outbound, mut replies: async_nats::
         for frame in wire::frames(&msg.payload, shared.config.max_frame_size) {
             let result = match frame {
                 // An answer may carry refs: decoded with the node at hand.
-                Ok(Frame::Reply { id, payload }) => refs::scope(&outbound, || {
-                    shared.pending.complete(id, Answer::Reply(payload))
-                })
-                .map(drop),
+                Ok(Frame::Reply { id, payload }) => outbound
+                    .scope(|| shared.pending.complete(id, Answer::Reply(payload)))
+                    .map(drop),
                 Ok(Frame::NoReply { id }) => shared.pending.complete(id, Answer::NoReply).map(drop),
                 Ok(Frame::Tell { .. }) => Err(DeadLetterReason::UnknownName),
                 Err(reason) => Err(reason),

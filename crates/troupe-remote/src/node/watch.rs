@@ -45,7 +45,6 @@ use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use troupe::{ActorId, Watcher};
 
-use super::locals::Key;
 use super::{Outbound, Shared};
 use crate::address::{Address, Kind};
 use crate::config::valid_token;
@@ -294,13 +293,13 @@ pub(crate) fn unwatch(outbound: &Outbound, address: &Address, watcher: ActorId) 
 }
 
 /// Tells each of `nodes` (watching node incarnations) that our actor
-/// `key` is gone.
-pub(crate) fn tell_gone(outbound: &Outbound, key: &Key, nodes: HashSet<(String, u64)>) {
+/// `(kind, id)` is gone.
+pub(crate) fn tell_gone(outbound: &Outbound, kind: Kind, id: &str, nodes: HashSet<(String, u64)>) {
     let control = Control::Terminated {
         host: outbound.shared.config.node_name.clone(),
         incarnation: outbound.shared.incarnation,
-        kind: key.0,
-        id: key.1.to_string(),
+        kind,
+        id: id.to_string(),
     };
     for (node, _) in nodes {
         send(outbound, &node, &control);

@@ -85,7 +85,7 @@ impl Actor for Echo {
     }
 
     fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: Signal) {
-        if let Signal::Terminated(id) = signal {
+        if let Signal::Terminated(id, _) = signal {
             if let Some(report) = self.reports.remove(&id) {
                 report.tell(EchoMsg::Say("terminated".into()));
             }

@@ -83,12 +83,14 @@ pub trait ExternalTarget<M: Send + 'static>: Send + Sync + 'static {
 ///
 /// [`terminated`](Watcher::terminated) delivers
 /// [`Signal::Terminated`](crate::Signal::Terminated) with the external
-/// ref's id to the watching actor, at most once however often it is
-/// called, and not at all after the actor unwatched the ref.
+/// ref's id (and the name its target reports, [`ExternalTarget::name`]) to
+/// the watching actor, at most once however often it is called, and not at
+/// all after the actor unwatched the ref.
 #[derive(Clone)]
 pub struct Watcher {
     cell: Arc<dyn Cell>,
     watched: ActorId,
+    name: Option<Arc<str>>,
 }
 
 impl Watcher {
@@ -104,7 +106,8 @@ impl Watcher {
 
     /// Tells the watcher that the watched actor is gone.
     pub fn terminated(&self) {
-        crate::cell::send_system(&self.cell, SystemMsg::Terminated(self.watched));
+        let terminated = SystemMsg::Terminated(self.watched, self.name.clone());
+        crate::cell::send_system(&self.cell, terminated);
     }
 }
 
@@ -199,6 +202,9 @@ impl<M: Send + 'static, T: ExternalTarget<M>> Cell for ExternalCell<M, T> {
             SystemMsg::Watch(cell) => self.target.watch(Watcher {
                 cell,
                 watched: self.id,
+                // Read once per watch (rare), so that every send does not
+                // pay for a name it never needs.
+                name: self.target.name().map(Arc::from),
             }),
             SystemMsg::Unwatch(watcher) => self.target.unwatch(watcher),
             // A stop is not carried to the far side; nothing else is sent

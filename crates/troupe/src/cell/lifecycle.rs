@@ -273,7 +273,7 @@ impl<A: Actor> ActorCell<A> {
         self.drain_contents();
         if let Some(links) = run.status.links.take() {
             for watcher in &links.watchers {
-                send_system(watcher, SystemMsg::Terminated(self.id));
+                send_system(watcher, SystemMsg::Terminated(self.id, self.name.clone()));
             }
             // A stopped watcher must not stay referenced by what it watched.
             for watched in links.watching.values() {
@@ -303,7 +303,7 @@ impl<A: Actor> ActorCell<A> {
         unsafe { self.mailbox.take_system(&mut sys) };
         for msg in sys {
             if let SystemMsg::Watch(watcher) = msg {
-                send_system(&watcher, SystemMsg::Terminated(self.id));
+                send_system(&watcher, SystemMsg::Terminated(self.id, self.name.clone()));
             }
         }
         // only the mailbox owner calls this (from `finalize`, or from
@@ -330,7 +330,7 @@ impl<A: Actor> ActorCell<A> {
             // Arrived in the same batch as the stop that finalized the actor:
             // treat it as a message to a closed mailbox.
             if let SystemMsg::Watch(watcher) = msg {
-                send_system(&watcher, SystemMsg::Terminated(self.id));
+                send_system(&watcher, SystemMsg::Terminated(self.id, self.name.clone()));
             }
             return;
         }
@@ -347,20 +347,20 @@ impl<A: Actor> ActorCell<A> {
                     links.watchers.retain(|w| w.id() != id);
                 }
             }
-            SystemMsg::Terminated(id) => {
+            SystemMsg::Terminated(id, name) => {
                 let watched = run
                     .status
                     .links
                     .as_mut()
                     .is_some_and(|l| l.watching.remove(&id).is_some());
                 if watched {
-                    self.signal(run, Signal::Terminated(id));
+                    self.signal(run, Signal::Terminated(id, name));
                 }
             }
             SystemMsg::ChildTerminated(id) => {
                 if let Some(links) = run.status.links.as_mut() {
                     links.children.remove(&id);
-                    links.child_names.retain(|_, child| *child != id);
+                    links.child_names.retain(|_, child| child.id != id);
                 }
                 if matches!(run.status.phase, Phase::Terminating(_)) {
                     self.children_gone(run);

@@ -2,7 +2,8 @@
 //! output comes back as a message, a panic inside the future comes back as
 //! a failure, futures are cancelled when their actor stops or restarts,
 //! the system's own runtime starts on first use (or a given one is used),
-//! and the other direction: a tokio task awaiting an ask.
+//! `pipe_to_self_result` folds a panic into the future's own error, and
+//! the other direction: a tokio task awaiting an ask.
 
 use std::time::Duration;
 
@@ -245,4 +246,67 @@ fn a_tokio_task_awaits_an_ask() {
 fn zero_async_threads_is_refused() {
     let err = ActorSystem::builder().async_threads(0).build().unwrap_err();
     assert!(err.to_string().contains("async_threads"), "{err}");
+}
+
+/// The error of `pipe_to_self_result`'s futures: their own, or a panic.
+#[derive(Debug, PartialEq)]
+enum LookupError {
+    Missing,
+    Panicked(String),
+}
+
+impl From<Failure> for LookupError {
+    fn from(failure: Failure) -> Self {
+        LookupError::Panicked(failure.message)
+    }
+}
+
+/// Pipes a lookup that succeeds, fails or panics, as told.
+struct Looker {
+    out: ActorRef<Result<u64, LookupError>>,
+}
+
+enum LookerMsg {
+    Lookup(u64),
+    Found(Result<u64, LookupError>),
+}
+
+impl Actor for Looker {
+    type Msg = LookerMsg;
+    fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: LookerMsg) {
+        match msg {
+            LookerMsg::Lookup(n) => ctx.pipe_to_self_result(
+                async move {
+                    match n {
+                        0 => Err(LookupError::Missing),
+                        1 => panic!("pipe-test: the lookup broke"),
+                        n => Ok(n + 1),
+                    }
+                },
+                LookerMsg::Found,
+            ),
+            LookerMsg::Found(result) => self.out.tell(result),
+        }
+    }
+}
+
+#[test]
+fn pipe_to_self_result_folds_a_panic_into_the_futures_own_error() {
+    quiet_panics(&["pipe-test: the lookup broke"]);
+    let system = ActorSystem::builder().threads(1).build().unwrap();
+    let results = TestProbe::new(&system, "lookups");
+    let out = results.actor_ref();
+    let looker = system
+        .spawn(Props::new(move || Looker { out: out.clone() }))
+        .unwrap();
+    looker.tell(LookerMsg::Lookup(41));
+    results.expect_msg_eq(Ok(42), PATIENCE);
+    looker.tell(LookerMsg::Lookup(0));
+    results.expect_msg_eq(Err(LookupError::Missing), PATIENCE);
+    looker.tell(LookerMsg::Lookup(1));
+    results.expect_msg_eq(
+        Err(LookupError::Panicked("pipe-test: the lookup broke".into())),
+        PATIENCE,
+    );
+    terminate(&system, PATIENCE);
 }

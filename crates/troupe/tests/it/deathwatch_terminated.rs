@@ -96,7 +96,7 @@ impl Actor for Watcher {
     }
 
     fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: troupe::Signal) {
-        if let troupe::Signal::Terminated(id) = signal {
+        if let troupe::Signal::Terminated(id, _) = signal {
             self.record.push(format!("terminated:{id}"));
             self.terminated.tell(id);
         }

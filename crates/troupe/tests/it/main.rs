@@ -25,6 +25,7 @@ mod adapter_messages;
 mod ask_reply;
 #[cfg(feature = "tokio")]
 mod async_pipes;
+mod children_by_name;
 mod deathwatch_terminated;
 mod delivery_ordering;
 mod dispatch_fairness;

@@ -28,7 +28,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::thread;
 
-use crate::pingpong;
+use crate::experiments::pingpong;
 use crate::runner::{expect_eq, Sample, Stopwatch, Workload, WorkloadError};
 
 /// The variant name in tables and JSON.

@@ -15,7 +15,7 @@
 use tokio::runtime::{Builder, Runtime};
 use tokio::sync::mpsc;
 
-use crate::pingpong;
+use crate::experiments::pingpong;
 use crate::runner::{expect_eq, Sample, Stopwatch, Workload, WorkloadError};
 
 /// Which tokio scheduler runs the two tasks.
