@@ -72,7 +72,6 @@
 //! the sequence check, the owner's lease revision as the token) is the
 //! next step; [`Journal`] is shaped for it (positions are journal-defined).
 
-mod actor;
 mod effect;
 mod error;
 mod journal;
@@ -81,12 +80,13 @@ mod runner;
 
 use troupe::{ActorRef, ActorSystem, Props, SpawnError};
 
-pub use actor::{PersistentActor, PersistentContext};
 pub use effect::Effect;
 pub use error::PersistenceError;
 pub use journal::{Counters, Done, EachEvent, Journal, Replayed, Snapshot};
 pub use local::{Durability, LocalJournal, LogOptions};
-pub use runner::{Internal, Msg, Persistent, PersistentSettings};
+pub use runner::{
+    Internal, Msg, Persistent, PersistentActor, PersistentContext, PersistentSettings,
+};
 
 /// Spawns a persistent actor as a top-level actor of `system` and returns
 /// the ref of its command type (see [`command_ref`]).

@@ -4,9 +4,8 @@
 use clap::Args;
 
 use super::{run, Settings, EXPERIMENT};
-use crate::experiments::{Experiment, Headline};
-use crate::report::Row;
-use crate::runner::{RunOptions, Scale, WorkloadError};
+use crate::experiments::{Experiment, Headline, Rows};
+use crate::runner::Scale;
 use crate::table::{Column, PER_MESSAGE};
 
 /// Persistent actors: persist throughput, recovery, snapshots.
@@ -19,6 +18,7 @@ pub struct PersistenceArgs {}
 impl Experiment for Persistence {
     type Args = PersistenceArgs;
     type Settings = Settings;
+    const RUN: Rows<Settings> = run;
 
     fn name(&self) -> &'static str {
         EXPERIMENT
@@ -29,9 +29,6 @@ impl Experiment for Persistence {
     }
     fn settings(&self, _: PersistenceArgs, scale: Scale, _: bool) -> Result<Settings, String> {
         Ok(Settings::for_scale(scale))
-    }
-    fn run(&self, settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-        run(settings, options)
     }
     fn columns(&self) -> Vec<Column> {
         let mut columns = PER_MESSAGE.to_vec();

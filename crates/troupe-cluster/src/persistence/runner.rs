@@ -30,14 +30,20 @@
 //! spawning with plain `Props` would have to remember; the wrapper keeps a
 //! `VecDeque` instead. A restart (a panic in `handle`) drops it, counted
 //! as stash drops: their askers get an error, never a silent loss.
+//!
+//! The `PersistentActor` trait (what a user writes: a command handler that
+//! looks at the state and returns an [`Effect`], and a pure event handler
+//! that folds events into the state) lives here too, beside the actor that
+//! runs it: each names the other (the handler's context is the wrapper's).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use troupe::{Actor, ActorRef, Context, Failure};
 
-use super::actor::PersistentActor;
 use super::effect::{Effect, Then};
 use super::error::PersistenceError;
 use super::journal::{Journal, Snapshot};
@@ -437,5 +443,63 @@ impl<C: Send + 'static> troupe::ExternalTarget<C> for Commands<C> {
 
     fn name(&self) -> Option<&str> {
         self.0.name()
+    }
+}
+
+/// The context a command handler gets: the wrapper actor's (its
+/// `myself()` is an `ActorRef<Msg<Command>>`).
+pub type PersistentContext<'a, A> = troupe::Context<'a, Persistent<A>>;
+
+/// An event-sourced actor: its state is the fold of its events, and the
+/// events are its durable record.
+///
+/// Run it by wrapping it in a [`Persistent`] and spawning that with
+/// ordinary `Props`. See the module docs for a complete example.
+///
+/// The rules the wrapper keeps:
+/// - `handle` sees the state after every event acknowledged so far; it
+///   returns events, and changes nothing itself.
+/// - The events are appended to the journal; only once the journal has
+///   made them durable are they applied (with `apply`) and the effect's
+///   follow-ups run. Commands arriving meanwhile wait, in order.
+/// - On start and restart the state is rebuilt: the latest snapshot, then
+///   `apply` for every event after it.
+pub trait PersistentActor: Send + Sized + 'static {
+    /// The messages the actor handles.
+    type Command: Send + 'static;
+    /// What happened: appended to the journal, replayed on recovery.
+    type Event: Serialize + DeserializeOwned + Send + 'static;
+    /// The fold of the events (and what a snapshot saves).
+    type State: Serialize + DeserializeOwned + Default + Send + 'static;
+
+    /// The id of this actor's event log: the same id recovers the same
+    /// state. Called once per activation.
+    fn persistence_id(&self) -> String;
+
+    /// Decides what a command does, from the current state.
+    fn handle(
+        &mut self,
+        ctx: &mut PersistentContext<'_, Self>,
+        state: &Self::State,
+        command: Self::Command,
+    ) -> Effect<Self>;
+
+    /// Applies one event to the state. It must be pure (the same events
+    /// always give the same state): it runs again on every recovery, and
+    /// takes no `self` so it cannot read anything else.
+    fn apply(state: &mut Self::State, event: &Self::Event);
+
+    /// Called once recovery is done, before the first command, with the
+    /// recovered state and its last sequence number.
+    fn recovered(&mut self, state: &Self::State, seq_nr: u64) {
+        let _ = (state, seq_nr);
+    }
+
+    /// Called with every persistence failure of this activation (the
+    /// default logs it at `error`). After a journal failure or a fencing
+    /// the actor stops; after an event that did not serialise it goes on
+    /// (nothing was written, the command got no reply).
+    fn failed(&mut self, error: &PersistenceError) {
+        tracing::error!(%error, "persistent actor failure");
     }
 }
