@@ -50,8 +50,7 @@
 //! [`Node::members`] and [`Node::member_events`] tell which nodes are up,
 //! from heartbeats.
 //!
-//! An `ActorRef` field travels with
-//! `#[serde(with = "troupe_remote::actor_ref")]`, and `ctx.watch` on a
+//! An `ActorRef` field travels as it is too, and `ctx.watch` on a
 //! remote ref delivers `Terminated` when the far actor stops or its node
 //! goes. The delivery contract (at most once, order per sender and
 //! receiver, what happens while NATS is unreachable) is written down in
@@ -61,18 +60,19 @@
 // the decoder's fuzz target builds without it.
 #[cfg(feature = "node")]
 pub mod actor_ref {
-    //! `ActorRef` fields across nodes: use
-    //! `#[serde(with = "troupe_remote::actor_ref")]` on a field of type
+    //! `ActorRef` fields across nodes: a field of type
     //! `troupe::ActorRef<M>` (with `M: RemoteMessage`) in a
-    //! [`RemoteMessage`](crate::RemoteMessage).
+    //! [`RemoteMessage`](crate::RemoteMessage) travels as it is (troupe's
+    //! feature `serde`); these functions are the same impls, for
+    //! `#[serde(with = "troupe_remote::actor_ref")]`.
     //!
     //! A local ref is exported under a random 128-bit token when it is
     //! first sent; a remote ref is passed on as the address it has. On the
     //! node that exported it the ref reads back as the original local ref;
     //! elsewhere as a remote ref on which `tell`, `ask` and `ctx.watch`
     //! work. The ref's message tag travels with it and must match the
-    //! field's type. Outside a node's send or receive these functions fail
-    //! with a serde error.
+    //! field's type. Outside a node's send or receive a ref fails to
+    //! serialize with a serde error.
     pub use crate::node::refs::{deserialize, serialize};
 }
 #[cfg(feature = "node")]

@@ -43,8 +43,8 @@ mod target;
 mod tasks;
 mod watch;
 
-use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -53,6 +53,7 @@ use async_nats::{Client, Subject};
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+use troupe::transport::{with_codec, Codec};
 use troupe::{ActorId, ActorRef, ActorSystem};
 
 use crate::address::{Address, Kind};
@@ -137,26 +138,27 @@ pub(crate) struct Outbound {
     shared: Arc<Shared>,
 }
 
-thread_local! {
-    /// The node whose encode or decode runs on this thread: serde calls
-    /// `ActorRef` fields without a way to pass it, so it is installed here
-    /// for one encode or decode ([`Outbound::scope`]).
-    static ENCODING_NODE: RefCell<Option<Outbound>> = const { RefCell::new(None) };
-}
-
 impl Outbound {
-    /// Runs `f` (an encode or a decode) with this node available to
-    /// `ActorRef` fields ([`Outbound::current`]).
+    /// Runs `f` (an encode or a decode without reply handles, such as an
+    /// answer) with this node's codec installed for the `ActorRef` fields
+    /// it meets (troupe's `transport`; see `node/refs.rs`).
     pub(crate) fn scope<T>(&self, f: impl FnOnce() -> T) -> T {
-        let previous = ENCODING_NODE.with(|c| c.replace(Some(self.clone())));
-        let value = f();
-        ENCODING_NODE.with(|c| c.replace(previous));
-        value
+        let codec = refs::NodeCodec {
+            outbound: self.clone(),
+            replies: None,
+        };
+        with_codec(Rc::new(codec), f)
     }
 
-    /// The node of the encode or decode running on this thread, if any.
-    pub(crate) fn current() -> Option<Outbound> {
-        ENCODING_NODE.with(|c| c.borrow().clone())
+    /// [`scope`](Outbound::scope) for a message sent or received: `replies`
+    /// (`reply_to`'s codec of the send or the receive) takes its
+    /// `ReplyTo` fields.
+    pub(crate) fn scope_with<T>(&self, replies: Rc<dyn Codec>, f: impl FnOnce() -> T) -> T {
+        let codec = refs::NodeCodec {
+            outbound: self.clone(),
+            replies: Some(replies),
+        };
+        with_codec(Rc::new(codec), f)
     }
 
     /// Queues a frame for the writer task.

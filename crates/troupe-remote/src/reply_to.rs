@@ -25,23 +25,24 @@
 //!
 //! `ReplyTo` serializes itself (troupe's feature `serde`) through the codec
 //! a transport installs for one encode or decode (`troupe::transport`):
-//! this module's codecs are the node's, installed by `encoding` and
-//! `decoding`. Outside them a `ReplyTo` fails to serialize with a serde
-//! error (it cannot be written to a file or sent by any other means). The
+//! this module's codecs take the reply handles of one send (`Exporter`)
+//! or one receive (`Importer`), behind the node's codec
+//! (`Outbound::scope_with`). Outside them a `ReplyTo` fails to serialize
+//! with a serde error (it cannot be written to a file or sent by any
+//! other means). The
 //! `serialize` and `deserialize` functions here are the same impls, kept
 //! so that `#[serde(with = "troupe_remote::reply_to")]` still compiles; a
 //! plain `ReplyTo<R>` field needs no attribute.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use troupe::transport::{erased_serde, with_codec, Codec, ExportedReply, ImportedReply};
+use troupe::transport::{erased_serde, Codec, ExportedReply, ImportedReply};
 use troupe::{ActorId, ActorSystem, AskError, ReplyTo};
 
 use crate::dead_letters::DeadLetterReason;
@@ -192,7 +193,7 @@ impl Pending {
 /// The codec of one encode (a message sent through `owner`): each reply
 /// handle in it is registered in `pending` and written as this node's reply
 /// subject and its id.
-struct Exporter {
+pub(crate) struct Exporter {
     pending: Arc<Pending>,
     reply_subject: Arc<str>,
     /// The ref the message goes through.
@@ -231,30 +232,13 @@ impl Serialize for ReplyWire {
     }
 }
 
-/// Decodes an answer's payload (all of it: trailing bytes are an error, as
-/// for any payload) and gives it to the asker. An answer that does not
-/// decode drops the handle: the asker gets NoReply, and the frame is a
-/// dead letter.
+/// Decodes an answer's payload (all of it, as any payload) and gives it to
+/// the asker. An answer that does not decode drops the handle: the asker
+/// gets NoReply, and the frame is a dead letter.
 fn deliver(reply: ExportedReply, payload: &[u8]) -> Result<(), DeadLetterReason> {
-    let mut de = postcard::Deserializer::from_bytes(payload);
-    let decoded = reply
-        .decode(&mut <dyn erased_serde::Deserializer>::erase(&mut de))
-        .map_err(|e| {
-            // The erased error keeps only postcard's message; running out
-            // of bytes is told apart by it, as `wire::decode_payload` does.
-            if e.to_string() == postcard::Error::DeserializeUnexpectedEnd.to_string() {
-                DeadLetterReason::Truncated
-            } else {
-                DeadLetterReason::Undecodable
-            }
-        })?;
-    match de.finalize() {
-        Ok([]) => {
-            decoded.reply();
-            Ok(())
-        }
-        _ => Err(DeadLetterReason::Undecodable),
-    }
+    let decoded = wire::decode_payload_with(payload, |input| reply.decode(input))?;
+    decoded.reply();
+    Ok(())
 }
 
 /// Where a decoded reply handle sends its answer: the node's outbound side.
@@ -279,7 +263,7 @@ pub(crate) struct DecodeCtx {
 
 /// The codec of one decode: each reply handle in the message becomes a
 /// local handle whose answer is sent back as a reply frame.
-struct Importer(DecodeCtx);
+pub(crate) struct Importer(pub(crate) DecodeCtx);
 
 impl Codec for Importer {
     fn import_reply(
@@ -322,28 +306,26 @@ impl Codec for Importer {
     }
 }
 
-/// Runs `f` (an encode of a message sent through `owner`) with reply
-/// handles registered in `pending`; returns its result and the ids it
-/// registered.
-pub(crate) fn encoding<T>(
-    pending: &Arc<Pending>,
-    reply_subject: &Arc<str>,
-    owner: &Arc<Liveness>,
-    f: impl FnOnce() -> T,
-) -> (T, Vec<u64>) {
-    let exporter = Rc::new(Exporter {
-        pending: pending.clone(),
-        reply_subject: reply_subject.clone(),
-        owner: owner.clone(),
-        registered: RefCell::new(Vec::new()),
-    });
-    let value = with_codec(exporter.clone(), f);
-    (value, exporter.registered.take())
-}
+impl Exporter {
+    /// The codec of an encode of a message sent through `owner` (the node
+    /// installs it with `Outbound::scope_with`).
+    pub(crate) fn new(
+        pending: &Arc<Pending>,
+        reply_subject: &Arc<str>,
+        owner: &Arc<Liveness>,
+    ) -> Exporter {
+        Exporter {
+            pending: pending.clone(),
+            reply_subject: reply_subject.clone(),
+            owner: owner.clone(),
+            registered: RefCell::new(Vec::new()),
+        }
+    }
 
-/// Runs `f` (a decode) with `ctx` available to reply-handle fields.
-pub(crate) fn decoding<T>(ctx: DecodeCtx, f: impl FnOnce() -> T) -> T {
-    with_codec(Rc::new(Importer(ctx)), f)
+    /// The ids of the asks it registered.
+    pub(crate) fn registered(&self) -> Vec<u64> {
+        self.registered.take()
+    }
 }
 
 /// Serializes a reply handle: `ReplyTo`'s own `Serialize` (troupe's feature

@@ -29,6 +29,7 @@
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use troupe::transport::erased_serde;
 
 use crate::dead_letters::DeadLetterReason;
 
@@ -41,19 +42,11 @@ const KIND_REPLY: u8 = 1;
 const KIND_NO_REPLY: u8 = 2;
 const KIND_BATCH: u8 = 3;
 
-/// A message type that can cross nodes.
-///
-/// `TAG` names the type on the wire: choose it once and keep it when the
-/// Rust type is renamed or moved (a node refuses a frame whose tag differs
-/// from the published actor's as an unknown tag). Change it when the
-/// serialized shape changes incompatibly, e.g. `"shop.order.v2"`.
-///
-/// A field of type `troupe::ReplyTo<R>` (the reply handle of an `ask`)
-/// travels as it is, through troupe's feature `serde`.
-pub trait RemoteMessage: Serialize + DeserializeOwned + Send + 'static {
-    /// The stable wire name of this type.
-    const TAG: &'static str;
-}
+/// A message type that can cross nodes: troupe's own (feature `serde`),
+/// so that a crate defining messages needs troupe alone. `TAG` names the
+/// type on the wire; a node refuses a frame whose tag differs from the
+/// published actor's as an unknown tag.
+pub use troupe::transport::RemoteMessage;
 
 /// A frame, parsed and borrowed from the received bytes.
 #[derive(Debug, PartialEq, Eq)]
@@ -210,14 +203,25 @@ pub fn encode_tell<M: RemoteMessage>(
     name: &str,
     msg: &M,
 ) -> Result<Vec<u8>, postcard::Error> {
+    encode_tell_as(incarnation, name, M::TAG, msg)
+}
+
+/// [`encode_tell`] with the tag given: for a message whose type is erased
+/// (sent through a ref that came inside a message).
+pub fn encode_tell_as<T: Serialize + ?Sized>(
+    incarnation: u64,
+    name: &str,
+    tag: &str,
+    msg: &T,
+) -> Result<Vec<u8>, postcard::Error> {
     // Room for a small message's payload too, so that encoding it does not
     // grow the vector (a reallocation per message showed in profiles).
-    let mut out = Vec::with_capacity(202 + name.len() + M::TAG.len());
+    let mut out = Vec::with_capacity(202 + name.len() + tag.len());
     out.push(VERSION);
     out.push(KIND_TELL);
     put_varint(&mut out, incarnation);
     put_str(&mut out, name);
-    put_str(&mut out, M::TAG);
+    put_str(&mut out, tag);
     postcard::to_io(msg, &mut out)?;
     Ok(out)
 }
@@ -245,6 +249,30 @@ pub fn decode_payload<T: DeserializeOwned>(payload: &[u8]) -> Result<T, DeadLett
         Ok(_) => Err(DeadLetterReason::Undecodable),
         Err(postcard::Error::DeserializeUnexpectedEnd) => Err(DeadLetterReason::Truncated),
         Err(_) => Err(DeadLetterReason::Undecodable),
+    }
+}
+
+/// [`decode_payload`] through a type-erased decoder (`decode`, given the
+/// payload's postcard decoder): for a value whose type the caller does not
+/// know (troupe's `transport` knows it). The same outcomes: trailing bytes
+/// are `Undecodable`, running out of bytes is `Truncated`.
+pub fn decode_payload_with<T>(
+    payload: &[u8],
+    decode: impl FnOnce(&mut dyn erased_serde::Deserializer<'_>) -> Result<T, erased_serde::Error>,
+) -> Result<T, DeadLetterReason> {
+    let mut de = postcard::Deserializer::from_bytes(payload);
+    let value = decode(&mut <dyn erased_serde::Deserializer>::erase(&mut de)).map_err(|e| {
+        // The erased error keeps only postcard's message; running out of
+        // bytes is told apart by it.
+        if e.to_string() == postcard::Error::DeserializeUnexpectedEnd.to_string() {
+            DeadLetterReason::Truncated
+        } else {
+            DeadLetterReason::Undecodable
+        }
+    })?;
+    match de.finalize() {
+        Ok([]) => Ok(value),
+        _ => Err(DeadLetterReason::Undecodable),
     }
 }
 

@@ -2,7 +2,7 @@
 //! (order kept), ask (answer, no reply, timeout, from a plain thread),
 //! unknown and taken names, shutdown, and authentication (user/password,
 //! token), a stopped published actor, oversized messages, and a reply
-//! handle that is a plain field (no `serde(with = ..)`).
+//! handle and a ref that are plain fields (no `serde(with = ..)`).
 
 mod support;
 
@@ -359,11 +359,14 @@ async fn an_oversized_message_is_a_dead_letter_and_not_sent() {
     stop(sys_b);
 }
 
-/// A message whose reply handle is a plain field: `ReplyTo` serializes
-/// itself (troupe's feature `serde`), no `serde(with = ..)` needed.
+/// A message whose reply handle and ref are plain fields: `ReplyTo` and
+/// `ActorRef` serialize themselves (troupe's feature `serde`), no
+/// `serde(with = ..)` needed.
 #[derive(Serialize, Deserialize)]
 enum Plain {
     Double(u64, troupe::ReplyTo<u64>),
+    /// Asks `via` to double instead.
+    Via(troupe::ActorRef<Plain>, u64, troupe::ReplyTo<u64>),
 }
 
 impl RemoteMessage for Plain {
@@ -375,13 +378,17 @@ struct Doubler;
 impl troupe::Actor for Doubler {
     type Msg = Plain;
     fn receive(&mut self, _ctx: &mut troupe::Context<'_, Self>, msg: Plain) {
-        let Plain::Double(n, reply) = msg;
-        reply.reply(2 * n);
+        match msg {
+            Plain::Double(n, reply) => {
+                reply.reply(2 * n);
+            }
+            Plain::Via(via, n, reply) => via.tell(Plain::Double(n, reply)),
+        }
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_plain_reply_to_field_is_answered_across_nodes() {
+async fn plain_reply_to_and_actor_ref_fields_cross_nodes() {
     let server = server();
     let (sys_a, sys_b) = (system(), system());
     let a = node(&sys_a, &server, "a").await;
@@ -392,6 +399,13 @@ async fn a_plain_reply_to_field_is_answered_across_nodes() {
     let remote = b.lookup::<Plain>("doubler").await.unwrap();
     let answer = remote.ask(|r| Plain::Double(21, r), ASK).await.unwrap();
     assert_eq!(answer, 42);
+    // A ref of b's inside the message: a tells it, and it answers the ask.
+    let helper = sys_b.spawn(Props::new(|| Doubler)).unwrap();
+    let answer = remote
+        .ask(|r| Plain::Via(helper.clone(), 5, r), ASK)
+        .await
+        .unwrap();
+    assert_eq!(answer, 10);
     assert_eq!(b.pending_replies(), 0);
     assert_eq!(a.dead_letters_total() + b.dead_letters_total(), 0);
 

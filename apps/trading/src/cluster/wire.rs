@@ -150,7 +150,7 @@ pub enum StandbyAck {
     /// Its primary (request-reply), with [`EngineCmd::Replicated`].
     Primary,
     /// The order's client (one-way), with [`ClientMsg::StandbyDone`].
-    Client(#[serde(with = "troupe_remote::actor_ref")] ActorRef<ClientMsg>),
+    Client(ActorRef<ClientMsg>),
 }
 
 /// To an order receiver: an order and who placed it.
@@ -159,7 +159,6 @@ pub struct ReceiverMsg {
     /// The order.
     pub order: WireOrder,
     /// Who to acknowledge it to.
-    #[serde(with = "troupe_remote::actor_ref")]
     pub client: ActorRef<ClientMsg>,
     /// How.
     pub mode: AckMode,
@@ -211,7 +210,6 @@ pub enum EngineCmd {
         /// The order.
         order: WireOrder,
         /// Who placed it.
-        #[serde(with = "troupe_remote::actor_ref")]
         client: ActorRef<ClientMsg>,
         /// How the client wants it acknowledged.
         mode: AckMode,
@@ -238,7 +236,6 @@ pub enum EngineCmd {
         /// The order.
         id: u64,
         /// Its client.
-        #[serde(with = "troupe_remote::actor_ref")]
         client: ActorRef<ClientMsg>,
     },
     /// From the standby to its primary: order `seq` is applied and logged
@@ -254,7 +251,6 @@ pub enum EngineCmd {
         /// The lease revision the joiner saw.
         epoch: u64,
         /// The joining engine.
-        #[serde(with = "troupe_remote::actor_ref")]
         standby: ActorRef<EngineCmd>,
     },
     /// From the primary to a joining standby: orders it already applied,
@@ -279,7 +275,6 @@ pub enum EngineCmd {
         /// The lease revision.
         epoch: u64,
         /// The primary (the engine's published name).
-        #[serde(with = "troupe_remote::actor_ref")]
         primary: ActorRef<EngineCmd>,
     },
     /// From the node's lease keeper: the lease was renewed at `epoch` with

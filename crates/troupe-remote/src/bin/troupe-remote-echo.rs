@@ -1,7 +1,9 @@
 //! An example node process: joins NATS, publishes an echo actor, prints
 //! `ready` on stdout, and leaves when its standard input closes. The
 //! cross-process test drives it; run it by hand with
-//! `troupe-remote-echo <nats url> <node name> <published name>`.
+//! `cargo run -p troupe-remote --features testing --bin troupe-remote-echo
+//! -- <nats url> <node name> <published name>` (it serves the test-support
+//! echo actor, so it is built with the `testing` feature only).
 
 use std::io::{Read, Write};
 

@@ -15,14 +15,16 @@
 
 use std::any::Any;
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use troupe::{Actor, ActorId, ActorRef, ActorSystem, Context, Props, Signal};
+use troupe::transport::{when_stopped, LocalEndpoint};
+use troupe::{ActorId, ActorRef, ActorSystem};
 
 use super::{watch, Outbound};
 use crate::address::Kind;
 use crate::dead_letters::DeadLetterReason;
-use crate::reply_to::{self, DecodeCtx, ReplySink};
+use crate::reply_to::{DecodeCtx, Importer, ReplySink};
 use crate::wire::{self, RemoteMessage};
 
 /// A local actor's key in the table: its kind and its name or token.
@@ -31,7 +33,7 @@ pub(crate) type Key = (Kind, Arc<str>);
 /// A watching node: its name and incarnation.
 pub(crate) type Watching = (String, u64);
 
-/// A local actor with its message type erased.
+/// A local actor other nodes can reach, with its message type erased.
 pub(crate) trait LocalActor: Send + Sync {
     fn id(&self) -> ActorId;
     /// The message type's tag.
@@ -46,9 +48,24 @@ pub(crate) trait LocalActor: Send + Sync {
     ) -> Result<(), DeadLetterReason>;
     /// Spawns the sentinel that calls `gone` once this actor has stopped.
     fn sentinel(&self, system: &ActorSystem, gone: Box<dyn FnOnce() + Send>) -> bool;
-    fn as_any(&self) -> &dyn Any;
+    /// The actor's `ActorRef<M>`, boxed (a ref that comes home).
+    fn actor_ref(&self) -> Box<dyn Any + Send>;
 }
 
+/// The codec of one receive for the actor `target`.
+fn importer(outbound: &Outbound, sink: &Arc<dyn ReplySink>, target: ActorId) -> Rc<Importer> {
+    let shared = &outbound.shared;
+    Rc::new(Importer(DecodeCtx {
+        system: shared.system.clone(),
+        target,
+        reply_prefix: shared.reply_prefix.clone(),
+        ttl: shared.config.reply_ttl,
+        outbound: sink.clone(),
+    }))
+}
+
+/// A published actor: its message type is known, so frames for it are
+/// decoded without erasure.
 struct Local<M: Send + 'static>(ActorRef<M>);
 
 impl<M: RemoteMessage> LocalActor for Local<M> {
@@ -66,63 +83,54 @@ impl<M: RemoteMessage> LocalActor for Local<M> {
         sink: &Arc<dyn ReplySink>,
         payload: &[u8],
     ) -> Result<(), DeadLetterReason> {
-        let shared = &outbound.shared;
-        let ctx = DecodeCtx {
-            system: shared.system.clone(),
-            target: self.0.id(),
-            reply_prefix: shared.reply_prefix.clone(),
-            ttl: shared.config.reply_ttl,
-            outbound: sink.clone(),
-        };
-        let msg =
-            outbound.scope(|| reply_to::decoding(ctx, || wire::decode_payload::<M>(payload)))?;
+        let importer = importer(outbound, sink, self.0.id());
+        let msg = outbound.scope_with(importer, || wire::decode_payload::<M>(payload))?;
         self.0.tell(msg);
         Ok(())
     }
 
     fn sentinel(&self, system: &ActorSystem, gone: Box<dyn FnOnce() + Send>) -> bool {
-        // The factory may run again on a restart; the callback runs once.
-        let gone = Arc::new(Mutex::new(Some(gone)));
-        let target = self.0.clone();
-        system
-            .spawn(Props::new(move || Sentinel {
-                target: target.clone(),
-                gone: gone.clone(),
-            }))
-            .is_ok()
+        when_stopped(system, &self.0, gone)
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
+    fn actor_ref(&self) -> Box<dyn Any + Send> {
+        Box::new(self.0.clone())
     }
 }
 
-type Gone = Arc<Mutex<Option<Box<dyn FnOnce() + Send>>>>;
+/// An exported actor: a ref sent inside a message, whose message type
+/// troupe erased (see `troupe::transport`).
+struct Exported(LocalEndpoint);
 
-/// Watches one local actor and calls `gone` when it stops, then stops.
-struct Sentinel<M: Send + 'static> {
-    target: ActorRef<M>,
-    gone: Gone,
-}
-
-impl<M: Send + 'static> Actor for Sentinel<M> {
-    type Msg = ();
-
-    fn started(&mut self, ctx: &mut Context<'_, Self>) {
-        // Delivers Terminated at once if the actor has already stopped.
-        ctx.watch(&self.target);
+impl LocalActor for Exported {
+    fn id(&self) -> ActorId {
+        self.0.id()
     }
 
-    fn receive(&mut self, _ctx: &mut Context<'_, Self>, _msg: ()) {}
+    fn tag(&self) -> &'static str {
+        self.0.tag()
+    }
 
-    fn signal(&mut self, ctx: &mut Context<'_, Self>, signal: Signal) {
-        if let Signal::Terminated(..) = signal {
-            let gone = self.gone.lock().unwrap_or_else(|e| e.into_inner()).take();
-            if let Some(gone) = gone {
-                gone();
-            }
-            ctx.stop();
-        }
+    fn deliver(
+        &self,
+        outbound: &Outbound,
+        sink: &Arc<dyn ReplySink>,
+        payload: &[u8],
+    ) -> Result<(), DeadLetterReason> {
+        let importer = importer(outbound, sink, self.0.id());
+        let msg = outbound.scope_with(importer, || {
+            wire::decode_payload_with(payload, |input| self.0.decode(input))
+        })?;
+        msg.tell();
+        Ok(())
+    }
+
+    fn sentinel(&self, system: &ActorSystem, gone: Box<dyn FnOnce() + Send>) -> bool {
+        self.0.when_stopped(system, gone)
+    }
+
+    fn actor_ref(&self) -> Box<dyn Any + Send> {
+        self.0.actor_ref()
     }
 }
 
@@ -174,19 +182,20 @@ impl Locals {
     }
 
     /// The token of `actor`, exporting it first if it was never sent.
-    pub(crate) fn export<M: RemoteMessage>(
+    pub(crate) fn export(
         &self,
         outbound: &Outbound,
-        actor: &ActorRef<M>,
+        id: ActorId,
+        local: impl FnOnce() -> LocalEndpoint,
     ) -> Result<Arc<str>, String> {
         let (token, local) = {
             let mut table = self.lock();
-            if let Some(token) = table.tokens.get(&actor.id()) {
+            if let Some(token) = table.tokens.get(&id) {
                 return Ok(token.clone());
             }
             let token: Arc<str> = fresh_token()?.into();
-            let local: Arc<dyn LocalActor> = Arc::new(Local(actor.clone()));
-            table.tokens.insert(actor.id(), token.clone());
+            let local: Arc<dyn LocalActor> = Arc::new(Exported(local()));
+            table.tokens.insert(id, token.clone());
             table.entries.insert(
                 (Kind::Exported, token.clone()),
                 Entry {
@@ -220,11 +229,11 @@ impl Locals {
         self.lock().entries.get(key).map(|e| e.actor.clone())
     }
 
-    /// The local ref behind export `token`, if it is of type `M`.
-    pub(crate) fn exported<M: RemoteMessage>(&self, token: &str) -> Option<ActorRef<M>> {
+    /// The local ref behind export `token` (an `ActorRef<M>`, boxed), if
+    /// its message type is `tag`.
+    pub(crate) fn exported(&self, token: &str, tag: &str) -> Option<Box<dyn Any + Send>> {
         let actor = self.get(&(Kind::Exported, token.into()))?;
-        let local = actor.as_any().downcast_ref::<Local<M>>()?;
-        Some(local.0.clone())
+        (actor.tag() == tag).then(|| actor.actor_ref())
     }
 
     /// `node` watches `key`; false if there is no such actor (any more).

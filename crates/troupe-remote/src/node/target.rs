@@ -1,50 +1,56 @@
-//! `RemoteTarget`: the `ExternalTarget` behind a remote ref. It encodes
-//! on the sender's thread (registering any reply handles, exporting any
-//! local refs inside the message) and queues the frame for the writer; a
-//! failure is a dead letter with its reason. A ref whose actor is known to
-//! be gone (`node/liveness.rs`) sends nothing: the message is a
-//! `Terminated` or `NodeDown` dead letter and its asks fail with
-//! `Unreachable`. Watches go to `node/watch.rs`.
+//! `RemoteTarget`: the `ExternalTarget` behind a remote ref, and the
+//! [`Endpoint`] it sends through (also what a ref received inside a message
+//! sends through, behind troupe's own external target, with the message
+//! type erased). It encodes on the sender's thread (registering any reply
+//! handles, exporting any local refs inside the message) and queues the
+//! frame for the writer; a failure is a dead letter with its reason. A ref
+//! whose actor is known to be gone (`node/liveness.rs`) sends nothing: the
+//! message is a `Terminated` or `NodeDown` dead letter and its asks fail
+//! with `Unreachable`. Watches go to `node/watch.rs`.
 
 use std::any::Any;
 use std::marker::PhantomData;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use async_nats::Subject;
+use serde::Serialize;
+use troupe::transport::{erased_serde, RemoteEndpoint};
 use troupe::{ActorId, ExternalTarget, Watcher};
 
 use super::{watch, Outbound};
 use crate::address::Kind;
 use crate::dead_letters::DeadLetterReason;
 use crate::liveness::Liveness;
-use crate::reply_to::{self, Answer};
+use crate::reply_to::{Answer, Exporter};
 use crate::wire::{self, RemoteMessage};
 
-/// What a remote ref sends through.
-pub(crate) struct RemoteTarget<M> {
+/// Where a remote ref's messages go: its address, subject and tag.
+pub(crate) struct Endpoint {
     /// The address and what this node knows of its actor.
     pub(super) liveness: Arc<Liveness>,
     pub(super) subject: Subject,
     pub(super) outbound: Outbound,
-    pub(super) _msg: PhantomData<fn(M)>,
+    /// The message type's tag.
+    pub(super) tag: &'static str,
 }
 
-impl<M: RemoteMessage> ExternalTarget<M> for RemoteTarget<M> {
-    fn send(&self, msg: M) {
+impl Endpoint {
+    /// Encodes `msg` and queues it (see the module docs). The caller drops
+    /// the message afterwards: its reply handles were shared into this
+    /// node's pending table while it was encoded.
+    fn send_value<T: Serialize + ?Sized>(&self, msg: &T) {
         let shared = &self.outbound.shared;
         let address = &self.liveness.address;
-        let (frame, registered) = reply_to::encoding(
+        let exporter = Rc::new(Exporter::new(
             &shared.pending,
             &shared.reply_subject,
             &self.liveness,
-            || {
-                self.outbound
-                    .scope(|| wire::encode_tell(address.incarnation, &address.id, &msg))
-            },
-        );
-        // The original reply handles go with the message; the shared ones
-        // stay registered until answered.
-        drop(msg);
+        ));
+        let frame = self.outbound.scope_with(exporter.clone(), || {
+            wire::encode_tell_as(address.incarnation, &address.id, self.tag, msg)
+        });
+        let registered = exporter.registered();
         // Known gone: nothing is sent. The message was encoded all the
         // same, only so that the asks inside it learn why (a dead ref is
         // the rare path; the live one pays one relaxed load for it).
@@ -80,8 +86,62 @@ impl<M: RemoteMessage> ExternalTarget<M> for RemoteTarget<M> {
     fn unwatch(&self, watcher: ActorId) {
         watch::unwatch(&self.outbound, &self.liveness.address, watcher);
     }
+}
 
+/// A ref received inside a message: troupe puts this behind an
+/// `ActorRef<M>` of the field's type.
+impl RemoteEndpoint for Endpoint {
+    fn send(&self, msg: &dyn erased_serde::Serialize) {
+        self.send_value(msg);
+    }
+    fn is_closed(&self) -> bool {
+        Endpoint::is_closed(self)
+    }
+    fn name(&self) -> Option<&str> {
+        Endpoint::name(self)
+    }
+    fn watch(&self, watcher: Watcher) {
+        Endpoint::watch(self, watcher);
+    }
+    fn unwatch(&self, watcher: ActorId) {
+        Endpoint::unwatch(self, watcher);
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// What a remote ref from a lookup sends through: its endpoint, with the
+/// message type known (so its messages are encoded without erasure).
+pub(crate) struct RemoteTarget<M> {
+    pub(super) endpoint: Endpoint,
+    pub(super) _msg: PhantomData<fn(M)>,
+}
+
+impl<M: RemoteMessage> ExternalTarget<M> for RemoteTarget<M> {
+    fn send(&self, msg: M) {
+        self.endpoint.send_value(&msg);
+    }
+
+    fn is_closed(&self) -> bool {
+        self.endpoint.is_closed()
+    }
+
+    fn name(&self) -> Option<&str> {
+        self.endpoint.name()
+    }
+
+    fn watch(&self, watcher: Watcher) {
+        self.endpoint.watch(watcher);
+    }
+
+    fn unwatch(&self, watcher: ActorId) {
+        self.endpoint.unwatch(watcher);
+    }
+
+    // The endpoint, as for a ref received in a message: a ref is written
+    // from it whichever way it was made.
     fn as_any(&self) -> Option<&dyn Any> {
-        Some(self)
+        Some(&self.endpoint)
     }
 }
