@@ -253,7 +253,7 @@ impl Engine {
                     client.tell(ClientMsg::Failed { id: order.order.id })
                 }
                 // The primary's table of pending orders is not told: see
-                // docs/semantics.md, trading (request-reply).
+                // apps/trading/GUARANTEES.md (request-reply).
                 Source::Replicate(Ack::Primary { .. }) => {}
             }
             return;

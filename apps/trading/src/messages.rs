@@ -22,7 +22,7 @@ pub enum ClientMsg {
         id: u64,
     },
     /// Order `id` failed: an engine could not process it even after its
-    /// restart (see docs/semantics.md, trading).
+    /// restart (see apps/trading/GUARANTEES.md).
     Failed {
         /// The order.
         id: u64,

@@ -121,7 +121,7 @@ impl Done {
 
     /// The record will never be durable: a one-way client is told its
     /// order failed. A request-reply acknowledgement is just not sent (see
-    /// docs/semantics.md, trading).
+    /// apps/trading/GUARANTEES.md).
     pub fn fail(self) {
         if let Done::Token(token) = self {
             token.fail();

@@ -6,7 +6,7 @@
 //! acknowledged, and when the primaries' node dies (or stops answering,
 //! say paused) the standbys take the engines' leases over and go on; a
 //! node that finds its lease moved ends itself (fail-stop). See
-//! docs/semantics.md ("Trading across processes") for the guarantee and
+//! apps/trading/GUARANTEES.md ("Trading across processes") for the guarantee and
 //! why two primaries cannot both acknowledge.
 //!
 //! Modules, from the bottom up (each imports only modules above it):
