@@ -258,7 +258,10 @@ impl<A: PersistentActor> Persistent<A> {
         });
     }
 
-    /// Runs an effect's follow-ups and takes the snapshots due.
+    /// Takes the snapshots due and runs an effect's follow-ups. The
+    /// snapshot goes to the journal's writer first, so a follow-up (a
+    /// reply to "snapshot now") never overtakes it: whoever hears the reply
+    /// and then flushes the writer finds the snapshot written.
     fn finish(
         &mut self,
         ctx: &mut Context<'_, Self>,
@@ -266,15 +269,15 @@ impl<A: PersistentActor> Persistent<A> {
         snapshot: bool,
         stop: bool,
     ) {
-        for f in then {
-            f(&self.state);
-        }
         let due = self
             .settings
             .snapshot_every
             .is_some_and(|n| self.seq_nr >= self.snapshot_seq_nr + n);
         if (snapshot || due) && self.seq_nr > self.snapshot_seq_nr {
             self.snapshot(ctx);
+        }
+        for f in then {
+            f(&self.state);
         }
         if stop {
             self.stop(ctx);
