@@ -10,7 +10,6 @@
 //! the verifier is shown telling a node that ended on its own (recorded)
 //! from one alive that does not answer (an error).
 
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -19,48 +18,24 @@ use trading::cluster::wire::AckMode;
 use trading::cluster::{Cluster, ClusterOptions, NodeCommand};
 use trading::{Pattern, Scenario, TxLog};
 
-/// One cluster at a time: two at once on a 2-core machine can starve a
-/// node's heartbeats past the 1 s timeout and fail over for no fault.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+mod common;
+
+use common::{assert_exactly_once, nats_server, run_cluster, ONE_AT_A_TIME};
 
 /// Three heartbeat timeouts of `trading cluster`'s default (1 s).
 const PAUSE_MS: &str = "3000";
 
 fn run_paused(orders: u32, extra: &[&str]) -> Value {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("outcome.json");
-    let output = Command::new(env!("CARGO_BIN_EXE_trading"))
-        .env("NATS_SERVER", nats_server())
-        .args(["cluster", "--clients", "10", "--txlog", "buffered"])
-        .args(["--orders", &orders.to_string()])
-        .args(["--retry-ms", "300", "--kill-at-acked", "30"])
-        .args(["--pause-primary-ms", PAUSE_MS, "--log-dir"])
-        .arg(dir.path().join("logs"))
-        .arg("--json")
-        .arg(&json)
-        .args(extra)
-        .output()
-        .expect("run trading cluster");
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(output.status.success(), "trading cluster failed:\n{text}");
-    println!("{text}");
-    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    let mut args = vec!["--kill-at-acked", "30", "--pause-primary-ms", PAUSE_MS];
+    args.extend_from_slice(extra);
+    run_cluster(orders, &args)
 }
 
 /// Nothing acknowledged is lost or doubled, the primaries' node ended on
 /// its own because its leases moved, and the standbys' node serves every
 /// engine.
 fn assert_paused_primary_fail_stopped(outcome: &Value) {
-    assert_eq!(outcome["problems"], Value::Array(vec![]), "{outcome:#}");
-    assert_eq!(outcome["applied_twice"], 0);
-    assert_eq!(outcome["acked_missing"], 0);
-    let clients = &outcome["rounds"][0];
-    assert_eq!(clients["acked"], clients["orders"], "no order given up");
+    assert_exactly_once(outcome);
     assert!(outcome["paused_at_ns"].is_u64(), "{outcome:#}");
     let stopped = outcome["fail_stopped"].as_array().unwrap();
     assert_eq!(stopped.len(), 1, "{outcome:#}");
@@ -148,10 +123,4 @@ fn a_node_alive_that_does_not_answer_fails_the_verifier() {
     );
     cluster.resume(&paused).unwrap();
     cluster.stop();
-}
-
-/// The pinned nats-server of this checkout, which `trading cluster` runs
-/// (through `NATS_SERVER`).
-fn nats_server() -> std::path::PathBuf {
-    troupe_remote::testing::nats_server_binary().expect("the pinned nats-server")
 }
