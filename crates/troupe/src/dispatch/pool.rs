@@ -97,6 +97,8 @@ use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::{Backoff, CachePadded};
 
 mod home;
+#[cfg(test)]
+mod models;
 
 use super::governor::{self, Governed, Mode};
 use super::{DispatcherStats, Executor, Task};
@@ -257,8 +259,8 @@ pub(crate) struct Pool {
     outside_wakeups: AtomicU64,
     /// The watching worker's index plus one, or 0 when nobody watches.
     watcher: AtomicUsize,
-    /// The home worker's index plus one, or 0 (see `home.rs`).
-    home: AtomicUsize,
+    /// Which worker is the home (see `home.rs`).
+    home: home::HomeToken,
     /// Set once by `shutdown`; read by workers.
     shutdown: AtomicBool,
     /// The governor's thread (under `Adaptive` with more than one worker),
@@ -356,7 +358,7 @@ impl Pool {
             counters: (0..threads).map(|_| CachePadded::default()).collect(),
             outside_wakeups: AtomicU64::new(0),
             watcher: AtomicUsize::new(0),
-            home: AtomicUsize::new(0),
+            home: home::HomeToken::new(),
             shutdown: AtomicBool::new(false),
             governor: OnceLock::new(),
             probes: AtomicU64::new(0),
@@ -855,8 +857,7 @@ fn park(pool: &Pool, local: &Local) {
     // Under eager stealing the other queues are this worker's to take too;
     // under late stealing the injector is the home's, if one is awake
     // (it looks at the injector before it parks).
-    let injected =
-        !pool.injector.is_empty() && (!pool.late() || pool.home.load(Ordering::Acquire) == 0);
+    let injected = !pool.injector.is_empty() && (!pool.late() || pool.home.is_free());
     let stealable = injected || (!pool.late() && pool.stealers.iter().any(|s| !s.is_empty()));
     if stealable || pool.shutdown.load(Ordering::SeqCst) {
         let mut sleepers = pool.sleepers.lock().unwrap_or_else(|e| e.into_inner());

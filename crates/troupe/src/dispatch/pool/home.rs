@@ -35,8 +35,51 @@
 
 use super::*;
 
-/// No worker holds the home token.
+/// The home token: which worker, if any, holds it. Its own type, on the
+/// crate's loom shim, so that the model tests (`models.rs`) check the
+/// token with the parking protocol under loom.
+pub(super) struct HomeToken(crate::sync::AtomicUsize);
+
+/// No worker holds the token.
 const NOBODY: usize = 0;
+
+impl HomeToken {
+    /// A token nobody holds.
+    pub(super) fn new() -> Self {
+        HomeToken(crate::sync::AtomicUsize::new(NOBODY))
+    }
+
+    /// The holder's index, if a worker holds the token.
+    pub(super) fn holder(&self) -> Option<usize> {
+        match self.0.load(crate::sync::Ordering::Acquire) {
+            NOBODY => None,
+            token => Some(token - 1),
+        }
+    }
+
+    /// Whether worker `index` holds the token now: it did already, or
+    /// took it because nobody held it.
+    pub(super) fn claim(&self, index: usize) -> bool {
+        use crate::sync::Ordering::{AcqRel, Acquire};
+        let me = index + 1;
+        match self.0.load(Acquire) {
+            token if token == me => true,
+            NOBODY => self.0.compare_exchange(NOBODY, me, AcqRel, Acquire).is_ok(),
+            _ => false,
+        }
+    }
+
+    /// Gives the token up if worker `index` holds it.
+    pub(super) fn leave(&self, index: usize) {
+        use crate::sync::Ordering::{AcqRel, Relaxed};
+        let _ = self.0.compare_exchange(index + 1, NOBODY, AcqRel, Relaxed);
+    }
+
+    /// Whether nobody holds the token (a parking worker's re-check).
+    pub(super) fn is_free(&self) -> bool {
+        self.0.load(crate::sync::Ordering::Acquire) == NOBODY
+    }
+}
 
 /// Tasks a helper runs between looks at the clock.
 const LOOK_EVERY: u32 = 32;
@@ -52,38 +95,19 @@ pub(super) struct Helping {
 impl Pool {
     /// The home worker's index, if a worker holds the token.
     fn home(&self) -> Option<usize> {
-        match self.home.load(Ordering::Acquire) {
-            NOBODY => None,
-            token => Some(token - 1),
-        }
+        self.home.holder()
     }
 
     /// Whether `local` may take from the injector now: always under eager
     /// stealing; under late stealing if it is the home, or takes the token
     /// because nobody holds it.
     pub(super) fn may_take_injected(&self, local: &Local) -> bool {
-        if !self.late() {
-            return true;
-        }
-        let me = local.index + 1;
-        match self.home.load(Ordering::Acquire) {
-            token if token == me => true,
-            NOBODY => self
-                .home
-                .compare_exchange(NOBODY, me, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok(),
-            _ => false,
-        }
+        !self.late() || self.home.claim(local.index)
     }
 
     /// Gives the token up if `local` holds it (it is about to park).
     pub(super) fn leave_home(&self, local: &Local) {
-        let _ = self.home.compare_exchange(
-            local.index + 1,
-            NOBODY,
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        );
+        self.home.leave(local.index);
     }
 
     /// Whether the home is stuck: it ran nothing since the watcher's last
