@@ -1,12 +1,18 @@
-//! Cluster building blocks for troupe actors. For now one block:
-//! [`persistence`], actors whose state is the fold of a durable event log
-//! (event sourcing), recovered from a snapshot and the log's tail when they
-//! start, with a single writer per persistence id enforced by a fencing
-//! token on every append.
+//! Cluster building blocks for troupe actors:
 //!
-//! Sharding and singletons will live beside it, each in a module of its
-//! own; `persistence` depends on nothing outside its directory but troupe
-//! and troupe-journal.
+//! * [`persistence`]: actors whose state is the fold of a durable event log
+//!   (event sourcing), recovered from a snapshot and the log's tail when
+//!   they start, with a single writer per persistence id enforced by a
+//!   fencing token on every append. No NATS needed.
+//! * [`lease`] (feature `nats`, on by default): which node owns a name,
+//!   decided by compare-and-set in a NATS JetStream key-value bucket; the
+//!   revision is a fencing token.
+//! * [`singleton`] (feature `nats`): one instance of an actor in the
+//!   cluster, on the lease's holder, reached through a proxy on every node
+//!   that holds messages during a handover.
+//!
+//! `persistence` depends on nothing outside its directory but troupe and
+//! troupe-journal; `singleton` is built on `lease` and troupe-remote.
 //!
 //! The guarantees (what is durable when a reply arrives, what fencing
 //! prevents, what recovery replays) are written down in `docs/semantics.md`
@@ -15,12 +21,18 @@
 
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "nats")]
+pub mod lease;
 pub mod persistence;
+#[cfg(feature = "nats")]
+pub mod singleton;
 
-/// The user guide's page on persistent actors, compiled and run as a
-/// doctest here so its example stays true.
+/// The user guide's pages on this crate's blocks, compiled (and the
+/// persistence page run) as doctests here so their examples stay true.
 #[cfg(doctest)]
 pub mod guide {
     #[doc = include_str!("../../../docs/guide/12-persistence.md")]
     pub struct Persistence;
+    #[doc = include_str!("../../../docs/guide/13-singletons.md")]
+    pub struct Singletons;
 }

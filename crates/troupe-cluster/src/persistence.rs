@@ -65,15 +65,17 @@
 //! - `journal.rs`: the storage trait, in bytes.
 //! - `local.rs`: the local-disk journal on troupe-journal (its header says
 //!   why one log per entity type).
+//! - `jetstream.rs` (feature `nats`): [`JetStreamJournal`], a stream per
+//!   entity type and a subject per persistence id, every write checked by
+//!   the server with `Nats-Expected-Last-Subject-Sequence`, so an
+//!   activation of an entity moved to another node fences the old one
+//!   there too (its header says which servers are safe).
 //! - `error.rs`: every failure, typed.
-//!
-//! A JetStream journal (a stream per entity type, a subject per
-//! persistence id, appends with `Nats-Expected-Last-Subject-Sequence` as
-//! the sequence check, the owner's lease revision as the token) is the
-//! next step; [`Journal`] is shaped for it (positions are journal-defined).
 
 mod effect;
 mod error;
+#[cfg(feature = "nats")]
+mod jetstream;
 mod journal;
 mod local;
 mod runner;
@@ -82,6 +84,8 @@ use troupe::{ActorRef, ActorSystem, Props, SpawnError};
 
 pub use effect::Effect;
 pub use error::PersistenceError;
+#[cfg(feature = "nats")]
+pub use jetstream::JetStreamJournal;
 pub use journal::{Counters, Done, EachEvent, Journal, Replayed, Snapshot};
 pub use local::{Durability, LocalJournal, LogOptions};
 pub use runner::{

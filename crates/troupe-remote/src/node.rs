@@ -603,6 +603,12 @@ impl Node {
         self.shared().dead_letters.subscribe(Arc::new(listener));
     }
 
+    /// The configuration this node was started with (its heartbeat
+    /// timeout, say, for a block that waits as long as membership does).
+    pub fn config(&self) -> &RemoteConfig {
+        &self.shared().config
+    }
+
     /// This node and every node it hears heartbeats of, sorted by name.
     pub fn members(&self) -> Vec<String> {
         self.shared().membership.members()

@@ -81,6 +81,14 @@ pub enum PersistenceError {
         /// The OS error's message.
         reason: String,
     },
+    /// The JetStream journal's NATS operation failed (no answer after its
+    /// retries, no JetStream, a stream that cannot be made).
+    JetStream {
+        /// What was being done.
+        op: &'static str,
+        /// The NATS client's message.
+        reason: String,
+    },
     /// The persistence id is empty or longer than 65,535 bytes.
     InvalidId {
         /// The id, cut to 100 characters.
@@ -145,6 +153,9 @@ impl fmt::Display for PersistenceError {
                     "persistence: {op} snapshot {} failed: {reason}",
                     path.display()
                 )
+            }
+            PersistenceError::JetStream { op, reason } => {
+                write!(f, "persistence: JetStream journal: {op} failed: {reason}")
             }
             PersistenceError::InvalidId { persistence_id } => write!(
                 f,

@@ -46,6 +46,39 @@ pub struct Replayed {
     pub events: u64,
 }
 
+impl Replayed {
+    /// One stored event, numbered `seq_nr` in the record at `position`:
+    /// handed to `each` if it comes after `after_seq_nr`, and only if it
+    /// continues the replay (a missing event is an error, never skipped).
+    /// Every journal's replay goes through here.
+    pub(crate) fn step(
+        &mut self,
+        persistence_id: &str,
+        after_seq_nr: u64,
+        (seq_nr, position, event): (u64, u64, &[u8]),
+        each: &mut EachEvent<'_>,
+    ) -> Result<(), PersistenceError> {
+        if seq_nr <= after_seq_nr {
+            return Ok(());
+        }
+        if seq_nr != self.seq_nr + 1 {
+            return Err(PersistenceError::Decode {
+                persistence_id: persistence_id.to_string(),
+                what: "event",
+                reason: format!(
+                    "event {seq_nr} follows {} in the journal: events are missing",
+                    self.seq_nr
+                ),
+            });
+        }
+        each(seq_nr, event)?;
+        self.seq_nr = seq_nr;
+        self.position = position;
+        self.events += 1;
+        Ok(())
+    }
+}
+
 /// Storage for persistent actors: an event log per persistence id with a
 /// fencing token checked on every append, and the latest snapshot per id.
 ///

@@ -368,24 +368,7 @@ impl Journal for LocalJournal {
                 }
                 record::each_event(bytes, count, |i, event| {
                     let seq_nr = first_seq_nr + u64::from(i);
-                    if seq_nr <= after_seq_nr {
-                        return Ok(());
-                    }
-                    if seq_nr != replayed.seq_nr + 1 {
-                        return Err(PersistenceError::Decode {
-                            persistence_id: persistence_id.to_string(),
-                            what: "event",
-                            reason: format!(
-                                "event {seq_nr} follows {} in the log: events are missing",
-                                replayed.seq_nr
-                            ),
-                        });
-                    }
-                    each(seq_nr, event)?;
-                    replayed.seq_nr = seq_nr;
-                    replayed.position = r.seq;
-                    replayed.events += 1;
-                    Ok(())
+                    replayed.step(persistence_id, after_seq_nr, (seq_nr, r.seq, event), each)
                 })
             });
             if let Err(e) = result {
