@@ -1,5 +1,8 @@
 //! Persistent actors (troupe-cluster's `persistence`) on the local
-//! journal, in a temporary directory on the disk the bench runs from:
+//! journal, in a temporary directory on the disk the bench runs from, and
+//! on the JetStream journal, on a nats-server of the bench's own (rows
+//! `jetstream-*`, smaller: every append waits for the server's
+//! acknowledgement, one in flight per entity):
 //!
 //! - `persist-100-entities`: 100 entities each persist their share of the
 //!   events, one command (one event) at a time as the API promises (an
@@ -10,7 +13,7 @@
 //!   snapshot at 90% of them: a fresh activation takes its token (one
 //!   fsync), loads the snapshot, replays the last 10% and answers. Time
 //!   from spawn to its first answer, per recovered event.
-//! - `recover-full-replay`: the same entity with its snapshot removed: all
+//! - `recover-full-replay`: the same entity without a snapshot: all
 //!   `events` replayed.
 //! - `snapshot`: an entity whose state is `state_entries` numbers saves a
 //!   snapshot on demand; time per snapshot until it is durable (encode,
@@ -22,8 +25,10 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use troupe::prelude::*;
 use troupe_cluster::persistence::{
-    self, Effect, Journal, LocalJournal, Persistent, PersistentActor, PersistentContext,
+    self, Effect, JetStreamJournal, Journal, LocalJournal, Persistent, PersistentActor,
+    PersistentContext,
 };
+use troupe_remote::launcher::NatsServer;
 
 mod experiment;
 
@@ -51,6 +56,10 @@ pub struct Settings {
     pub state_entries: usize,
     /// Snapshots per run.
     pub snapshots: u64,
+    /// Events each entity persists per run on JetStream.
+    pub jetstream_events_per_entity: u64,
+    /// Events of the entity recovered from JetStream.
+    pub jetstream_replay_events: u64,
 }
 
 impl Settings {
@@ -63,6 +72,8 @@ impl Settings {
                 replay_events: 100_000,
                 state_entries: 10_000,
                 snapshots: 10,
+                jetstream_events_per_entity: 10,
+                jetstream_replay_events: 10_000,
             },
             Scale::Default | Scale::Full => Settings {
                 entities: 100,
@@ -70,6 +81,8 @@ impl Settings {
                 replay_events: 1_000_000,
                 state_entries: 10_000,
                 snapshots: 50,
+                jetstream_events_per_entity: 100,
+                jetstream_replay_events: 100_000,
             },
         }
     }
@@ -174,11 +187,89 @@ impl PersistentActor for Account {
     }
 }
 
-/// A journal in a fresh directory on the disk the bench runs from.
-fn journal() -> Result<(tempfile::TempDir, Arc<LocalJournal>), WorkloadError> {
-    let dir = tempfile::tempdir().map_err(err)?;
-    let journal = Arc::new(LocalJournal::open(dir.path()).map_err(err)?);
-    Ok((dir, journal))
+/// Which journal a row uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Local,
+    JetStream,
+}
+
+impl Kind {
+    /// The row's name: `base` for the local journal, `jetstream-base`.
+    fn variant(self, base: &str) -> String {
+        match self {
+            Kind::Local => base.to_string(),
+            Kind::JetStream => format!("jetstream-{base}"),
+        }
+    }
+}
+
+/// A row's journal and what it lives in (dropped together: the journal
+/// first, then its runtime, then the server or the directory).
+struct Store {
+    journal: Arc<dyn Journal>,
+    local: Option<Arc<LocalJournal>>,
+    _runtime: Option<tokio::runtime::Runtime>,
+    _server: Option<NatsServer>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Store {
+    /// A fresh local journal in a temporary directory, or a JetStream
+    /// journal on a fresh nats-server.
+    fn open(kind: Kind) -> Result<Store, WorkloadError> {
+        match kind {
+            Kind::Local => {
+                let dir = tempfile::tempdir().map_err(err)?;
+                let local = Arc::new(LocalJournal::open(dir.path()).map_err(err)?);
+                Ok(Store {
+                    journal: local.clone(),
+                    local: Some(local),
+                    _runtime: None,
+                    _server: None,
+                    _dir: Some(dir),
+                })
+            }
+            Kind::JetStream => {
+                let server = crate::nats::binary()
+                    .and_then(|b| NatsServer::launch(&b, &[]))
+                    .map_err(|why| WorkloadError::new(format!("no nats-server: {why}")))?;
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .enable_all()
+                    .build()
+                    .map_err(err)?;
+                let journal = runtime.block_on(async {
+                    let client = async_nats::connect(server.url()).await.map_err(err)?;
+                    JetStreamJournal::open(client, "bench", 1).await.map_err(err)
+                })?;
+                Ok(Store {
+                    journal: Arc::new(journal),
+                    local: None,
+                    _runtime: Some(runtime),
+                    _server: Some(server),
+                    _dir: None,
+                })
+            }
+        }
+    }
+
+    /// Waits until the snapshot of `id` at `seq_nr` is durable.
+    fn settle_snapshot(&self, id: &str, seq_nr: u64) -> Result<(), WorkloadError> {
+        if let Some(local) = &self.local {
+            local.flush_snapshots();
+            return Ok(());
+        }
+        // The JetStream journal acknowledges a snapshot's write to the
+        // actor, not to us: look until it is stored (a round trip each).
+        let deadline = Instant::now() + WAIT;
+        while Instant::now() < deadline {
+            if self.journal.load_snapshot(id).map_err(err)?.map(|s| s.seq_nr) == Some(seq_nr) {
+                return Ok(());
+            }
+        }
+        Err(WorkloadError::new(format!("the snapshot of {id} at {seq_nr} was not stored")))
+    }
 }
 
 fn system(name: &str) -> Result<SystemGuard, WorkloadError> {
@@ -187,8 +278,8 @@ fn system(name: &str) -> Result<SystemGuard, WorkloadError> {
     ))
 }
 
-fn props(id: String, journal: &Arc<LocalJournal>, done: &Arc<Countdown>) -> Props<Persistent<Account>> {
-    let journal: Arc<dyn Journal> = journal.clone();
+fn props(id: String, journal: &Arc<dyn Journal>, done: &Arc<Countdown>) -> Props<Persistent<Account>> {
+    let journal = journal.clone();
     let done = done.clone();
     Props::new(move || {
         Persistent::new(
@@ -201,43 +292,59 @@ fn props(id: String, journal: &Arc<LocalJournal>, done: &Arc<Countdown>) -> Prop
     })
 }
 
-fn persist_workload(s: Settings) -> Workload {
-    Workload::with_setup("persist-100-entities", move || {
-        let (dir, journal) = journal()?;
+fn persist_workload(s: Settings, kind: Kind) -> Workload {
+    let per_entity = match kind {
+        Kind::Local => s.events_per_entity,
+        Kind::JetStream => s.jetstream_events_per_entity,
+    };
+    let events = s.entities as u64 * per_entity;
+    Workload::with_setup(kind.variant("persist-100-entities"), move || {
+        let store = Store::open(kind)?;
         let guard = system("persist")?;
         let done = Arc::new(Countdown::default());
         let entities = (0..s.entities)
-            .map(|i| persistence::spawn(&guard.0, props(format!("acct-{i}"), &journal, &done)))
+            .map(|i| persistence::spawn(&guard.0, props(format!("acct-{i}"), &store.journal, &done)))
             .collect::<Result<Vec<_>, _>>()
             .map_err(err)?;
         Ok(move || {
-            let _keep = (&dir, &guard);
-            let events = s.entities as u64 * s.events_per_entity;
+            // The whole store, not only its journal: its directory or its
+            // server must live as long as the row (closures capture the
+            // fields they name, and would drop the rest).
+            let _keep = (&guard, &store);
             done.set(events);
             let clock = runner::Stopwatch::start();
-            for n in 0..s.events_per_entity {
+            for n in 0..per_entity {
                 for e in &entities {
                     e.tell(Cmd::Deposit(n));
                 }
             }
             done.wait()?;
             let sample = clock.stop(events);
-            expect_eq("stash drops", 0, journal.counters().stash_dropped())?;
+            expect_eq("stash drops", 0, store.journal.counters().stash_dropped())?;
             Ok(sample)
         })
     })
     .param("runtime", "troupe")
+    .param("journal", format!("{kind:?}").to_lowercase())
     .param("entities", s.entities)
-    .param("events", s.entities as u64 * s.events_per_entity)
-    .param("durability", "group commit")
+    .param("events", events)
+    .param(
+        "durability",
+        match kind {
+            Kind::Local => "group commit",
+            Kind::JetStream => "JetStream ack (file store, 1 replica)",
+        },
+    )
 }
 
-/// Writes `events` events for one entity, with a snapshot at 90%.
-fn recovery_setup(events: u64) -> Result<(tempfile::TempDir, Arc<LocalJournal>), WorkloadError> {
-    let (dir, journal) = journal()?;
+/// Writes `events` events for one entity, with a snapshot at 90% if
+/// `snapshot`.
+fn recovery_setup(events: u64, kind: Kind, snapshot: bool) -> Result<Store, WorkloadError> {
+    let store = Store::open(kind)?;
     let guard = system("recovery-setup")?;
     let done = Arc::new(Countdown::default());
-    let account = persistence::spawn(&guard.0, props("big".into(), &journal, &done)).map_err(err)?;
+    let account =
+        persistence::spawn(&guard.0, props("big".into(), &store.journal, &done)).map_err(err)?;
     let batch = 1_000;
     let snapshot_at = events / 10 * 9;
     let mut written = 0;
@@ -248,45 +355,47 @@ fn recovery_setup(events: u64) -> Result<(tempfile::TempDir, Arc<LocalJournal>),
             .wait()
             .map_err(err)?;
         written += n;
-        if written == snapshot_at {
+        if snapshot && written == snapshot_at {
             account.ask(Cmd::Snapshot, WAIT).wait().map_err(err)?;
+            store.settle_snapshot("big", snapshot_at)?;
         }
     }
-    journal.flush_snapshots();
     drop(guard);
-    Ok((dir, journal))
+    Ok(store)
 }
 
-fn recover_workload(s: Settings, keep_snapshot: bool) -> Workload {
-    let variant = if keep_snapshot {
+fn recover_workload(s: Settings, kind: Kind, keep_snapshot: bool) -> Workload {
+    let variant = kind.variant(if keep_snapshot {
         "recover-snapshot-tail"
     } else {
         "recover-full-replay"
+    });
+    let events = match kind {
+        Kind::Local => s.replay_events,
+        Kind::JetStream => s.jetstream_replay_events,
     };
     Workload::with_setup(variant, move || {
-        let (dir, journal) = recovery_setup(s.replay_events)?;
-        if !keep_snapshot {
-            std::fs::remove_file(dir.path().join("snapshots/big.snap")).map_err(err)?;
-        }
+        let store = recovery_setup(events, kind, keep_snapshot)?;
         let guard = system("recover")?;
         let done = Arc::new(Countdown::default());
         Ok(move || {
-            let _keep = &dir;
+            let _keep = &store;
             let clock = Instant::now();
-            let account = persistence::spawn(&guard.0, props("big".into(), &journal, &done))
+            let account = persistence::spawn(&guard.0, props("big".into(), &store.journal, &done))
                 .map_err(err)?;
-            let (events, _) = account.ask(Cmd::Get, WAIT).wait().map_err(err)?;
+            let (recovered, _) = account.ask(Cmd::Get, WAIT).wait().map_err(err)?;
             let elapsed = clock.elapsed();
-            expect_eq("recovered events", s.replay_events, events)?;
+            expect_eq("recovered events", events, recovered)?;
             Ok(runner::Sample {
-                msgs: s.replay_events,
+                msgs: events,
                 elapsed,
             })
         })
     })
     .param("runtime", "troupe")
+    .param("journal", format!("{kind:?}").to_lowercase())
     .param("entities", 1)
-    .param("events", s.replay_events)
+    .param("events", events)
     .param(
         "snapshot",
         if keep_snapshot { "at 90%" } else { "none" },
@@ -335,9 +444,9 @@ impl PersistentActor for Big {
 
 fn snapshot_workload(s: Settings) -> Workload {
     Workload::with_setup("snapshot", move || {
-        let (dir, journal) = journal()?;
+        let store = Store::open(Kind::Local)?;
         let guard = system("snapshot")?;
-        let shared: Arc<dyn Journal> = journal.clone();
+        let shared = store.journal.clone();
         let big = persistence::spawn(
             &guard.0,
             Props::new(move || Persistent::new(Big, shared.clone())),
@@ -346,7 +455,7 @@ fn snapshot_workload(s: Settings) -> Workload {
         let entries = s.state_entries as u64;
         big.ask(|r| BigCmd::Fill(entries, r), WAIT).wait().map_err(err)?;
         Ok(move || {
-            let _keep = (&dir, &guard);
+            let _keep = (&guard, &store);
             let mut elapsed = Duration::ZERO;
             for _ in 0..s.snapshots {
                 // One empty event first, so each snapshot is newer than the
@@ -354,7 +463,9 @@ fn snapshot_workload(s: Settings) -> Workload {
                 big.ask(|r| BigCmd::Fill(0, r), WAIT).wait().map_err(err)?;
                 let clock = Instant::now();
                 big.ask(BigCmd::Snapshot, WAIT).wait().map_err(err)?;
-                journal.flush_snapshots();
+                if let Some(local) = &store.local {
+                    local.flush_snapshots();
+                }
                 elapsed += clock.elapsed();
             }
             Ok(runner::Sample {
@@ -371,11 +482,21 @@ fn snapshot_workload(s: Settings) -> Workload {
 
 /// Runs the persistence benchmarks.
 pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-    let workloads = vec![
-        persist_workload(*settings),
-        recover_workload(*settings, true),
-        recover_workload(*settings, false),
+    let mut workloads = vec![
+        persist_workload(*settings, Kind::Local),
+        recover_workload(*settings, Kind::Local, true),
+        recover_workload(*settings, Kind::Local, false),
         snapshot_workload(*settings),
     ];
+    // The JetStream rows need a nats-server: without one they are left
+    // out, said so, as the remote experiment is.
+    match crate::nats::binary() {
+        Ok(_) => workloads.extend([
+            persist_workload(*settings, Kind::JetStream),
+            recover_workload(*settings, Kind::JetStream, true),
+            recover_workload(*settings, Kind::JetStream, false),
+        ]),
+        Err(why) => eprintln!("persistence: JetStream rows skipped, no nats-server: {why}"),
+    }
     run_experiment(EXPERIMENT, workloads, options)
 }
