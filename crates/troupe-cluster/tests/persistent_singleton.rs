@@ -103,8 +103,11 @@ struct Member {
 async fn member(server: &NatsServer, name: &str) -> Member {
     let system = ActorSystem::builder().threads(1).build().unwrap();
     let mut config = RemoteConfig::new(server.url(), name);
-    config.heartbeat_interval = Duration::from_millis(100);
-    config.heartbeat_timeout = Duration::from_secs(1);
+    // Handovers here are graceful (leave, then release): no test step
+    // waits on the timeout, so a generous one keeps a busy test machine
+    // from declaring a live holder down.
+    config.heartbeat_interval = Duration::from_millis(200);
+    config.heartbeat_timeout = Duration::from_secs(5);
     let node = Arc::new(Node::start(&system, config).await.unwrap());
     let journal: Arc<dyn Journal> = Arc::new(
         JetStreamJournal::open(node.nats_client(), "counters", 1)
