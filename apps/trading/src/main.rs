@@ -130,6 +130,11 @@ enum Cmd {
         /// After the kill, start a fresh engine node that joins as standby.
         #[arg(long, requires = "kill_at_acked")]
         restart_killed: bool,
+        /// Instead of one node, SIGKILL every engine node at the share
+        /// above, then start them again under their names, from their logs
+        /// (a whole-cluster restart; needs --txlog buffered or group-commit).
+        #[arg(long, requires = "kill_at_acked", conflicts_with_all = ["kill_standby", "kill_host", "restart_killed", "pause_primary_ms"])]
+        restart_all: bool,
         /// The nats-server binary to run (default: $NATS_SERVER, else
         /// nats-server on PATH; from a checkout,
         /// `NATS_SERVER=$(scripts/nats-server.sh)` installs and names the
@@ -258,6 +263,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
             servers,
             kill_host,
             restart_killed,
+            restart_all,
             nats_server,
             common,
             json,
@@ -284,6 +290,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
                 servers: servers as usize,
                 nats_server,
                 restart_killed,
+                restart_all,
                 threads: common.threads,
                 retry: common.retry(),
                 heartbeat: common.heartbeat(),

@@ -97,6 +97,7 @@ fn a_node_alive_that_does_not_answer_fails_the_verifier() {
         servers: 1,
         nats_server: Some(nats_server()),
         restart_killed: false,
+        restart_all: false,
         threads: 1,
         retry: RetryPolicy {
             retry_after: Duration::from_millis(300),

@@ -9,8 +9,9 @@
 //! Acknowledgements leave in processing order from a queue.
 //!
 //! A **standby** applies what its primary forwards, in order, and answers
-//! each once its record is durable. A joining engine first receives the
-//! primary's history (`CatchUp`) and counts as a standby from then on.
+//! each once its record is durable. A joining engine starts with an empty
+//! log (one left by its node's earlier life is dropped), first receives
+//! the primary's history (`CatchUp`) and counts as a standby from then on.
 //!
 //! In the **one-way** mode (chosen per order by its client) nothing
 //! travels back to the primary: primary and standby each tell the client
@@ -234,6 +235,25 @@ impl ClusterEngine {
         }
         self.durable = self.lsn;
         self.journal = Some(journal);
+    }
+
+    /// Opens an empty log for an engine that joins a primary: a standby's
+    /// books are its primary's history and nothing else. A log left by an
+    /// earlier life of this node (a whole-cluster restart) may hold orders
+    /// its primary never logged, or the same orders in another order (the
+    /// primary applied a retry later than the standby had), and replaying
+    /// it would leave the standby's books different from the primary's.
+    /// Nothing acknowledged is lost by dropping it: an order counts only
+    /// once the primary's own record of it is durable.
+    fn open_fresh_log(&mut self) {
+        if self.journal.is_none() && self.plan.mode != TxLog::Off {
+            match std::fs::remove_dir_all(&self.plan.dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => panic!("engine {}: cannot clear its old log: {e}", self.index),
+            }
+        }
+        self.open_log();
     }
 
     /// Applies `order` (not applied before) and appends its record; the
@@ -573,7 +593,7 @@ impl Actor for ClusterEngine {
                     "engine {} asked to follow a second primary; its node restarts instead",
                     self.index
                 );
-                self.open_log();
+                self.open_fresh_log();
                 primary.tell(EngineCmd::Join {
                     epoch,
                     standby: ctx.myself(),

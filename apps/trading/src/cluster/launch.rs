@@ -80,6 +80,10 @@ pub struct ClusterOptions {
     pub nats_server: Option<PathBuf>,
     /// After a kill, start a fresh engine node that joins as standby.
     pub restart_killed: bool,
+    /// Instead of one node, SIGKILL every engine node at the share above
+    /// (a power cut, a redeploy), then start each again under its name,
+    /// from its log: the whole-cluster restart. Needs a log mode.
+    pub restart_all: bool,
     /// Dispatcher threads per node.
     pub threads: usize,
     /// When clients resend and give up.
@@ -404,6 +408,26 @@ impl Cluster {
         Ok(name)
     }
 
+    /// SIGKILLs every engine node at once and returns their names.
+    pub fn kill_all(&mut self) -> Result<Vec<String>, String> {
+        let mut names = Vec::new();
+        for victim in std::mem::take(&mut self.engines) {
+            names.push(victim.name.clone());
+            victim.kill()?;
+        }
+        self.killed_at_ns = Some(unix_ns());
+        Ok(names)
+    }
+
+    /// Starts engine nodes again under `names`, each from its own log
+    /// directory (the node's log root is named after it).
+    pub fn restart(&mut self, names: &[String]) -> Result<(), String> {
+        for name in names {
+            self.add_engines(name)?;
+        }
+        Ok(())
+    }
+
     /// Starts a fresh engine node `name` once no lease is held by `dead`;
     /// it joins every engine as standby.
     pub fn rejoin(&mut self, dead: &str, name: &str) -> Result<(), String> {
@@ -573,7 +597,8 @@ pub fn run_cluster(
     let scenario = Scenario::new(options.clients, options.orders)
         .map_err(|e| e.to_string())?
         .with_pattern(options.pattern);
-    let faulted = options.kill_standby || options.kill_host || options.restart_killed;
+    let faulted =
+        options.kill_standby || options.kill_host || options.restart_killed || options.restart_all;
     if options.kill_at_acked.is_none() && (faulted || options.pause_primary.is_some()) {
         return Err(
             "a kill or a pause needs the share of orders it comes at (kill_at_acked)".into(),
@@ -583,6 +608,18 @@ pub fn run_cluster(
         return Err(
             "a pause is of the primaries' node alone: no standby kill, host kill or \
                     restart with it"
+                .into(),
+        );
+    }
+    if options.restart_all
+        && (options.txlog == TxLog::Off
+            || options.kill_standby
+            || options.kill_host
+            || options.restart_killed)
+    {
+        return Err(
+            "a whole-cluster restart kills every engine node and starts them from their \
+             logs: it needs a log mode (buffered or group-commit) and no other fault"
                 .into(),
         );
     }
@@ -620,6 +657,14 @@ pub fn run_cluster(
         interrupt::sleep(pause)?;
         cluster.resume(&paused)?;
         progress(&format!("SIGCONTed {paused}"));
+    } else if options.kill_at_acked.is_some() && options.restart_all {
+        let names = cluster.kill_all()?;
+        progress(&format!(
+            "SIGKILLed every engine node ({})",
+            names.join(", ")
+        ));
+        cluster.restart(&names)?;
+        progress("the engine nodes started again from their logs");
     } else if options.kill_at_acked.is_some() {
         let dead = cluster.kill(options.kill_standby)?;
         let what = if options.kill_standby {

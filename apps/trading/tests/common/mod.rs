@@ -14,9 +14,16 @@ pub fn run_cluster(orders: u32, extra: &[&str]) -> Value {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("outcome.json");
+    // Buffered logs unless the caller names a mode.
+    let txlog: &[&str] = if extra.contains(&"--txlog") {
+        &[]
+    } else {
+        &["--txlog", "buffered"]
+    };
     let output = Command::new(env!("CARGO_BIN_EXE_trading"))
         .env("NATS_SERVER", nats_server())
-        .args(["cluster", "--clients", "10", "--txlog", "buffered"])
+        .args(["cluster", "--clients", "10"])
+        .args(txlog)
         .args(["--orders", &orders.to_string()])
         .args(["--retry-ms", "300", "--log-dir"])
         .arg(dir.path().join("logs"))

@@ -151,6 +151,7 @@ fn options(txlog: TxLog) -> Result<ClusterOptions, WorkloadError> {
         servers: 1,
         nats_server: Some(crate::nats::binary().map_err(WorkloadError::new)?),
         restart_killed: false,
+        restart_all: false,
         threads: 1,
         retry: RetryPolicy {
             retry_after: Duration::from_millis(300),
