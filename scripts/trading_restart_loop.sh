@@ -14,13 +14,8 @@
 set -euo pipefail
 runs="${1:-10}"
 shift || true
-cd "$(dirname "$0")/.."
-cargo build -q --release -p trading
-# trading cluster runs the server it is given; this checkout's is the pinned one.
-NATS_SERVER="${NATS_SERVER:-$(scripts/nats-server.sh)}"
-export NATS_SERVER
-dir="$(mktemp -d)"
-trap 'rm -rf "$dir"' EXIT
+# shellcheck source=scripts/trading_loop_common.sh
+source "$(dirname "$0")/trading_loop_common.sh"
 failed=0
 for i in $(seq 1 "$runs"); do
   # The restart lands once 10 to 79% of the orders are acknowledged.
