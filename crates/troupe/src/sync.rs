@@ -57,3 +57,15 @@ impl<T> UnsafeCell<T> {
         f(self.0.get())
     }
 }
+
+/// Checks `f` with loom's model checker, preemptions bounded at 3 unless
+/// `LOOM_MAX_PREEMPTIONS` says otherwise: the one loom set-up of every
+/// model test (the mailbox's and the pool's).
+#[cfg(all(test, loom))]
+pub(crate) fn loom_check(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(3);
+    }
+    builder.check(f);
+}

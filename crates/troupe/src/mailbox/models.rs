@@ -30,13 +30,7 @@ use std::thread;
 /// Runs `f` under loom's model checker, or repeatedly on real threads.
 fn model(f: impl Fn() + Sync + Send + 'static) {
     #[cfg(loom)]
-    {
-        let mut builder = loom::model::Builder::new();
-        if builder.preemption_bound.is_none() {
-            builder.preemption_bound = Some(3);
-        }
-        builder.check(f);
-    }
+    crate::sync::loom_check(f);
     #[cfg(not(loom))]
     {
         let rounds = if cfg!(miri) { 5 } else { 200 };

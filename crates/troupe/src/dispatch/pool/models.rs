@@ -45,13 +45,7 @@ use std::thread;
 /// leaves every worker parked for ever).
 fn model(f: impl Fn() + Sync + Send + 'static) {
     #[cfg(loom)]
-    {
-        let mut builder = loom::model::Builder::new();
-        if builder.preemption_bound.is_none() {
-            builder.preemption_bound = Some(3);
-        }
-        builder.check(f);
-    }
+    crate::sync::loom_check(f);
     #[cfg(not(loom))]
     {
         let rounds = if cfg!(miri) { 3 } else { 300 };
