@@ -165,6 +165,22 @@ impl Leases {
         .await
     }
 
+    /// Creates `key` for `node` (another node, or this one) if nobody holds
+    /// it: the revision if it was created now, `None` if it is held. A
+    /// block that allocates work to nodes (sharding) writes the chosen
+    /// node's name; that node learns it holds the key from a watch.
+    pub async fn create_for(&self, key: &str, node: &str) -> Result<Option<u64>, LeaseError> {
+        check_key(key)?;
+        retrying(|| async {
+            match self.kv.create(key, node.to_string().into()).await {
+                Ok(revision) => Ok(Some(revision)),
+                Err(e) if e.kind() == CreateErrorKind::AlreadyExists => Ok(None),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+        .await
+    }
+
     /// Who holds `key` now, if anyone.
     pub async fn holder(&self, key: &str) -> Result<Option<Holder>, LeaseError> {
         check_key(key)?;
@@ -182,17 +198,27 @@ impl Leases {
     /// node is gone): the new revision, or [`LeaseError::Moved`] if another
     /// node took it first.
     pub async fn take_over(&self, key: &str, from: u64) -> Result<u64, LeaseError> {
+        let me = self.me.clone();
+        self.move_to(key, from, &me).await
+    }
+
+    /// Moves `key` from the holder it had at revision `from` to `node`
+    /// (this one or another): the new revision, or [`LeaseError::Moved`]
+    /// if it moved on from `from` first. A holder hands its key to another
+    /// node this way (sharding's rebalance), in one compare-and-set.
+    pub async fn move_to(&self, key: &str, from: u64, node: &str) -> Result<u64, LeaseError> {
         check_key(key)?;
         let deadline = tokio::time::Instant::now() + RETRY_WITHIN;
         loop {
-            match self.kv.update(key, self.me.clone().into(), from).await {
+            match self.kv.update(key, node.to_string().into(), from).await {
                 Ok(revision) => return Ok(revision),
                 Err(e) if e.kind() == UpdateErrorKind::WrongLastRevision => {
                     // Moved on since `from`: by someone else, or by an
-                    // earlier attempt of ours whose answer was lost (only
-                    // this node writes its own name).
+                    // earlier attempt of ours whose answer was lost. If it
+                    // names `node` at a newer revision, the caller has the
+                    // outcome it asked for, whoever wrote it.
                     return match self.holder(key).await? {
-                        Some(h) if h.node == self.me && h.revision > from => Ok(h.revision),
+                        Some(h) if h.node == node && h.revision > from => Ok(h.revision),
                         _ => Err(LeaseError::Moved {
                             key: key.to_string(),
                             from,
@@ -205,7 +231,7 @@ impl Leases {
                     )))
                 }
                 // No verdict: ask again; if it had landed, the next answer
-                // is WrongLastRevision and the read above finds our name.
+                // is WrongLastRevision and the read above finds the name.
                 Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
             }
         }
@@ -255,6 +281,64 @@ impl Leases {
             .boxed())
     }
 }
+
+impl Leases {
+    /// Every change of every key matching `pattern` (a key with `*` for one
+    /// token and a final `>` for the rest, as in NATS subjects) from now
+    /// on, starting with each matching key's current state, as
+    /// `(key, change)`. Like [`watch`](Self::watch), watch again after an
+    /// error or the end of the stream.
+    pub async fn watch_keys(&self, pattern: &str) -> Result<KeysWatch, LeaseError> {
+        use futures_util::StreamExt;
+        let watch = retrying(|| async {
+            self.kv
+                .watch_with_history(pattern)
+                .await
+                .map_err(|e| e.to_string())
+        })
+        .await?;
+        Ok(watch
+            .map(|entry| {
+                entry
+                    .map(|e| {
+                        let change = match held(&e) {
+                            Some(h) => LeaseChange::Held(h),
+                            None => LeaseChange::Released(e.revision),
+                        };
+                        (e.key, change)
+                    })
+                    .map_err(|e| e.to_string())
+            })
+            .boxed())
+    }
+}
+
+impl Leases {
+    /// Every held key that starts with `prefix`, with its holder: the
+    /// state a [`watch_keys`](Self::watch_keys) made just before starts
+    /// from, read in one pass (one request per key).
+    pub async fn holders(&self, prefix: &str) -> Result<Vec<(String, Holder)>, LeaseError> {
+        use futures_util::TryStreamExt;
+        let keys: Vec<String> = retrying(|| async {
+            match self.kv.keys().await {
+                Ok(keys) => keys.try_collect().await.map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+        .await?;
+        let mut held = Vec::new();
+        for key in keys.into_iter().filter(|k| k.starts_with(prefix)) {
+            if let Some(holder) = self.holder(&key).await? {
+                held.push((key, holder));
+            }
+        }
+        Ok(held)
+    }
+}
+
+/// The changes of the keys matching a pattern (see [`Leases::watch_keys`]).
+pub type KeysWatch =
+    futures_util::stream::BoxStream<'static, Result<(String, LeaseChange), String>>;
 
 /// The holder an entry names, if it is a put.
 fn held(entry: &Entry) -> Option<Holder> {

@@ -10,6 +10,9 @@
 //! * [`singleton`] (feature `nats`): one instance of an actor in the
 //!   cluster, on the lease's holder, reached through a proxy on every node
 //!   that holds messages during a handover.
+//! * [`sharding`] (feature `nats`): many entities of one type spread over
+//!   the nodes, each on one node at a time, started on demand, passivated
+//!   when idle, moved when nodes join, leave or fail.
 //!
 //! `persistence` depends on nothing outside its directory but troupe and
 //! troupe-journal; `singleton` is built on `lease` and troupe-remote.
@@ -24,6 +27,8 @@
 #[cfg(feature = "nats")]
 pub mod lease;
 pub mod persistence;
+#[cfg(feature = "nats")]
+pub mod sharding;
 #[cfg(feature = "nats")]
 pub mod singleton;
 

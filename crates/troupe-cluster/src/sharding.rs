@@ -1,0 +1,425 @@
+//! Cluster sharding: many entities of one type (accounts, carts, devices)
+//! spread over the nodes that run a region of the type, each entity alive
+//! on one node at a time, reached by its id from any node.
+//!
+//! An entity id maps to one of `shards` shards (a fixed hash, so every
+//! node and every version agree: [`shard_of`]); each shard is owned by one
+//! node through a [lease](crate::lease) in the NATS key-value bucket. A
+//! node's [`ShardRegion`] routes each message to the owning node's region,
+//! which starts the entity on its first message, passivates it when it has
+//! been idle for `passivate_after`, and starts it again on the next
+//! message (a [`Persistent`](crate::persistence::Persistent) entity
+//! recovers from its journal).
+//!
+//! Shards move when a node leaves ([`ShardRegion::leave`] hands its shards
+//! over), when a node is declared down (its shards go to the live nodes),
+//! and to rebalance (a node with more than one shard over the least loaded
+//! hands some over). A handoff stops the shard's entities first, holds the
+//! messages that arrive meanwhile (bounded, the excess counted), moves the
+//! lease in one compare-and-set, and then forwards what it held.
+//!
+//! What it guarantees (see `docs/semantics.md`, "Cluster sharding"):
+//!
+//! * **One activation per entity while the nodes can talk**: an entity
+//!   runs only in the shard of the node its lease names, and a shard is
+//!   handed over only after its entities stopped. A node cut off or paused
+//!   long enough to be declared down may run its old activations until it
+//!   sees the lease moved or has been disconnected for `self_fence_after`;
+//!   each activation gets the lease revision as its fencing token
+//!   ([`EntityContext::token`]), so a persistent entity's old activation
+//!   cannot write once the new one has.
+//! * **Order**: messages from one sender to one entity arrive in the order
+//!   sent while the entity's shard stays put; a move can reorder messages
+//!   sent across it (some were forwarded by the old owner, some not).
+//! * **At-most-once** across nodes, as every remote tell: a message
+//!   forwarded to a node that dies before handling it is lost.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use troupe::{Actor, ActorSystem, Context, Props};
+//! use troupe_cluster::sharding::{ShardRegion, ShardingSettings};
+//! use troupe_remote::{Node, RemoteConfig};
+//!
+//! #[derive(serde::Serialize, serde::Deserialize)]
+//! enum Counter { Add(u64) }
+//! impl troupe_remote::RemoteMessage for Counter { const TAG: &'static str = "example.Counter"; }
+//!
+//! struct Count { id: String, total: u64 }
+//! impl Actor for Count {
+//!     type Msg = Counter;
+//!     fn receive(&mut self, _ctx: &mut Context<'_, Self>, Counter::Add(n): Counter) {
+//!         self.total += n;
+//!         println!("{} is at {}", self.id, self.total);
+//!     }
+//! }
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let system = ActorSystem::builder().build()?;
+//! let node = Arc::new(Node::start(&system, RemoteConfig::new("nats://127.0.0.1:4222", "node-a")).await?);
+//! let counters = ShardRegion::start(node.clone(), &system, ShardingSettings::new("counter"), |entity| {
+//!     let id = entity.id.clone();
+//!     Props::new(move || Count { id: id.clone(), total: 0 })
+//! })
+//! .await?;
+//! counters.tell("visits-home", Counter::Add(1)); // on whichever node owns its shard
+//! counters.leave().await; // hand this node's shards over before it stops
+//! node.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+mod coordinator;
+mod envelope;
+mod region;
+mod shard;
+
+use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use troupe::{Actor, ActorRef, ActorSystem, Props};
+use troupe_remote::{Node, RemoteMessage};
+
+use crate::lease::{LeaseError, Leases};
+use coordinator::{Command, Coordinator, Plan};
+use envelope::Envelope;
+use region::{Region, RegionMsg, RegionParts};
+
+/// How a sharded entity type runs. Every node of one type must use the
+/// same `type_name`, `shards` and `bucket`.
+#[derive(Debug, Clone)]
+pub struct ShardingSettings {
+    /// The entity type's name (letters, digits, `-`, `_`).
+    pub type_name: String,
+    /// How many shards the ids are spread over: fixed for the life of the
+    /// data (changing it moves every entity). About ten per node you may
+    /// ever run is a good number.
+    pub shards: u32,
+    /// The key-value bucket of the leases (made on first use).
+    pub bucket: String,
+    /// Copies of the bucket when it is made (one per NATS server, at most
+    /// 5).
+    pub replicas: usize,
+    /// Stop an entity after this long without a message (`None`: never).
+    pub passivate_after: Option<Duration>,
+    /// Messages a region holds for shards whose owner is not known yet or
+    /// that are being handed over; beyond it new ones are dropped and
+    /// counted.
+    pub buffer: usize,
+    /// How often a node looks at whether it owns too many shards (`None`:
+    /// never rebalance).
+    pub rebalance_interval: Option<Duration>,
+    /// At most this many shards handed over per rebalance round.
+    pub rebalance_limit: usize,
+    /// How long a node may be cut off from NATS before it stops its shards
+    /// on its own. `None`: half the node's heartbeat timeout.
+    pub self_fence_after: Option<Duration>,
+}
+
+impl ShardingSettings {
+    /// Settings for the entity type `type_name`: 100 shards, bucket
+    /// `troupe-leases` with one replica, passivation after 120 s, a buffer
+    /// of 10,000 messages, a rebalance round every 10 s moving at most 5
+    /// shards.
+    pub fn new(type_name: impl Into<String>) -> Self {
+        ShardingSettings {
+            type_name: type_name.into(),
+            shards: 100,
+            bucket: "troupe-leases".into(),
+            replicas: 1,
+            passivate_after: Some(Duration::from_secs(120)),
+            buffer: 10_000,
+            rebalance_interval: Some(Duration::from_secs(10)),
+            rebalance_limit: 5,
+            self_fence_after: None,
+        }
+    }
+}
+
+/// What an entity's factory is told about the entity it starts.
+#[derive(Debug, Clone)]
+pub struct EntityContext {
+    /// The entity type's name.
+    pub type_name: Arc<str>,
+    /// The entity's id.
+    pub id: String,
+    /// Its shard.
+    pub shard: u32,
+    /// The revision of the shard's lease on this node: a fencing token,
+    /// larger for every new owner of the shard. Give it to a persistent
+    /// entity (`PersistentSettings::token`) so an old activation on a node
+    /// that lost the shard cannot write after the new one.
+    pub token: u64,
+}
+
+/// The shard an entity id belongs to among `shards`: CRC-32C of the id's
+/// bytes, modulo `shards`. Fixed: changing it would move every entity.
+pub fn shard_of(entity: &str, shards: u32) -> u32 {
+    crc32c::crc32c(entity.as_bytes()) % shards.max(1)
+}
+
+/// Counters shared by a region and its shards.
+#[derive(Default, Debug)]
+pub(crate) struct Counters {
+    pub(crate) owned: AtomicU64,
+    pub(crate) shards: AtomicU64,
+    pub(crate) entities_started: AtomicU64,
+    pub(crate) entities_stopped: AtomicU64,
+    pub(crate) passivated: AtomicU64,
+    pub(crate) held: AtomicU64,
+    pub(crate) dropped: AtomicU64,
+    pub(crate) forwarded: AtomicU64,
+}
+
+/// What a region has done, on this node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RegionStats {
+    /// Shards this node owns now (by its view of the leases).
+    pub shards: u64,
+    /// Shards running here now: owned ones that have had a message since
+    /// they came here.
+    pub active_shards: u64,
+    /// Entities running here now.
+    pub entities: u64,
+    /// Entity activations started here, in all.
+    pub started: u64,
+    /// Entities stopped for being idle, in all.
+    pub passivated: u64,
+    /// Messages held now (owner unknown, or a handoff in progress).
+    pub held: u64,
+    /// Messages dropped: buffer full, an entity that could not start, or
+    /// (a defect) forwarded too often.
+    pub dropped: u64,
+    /// Messages forwarded to another node's region.
+    pub forwarded: u64,
+}
+
+/// This node's region of one sharded entity type.
+///
+/// Dropping it without [`leave`](ShardRegion::leave) makes its coordinator
+/// leave on its own (the region actor stops with the actor system).
+pub struct ShardRegion<M: RemoteMessage> {
+    entry: ActorRef<Envelope<M>>,
+    region: ActorRef<RegionMsg<M>>,
+    shards: u32,
+    counters: Arc<Counters>,
+    commands: mpsc::UnboundedSender<Command>,
+    coordinator: Option<JoinHandle<()>>,
+    system: ActorSystem,
+}
+
+/// An entity's ref: wraps each message for the region.
+struct EntityTarget<M: RemoteMessage> {
+    entry: ActorRef<Envelope<M>>,
+    entity: String,
+    shard: u32,
+}
+
+impl<M: RemoteMessage> troupe::ExternalTarget<M> for EntityTarget<M> {
+    fn send(&self, msg: M) {
+        self.entry.tell(Envelope {
+            entity: self.entity.clone(),
+            shard: self.shard,
+            rev: 0,
+            hops: 0,
+            msg,
+        });
+    }
+
+    fn is_closed(&self) -> bool {
+        self.entry.is_terminated()
+    }
+
+    fn name(&self) -> Option<&str> {
+        Some(&self.entity)
+    }
+}
+
+fn valid_type_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+impl<M: RemoteMessage> ShardRegion<M> {
+    /// Starts this node's region of `settings.type_name`: publishes it
+    /// (as `region-<type>-<node>`), registers it in the lease bucket and
+    /// loads who owns which shard. `factory` makes an entity's props from
+    /// its [`EntityContext`]; the entity's message type must convert from
+    /// `M` (it may be `M` itself, or a persistent actor's `Msg<M>`).
+    ///
+    /// Call from the tokio runtime the node runs on. Fails if the type
+    /// name is invalid, the bucket cannot be opened or made within 30 s,
+    /// or the region cannot be published (a region of this type already
+    /// runs on this node).
+    pub async fn start<A, F>(
+        node: Arc<Node>,
+        system: &ActorSystem,
+        settings: ShardingSettings,
+        factory: F,
+    ) -> Result<ShardRegion<M>, LeaseError>
+    where
+        A: Actor,
+        A::Msg: From<M>,
+        F: Fn(&EntityContext) -> Props<A> + Send + Sync + 'static,
+    {
+        if !valid_type_name(&settings.type_name) {
+            return Err(LeaseError::InvalidKey(settings.type_name));
+        }
+        let shards = settings.shards.max(1);
+        let leases = Leases::open(&node, &settings.bucket, settings.replicas).await?;
+        let counters = Arc::new(Counters::default());
+        let (commands, commands_rx) = mpsc::unbounded_channel();
+        let (adapter_to, adapter) = oneshot::channel();
+        let parts = std::sync::Mutex::new(Some(RegionParts {
+            me: node.name().to_string(),
+            type_name: settings.type_name.as_str().into(),
+            shards,
+            factory: Arc::new(factory),
+            passivate_after: settings.passivate_after,
+            buffer: settings.buffer,
+            counters: counters.clone(),
+            coordinator: commands.clone(),
+            adapter_to: Some(adapter_to),
+        }));
+        // The region does not fail (its shards are its children and are
+        // supervised there); a factory that could run twice would need
+        // its parts twice, so a restart is refused loudly.
+        let region = system
+            .spawn(Props::new(move || {
+                let parts = parts
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take()
+                    .expect("a shard region is never restarted");
+                Region::<A, F, M>::new(parts)
+            }))
+            .map_err(|e| LeaseError::Unavailable(format!("cannot start the region: {e}")))?;
+        let entry = adapter
+            .await
+            .map_err(|_| LeaseError::Unavailable("the region did not start".into()))?;
+        let name = format!("region-{}-{}", settings.type_name, node.name());
+        if let Err(e) = node.publish(&name, &entry).await {
+            system.stop(&region);
+            return Err(LeaseError::Unavailable(format!(
+                "cannot publish the region as {name}: {e}"
+            )));
+        }
+        let coordinator = Coordinator {
+            node: node.clone(),
+            leases,
+            plan: Plan {
+                type_name: settings.type_name.clone(),
+                shards,
+                rebalance_interval: settings.rebalance_interval,
+                rebalance_limit: settings.rebalance_limit,
+                self_fence_after: settings
+                    .self_fence_after
+                    .unwrap_or(node.config().heartbeat_timeout / 2),
+            },
+            region: region.clone(),
+            commands: commands_rx,
+            owners: vec![(None, 0); shards as usize],
+            regions: BTreeMap::new(),
+            finders: HashMap::new(),
+            counters: counters.clone(),
+        };
+        let (ready, started) = oneshot::channel();
+        let coordinator = tokio::spawn(coordinator.run(ready));
+        match started.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                node.unpublish(&name).await;
+                system.stop(&region);
+                return Err(e);
+            }
+            Err(_) => {
+                node.unpublish(&name).await;
+                system.stop(&region);
+                return Err(LeaseError::Unavailable("the coordinator ended".into()));
+            }
+        }
+        Ok(ShardRegion {
+            entry,
+            region,
+            shards,
+            counters,
+            commands,
+            coordinator: Some(coordinator),
+            system: system.clone(),
+        })
+    }
+
+    /// Sends `msg` to the entity `entity`, wherever it runs (starting it
+    /// if it is not running).
+    pub fn tell(&self, entity: impl Into<String>, msg: M) {
+        let entity = entity.into();
+        let shard = shard_of(&entity, self.shards);
+        self.entry.tell(Envelope {
+            entity,
+            shard,
+            rev: 0,
+            hops: 0,
+            msg,
+        });
+    }
+
+    /// An ordinary ref to the entity `entity`: `tell`, `ask`, or hand it
+    /// to another actor. It never counts as terminated while the region
+    /// runs (the entity is started again by its next message).
+    pub fn entity_ref(&self, entity: impl Into<String>) -> ActorRef<M> {
+        let entity = entity.into();
+        let shard = shard_of(&entity, self.shards);
+        ActorRef::from_external(
+            &self.system,
+            EntityTarget {
+                entry: self.entry.clone(),
+                entity,
+                shard,
+            },
+        )
+    }
+
+    /// The shard `entity` belongs to.
+    pub fn shard_of(&self, entity: &str) -> u32 {
+        shard_of(entity, self.shards)
+    }
+
+    /// What this node's region has done so far.
+    pub fn stats(&self) -> RegionStats {
+        let c = &self.counters;
+        let started = c.entities_started.load(Ordering::Relaxed);
+        RegionStats {
+            shards: c.owned.load(Ordering::Relaxed),
+            active_shards: c.shards.load(Ordering::Relaxed),
+            entities: started.saturating_sub(c.entities_stopped.load(Ordering::Relaxed)),
+            started,
+            passivated: c.passivated.load(Ordering::Relaxed),
+            held: c.held.load(Ordering::Relaxed),
+            dropped: c.dropped.load(Ordering::Relaxed),
+            forwarded: c.forwarded.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Leaves: hands every shard this node owns to the other nodes (their
+    /// entities stopped first), or releases them if no other node runs a
+    /// region of the type, then stops the region. Call before
+    /// `Node::shutdown`.
+    pub async fn leave(mut self) {
+        self.stop().await;
+    }
+
+    async fn stop(&mut self) {
+        let (done, left) = oneshot::channel();
+        let _ = self.commands.send(Command::Leave(done));
+        let _ = left.await;
+        if let Some(coordinator) = self.coordinator.take() {
+            let _ = coordinator.await;
+        }
+        self.system.stop(&self.region);
+    }
+}

@@ -1,0 +1,537 @@
+//! The coordinator: one tokio task per node and entity type that keeps the
+//! region's view of the shard leases and changes them. There is no
+//! cluster-wide coordinator: every change is a compare-and-set on one
+//! shard's lease in the key-value bucket, so nodes that decide at once
+//! cannot both win.
+//!
+//! Keys (in the leases bucket; `<type>` is the entity type name):
+//! - `shard.<type>.<n>`: the node that owns shard `n`; its revision is the
+//!   fencing token of the shard's entities there.
+//! - `region.<type>.<node>`: held by each node that runs a region of the
+//!   type, so shards are only given to nodes that can run them.
+//!
+//! What it does:
+//! - **allocate** a shard nobody owns (the region asks, on its first
+//!   message): to the live region node with the fewest shards, this node
+//!   on a tie;
+//! - **reallocate** the shards of a node that is down (membership's `Down`,
+//!   or a holder not heard from for a heartbeat timeout since this node
+//!   started: a leftover of a cluster that stopped as a whole) the same
+//!   way; every node tries, one compare-and-set per shard wins;
+//! - **rebalance** every `rebalance_interval`: if this node owns more than
+//!   one shard more than the least loaded live region node, it hands up to
+//!   `rebalance_limit` of its shards over, one at a time: the region stops
+//!   the shard and holds its messages, then the lease moves to the target
+//!   in one compare-and-set, then the region forwards what it held;
+//! - **leave**: hand every shard over the same way (or release it if no
+//!   other node runs a region), then release the region key;
+//! - **fence**: cut off from NATS for `self_fence_after`, tell the region
+//!   to stop its shards and hold; once connected again, load the view
+//!   afresh before it serves again.
+//!
+//! A shard this node's previous process owned (same node name) is taken
+//! over at a new revision when the coordinator starts, so the new
+//! entities' fencing token is above the old ones'.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use troupe::ActorRef;
+use troupe_remote::{MemberEvent, Node, RemoteMessage};
+
+use super::envelope::Envelope;
+use super::region::RegionMsg;
+use super::Counters;
+use crate::lease::{Holder, KeysWatch, LeaseChange, LeaseError, Leases};
+
+/// How often lookups of a peer region are tried, the connection checked,
+/// and orphaned shards looked for.
+const TICK: Duration = Duration::from_millis(200);
+
+/// What the region (or the region's handle) asks of the coordinator.
+pub(crate) enum Command {
+    /// Give this shard an owner.
+    Allocate(u32),
+    /// Find the region of this node.
+    FindPeer(String),
+    /// Hand every shard over and end; answer when done.
+    Leave(oneshot::Sender<()>),
+}
+
+/// The coordinator's settings (from `ShardingSettings`).
+pub(crate) struct Plan {
+    pub(crate) type_name: String,
+    pub(crate) shards: u32,
+    pub(crate) rebalance_interval: Option<Duration>,
+    pub(crate) rebalance_limit: usize,
+    pub(crate) self_fence_after: Duration,
+}
+
+/// One node's coordinator of one entity type.
+pub(crate) struct Coordinator<M: Send + 'static> {
+    pub(crate) node: Arc<Node>,
+    pub(crate) leases: Leases,
+    pub(crate) plan: Plan,
+    pub(crate) region: ActorRef<RegionMsg<M>>,
+    pub(crate) commands: mpsc::UnboundedReceiver<Command>,
+    /// Owner and revision of each shard, as far as this node knows.
+    pub(crate) owners: Vec<(Option<String>, u64)>,
+    /// Nodes that run a region of this type.
+    pub(crate) regions: BTreeMap<String, u64>,
+    pub(crate) finders: HashMap<String, JoinHandle<()>>,
+    pub(crate) counters: Arc<Counters>,
+}
+
+impl<M: RemoteMessage> Coordinator<M> {
+    fn shard_key(&self, shard: u32) -> String {
+        format!("shard.{}.{shard}", self.plan.type_name)
+    }
+
+    fn region_key(&self, node: &str) -> String {
+        format!("region.{}.{node}", self.plan.type_name)
+    }
+
+    fn region_name(type_name: &str, node: &str) -> String {
+        format!("region-{type_name}-{node}")
+    }
+
+    fn me(&self) -> &str {
+        self.leases.me()
+    }
+
+    /// Applies one change seen on the bucket, telling the region if it is
+    /// news for a shard.
+    fn apply(&mut self, key: &str, change: LeaseChange) {
+        let (owner, rev) = match change {
+            LeaseChange::Held(h) => (Some(h.node), h.revision),
+            LeaseChange::Released(rev) => (None, rev),
+        };
+        let shard_prefix = format!("shard.{}.", self.plan.type_name);
+        let region_prefix = format!("region.{}.", self.plan.type_name);
+        if let Some(n) = key.strip_prefix(&shard_prefix) {
+            let Ok(shard) = n.parse::<u32>() else { return };
+            let Some(slot) = self.owners.get_mut(shard as usize) else {
+                return;
+            };
+            if rev <= slot.1 {
+                return;
+            }
+            *slot = (owner.clone(), rev);
+            let me = self.leases.me();
+            let owned = self
+                .owners
+                .iter()
+                .filter(|(o, _)| o.as_deref() == Some(me))
+                .count();
+            self.counters
+                .owned
+                .store(owned as u64, std::sync::atomic::Ordering::Relaxed);
+            self.region.tell(RegionMsg::Owner {
+                shard,
+                owner: owner.map(|node| Holder {
+                    node,
+                    revision: rev,
+                }),
+                rev,
+            });
+        } else if let Some(node) = key.strip_prefix(&region_prefix) {
+            match owner {
+                Some(_) => {
+                    self.regions.insert(node.to_string(), rev);
+                }
+                None => {
+                    self.regions.remove(node);
+                }
+            }
+        }
+    }
+
+    /// Loads the current state of every key of this type (after a watch
+    /// was made, so nothing between the two is missed).
+    async fn load(&mut self) -> Result<(), LeaseError> {
+        for (key, holder) in self
+            .leases
+            .holders(&format!("shard.{}.", self.plan.type_name))
+            .await?
+        {
+            self.apply(&key, LeaseChange::Held(holder));
+        }
+        for (key, holder) in self
+            .leases
+            .holders(&format!("region.{}.", self.plan.type_name))
+            .await?
+        {
+            self.apply(&key, LeaseChange::Held(holder));
+        }
+        Ok(())
+    }
+
+    async fn watch(&self) -> Result<KeysWatch, LeaseError> {
+        self.leases
+            .watch_keys(&format!("*.{}.*", self.plan.type_name))
+            .await
+    }
+
+    /// The live nodes that run a region of this type, except those
+    /// `excluded`, with their shard counts, fewest first; this node is
+    /// always live to itself.
+    fn loads(&self, excluded: impl Fn(&str) -> bool) -> Vec<(usize, String)> {
+        let members = self.node.members();
+        let mut nodes: Vec<String> = self
+            .regions
+            .keys()
+            .filter(|n| members.contains(n))
+            .cloned()
+            .collect();
+        if !nodes.iter().any(|n| n == self.me()) {
+            nodes.push(self.me().to_string());
+        }
+        nodes.retain(|n| !excluded(n));
+        let mut loads: Vec<(usize, String)> = nodes
+            .into_iter()
+            .map(|n| {
+                let count = self
+                    .owners
+                    .iter()
+                    .filter(|(o, _)| o.as_deref() == Some(n.as_str()))
+                    .count();
+                (count, n)
+            })
+            .collect();
+        // Fewest shards first; this node first among equals (the shard is
+        // wanted here), then by name, so nodes with one view agree.
+        let me = self.me().to_string();
+        loads.sort_by(|a, b| (a.0, a.1 != me, &a.1).cmp(&(b.0, b.1 != me, &b.1)));
+        loads
+    }
+
+    fn least_loaded(&self, excluded: impl Fn(&str) -> bool) -> Option<String> {
+        self.loads(excluded).into_iter().next().map(|(_, n)| n)
+    }
+
+    async fn allocate(&mut self, shard: u32) {
+        let (owner, rev) = self.owners[shard as usize].clone();
+        if owner.is_some() {
+            // Known already (the region's view was behind): tell it again.
+            self.region.tell(RegionMsg::Owner {
+                shard,
+                owner: owner.map(|node| Holder {
+                    node,
+                    revision: rev,
+                }),
+                rev,
+            });
+            return;
+        }
+        let Some(target) = self.least_loaded(|_| false) else {
+            return;
+        };
+        let key = self.shard_key(shard);
+        match self.leases.create_for(&key, &target).await {
+            Ok(Some(rev)) => self.apply(
+                &key,
+                LeaseChange::Held(Holder {
+                    node: target,
+                    revision: rev,
+                }),
+            ),
+            // Someone else allocated it: the watch brings the owner.
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(shard, error = %e, "sharding: cannot allocate a shard");
+                // Let the region ask again with its next message.
+                self.region.tell(RegionMsg::Owner {
+                    shard,
+                    owner: None,
+                    rev,
+                });
+            }
+        }
+    }
+
+    /// Moves every shard owned by a node that is not live to a live one.
+    async fn reallocate_orphans(&mut self, orphaned: impl Fn(&str) -> bool) {
+        let orphans: Vec<(u32, u64)> = self
+            .owners
+            .iter()
+            .enumerate()
+            .filter_map(|(s, (o, rev))| match o {
+                Some(o) if o != self.me() && orphaned(o) => Some((s as u32, *rev)),
+                _ => None,
+            })
+            .collect();
+        for (shard, rev) in orphans {
+            let Some(target) = self.least_loaded(&orphaned) else {
+                return;
+            };
+            let key = self.shard_key(shard);
+            match self.leases.move_to(&key, rev, &target).await {
+                Ok(new) => {
+                    tracing::info!(shard, to = %target, "sharding: moved a shard off a node that is gone");
+                    self.apply(
+                        &key,
+                        LeaseChange::Held(Holder {
+                            node: target,
+                            revision: new,
+                        }),
+                    );
+                }
+                // Another node moved it first: the watch says where.
+                Err(LeaseError::Moved { .. }) => {}
+                Err(e) => tracing::warn!(shard, error = %e, "sharding: cannot move a shard"),
+            }
+        }
+    }
+
+    /// Hands `shard` (owned here) to `target`, or releases it (`None`).
+    async fn hand_off(&mut self, shard: u32, target: Option<String>) {
+        let (owner, rev) = self.owners[shard as usize].clone();
+        if owner.as_deref() != Some(self.me()) {
+            return;
+        }
+        let (done, stopped) = oneshot::channel();
+        self.region.tell(RegionMsg::HandOff { shard, done });
+        // The region stops the shard (its entities first) and answers; if
+        // the region is gone, so are its shards.
+        let _ = stopped.await;
+        let key = self.shard_key(shard);
+        match target {
+            Some(target) => match self.leases.move_to(&key, rev, &target).await {
+                Ok(new) => {
+                    tracing::info!(shard, to = %target, "sharding: handed a shard over");
+                    self.apply(
+                        &key,
+                        LeaseChange::Held(Holder {
+                            node: target,
+                            revision: new,
+                        }),
+                    );
+                }
+                Err(e) => {
+                    tracing::warn!(shard, error = %e, "sharding: handoff failed; the shard stays where the lease says")
+                }
+            },
+            None => {
+                if let Err(e) = self.leases.release(&key, rev).await {
+                    tracing::warn!(shard, error = %e, "sharding: cannot release a shard");
+                }
+            }
+        }
+        self.region.tell(RegionMsg::HandOffEnded(shard));
+    }
+
+    /// One round of least-shards rebalancing, from this node's side.
+    async fn rebalance(&mut self) {
+        for _ in 0..self.plan.rebalance_limit {
+            let loads = self.loads(|_| false);
+            let mine = loads
+                .iter()
+                .find(|(_, n)| n == self.me())
+                .map_or(0, |l| l.0);
+            let Some((least, target)) = loads.into_iter().find(|(_, n)| n != self.me()) else {
+                return;
+            };
+            if mine <= least + 1 {
+                return;
+            }
+            let Some(shard) = self
+                .owners
+                .iter()
+                .rposition(|(o, _)| o.as_deref() == Some(self.me()))
+            else {
+                return;
+            };
+            self.hand_off(shard as u32, Some(target)).await;
+        }
+    }
+
+    async fn leave(&mut self) {
+        let mine: Vec<u32> = (0..self.plan.shards)
+            .filter(|s| self.owners[*s as usize].0.as_deref() == Some(self.me()))
+            .collect();
+        for shard in mine {
+            let me = self.me().to_string();
+            let target = self.least_loaded(|n| n == me);
+            self.hand_off(shard, target).await;
+        }
+        let key = self.region_key(self.me());
+        if let Some(rev) = self.regions.get(self.me()).copied() {
+            let _ = self.leases.release(&key, rev).await;
+        }
+        for (_, finder) in self.finders.drain() {
+            finder.abort();
+        }
+        let name = Self::region_name(&self.plan.type_name, self.me());
+        self.node.unpublish(&name).await;
+    }
+
+    /// Registers this node's region (taking over its previous process's
+    /// key, and its shards, at new revisions).
+    async fn register(&mut self) -> Result<(), LeaseError> {
+        let key = self.region_key(self.me());
+        let rev = match self.leases.acquire(&key).await? {
+            Some(rev) => rev,
+            None => match self.leases.holder(&key).await? {
+                Some(h) => self.leases.take_over(&key, h.revision).await?,
+                None => return Err(LeaseError::Unavailable(format!("{key} vanished"))),
+            },
+        };
+        self.regions.insert(self.me().to_string(), rev);
+        let mine: Vec<(u32, u64)> = self
+            .owners
+            .iter()
+            .enumerate()
+            .filter(|(_, (o, _))| o.as_deref() == Some(self.me()))
+            .map(|(s, (_, rev))| (s as u32, *rev))
+            .collect();
+        for (shard, rev) in mine {
+            let key = self.shard_key(shard);
+            if let Ok(new) = self.leases.take_over(&key, rev).await {
+                let me = self.me().to_string();
+                self.apply(
+                    &key,
+                    LeaseChange::Held(Holder {
+                        node: me,
+                        revision: new,
+                    }),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn find_peer(&mut self, peer: String) {
+        if let Some(old) = self.finders.remove(&peer) {
+            old.abort();
+        }
+        let node = self.node.clone();
+        let region = self.region.clone();
+        let name = Self::region_name(&self.plan.type_name, &peer);
+        let peer_key = peer.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                if let Ok(found) = node.lookup::<Envelope<M>>(&name).await {
+                    region.tell(RegionMsg::Peer {
+                        node: peer,
+                        region: Some(found),
+                    });
+                    return;
+                }
+                tokio::time::sleep(TICK).await;
+            }
+        });
+        self.finders.retain(|_, t| !t.is_finished());
+        self.finders.insert(peer_key, task);
+    }
+
+    /// Runs until told to leave (or the region's handle is dropped).
+    pub(crate) async fn run(mut self, ready: oneshot::Sender<Result<(), LeaseError>>) {
+        let mut events = self.node.member_events();
+        let setup = async {
+            let watch = self.watch().await?;
+            self.load().await?;
+            self.register().await?;
+            Ok::<_, LeaseError>(watch)
+        };
+        let mut watch = match setup.await {
+            Ok(watch) => {
+                let _ = ready.send(Ok(()));
+                watch
+            }
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        };
+        let started = tokio::time::Instant::now();
+        let silent_after = self.node.config().heartbeat_timeout;
+        let mut tick = tokio::time::interval(TICK);
+        let mut last_rebalance = tokio::time::Instant::now();
+        let mut disconnected_since: Option<tokio::time::Instant> = None;
+        let mut fenced = false;
+        loop {
+            tokio::select! {
+                command = self.commands.recv() => match command {
+                    Some(Command::Allocate(shard)) => self.allocate(shard).await,
+                    Some(Command::FindPeer(node)) => self.find_peer(node),
+                    Some(Command::Leave(done)) => {
+                        self.leave().await;
+                        let _ = done.send(());
+                        return;
+                    }
+                    None => {
+                        self.leave().await;
+                        return;
+                    }
+                },
+                change = watch.next() => match change {
+                    Some(Ok((key, change))) => self.apply(&key, change),
+                    // The watch ended (the bucket changed leader): watch
+                    // again; it starts with every key's current state.
+                    Some(Err(_)) | None => match self.watch().await {
+                        Ok(again) => watch = again,
+                        Err(e) => tracing::warn!(error = %e, "sharding: cannot watch the shard leases"),
+                    },
+                },
+                event = events.recv() => match event {
+                    Ok(MemberEvent::Down { node, .. }) => {
+                        if let Some(finder) = self.finders.remove(&node) {
+                            finder.abort();
+                        }
+                        self.region.tell(RegionMsg::Peer { node: node.clone(), region: None });
+                        if !fenced {
+                            self.reallocate_orphans(|o| o == node).await;
+                        }
+                    }
+                    Ok(MemberEvent::Up(_)) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    // The node stopped: nothing can be handed over any
+                    // more; the others take its shards as a node that left.
+                    Err(_) => return,
+                },
+                _ = tick.tick() => {
+                    let connected = matches!(
+                        self.node.nats_client().connection_state(),
+                        async_nats::connection::State::Connected
+                    );
+                    let now = tokio::time::Instant::now();
+                    match (connected, disconnected_since, fenced) {
+                        (true, _, true) => {
+                            // Back: load the view afresh, then serve.
+                            if self.load().await.is_ok() {
+                                fenced = false;
+                                disconnected_since = None;
+                                self.region.tell(RegionMsg::Fenced(false));
+                            }
+                            continue;
+                        }
+                        (true, _, false) => disconnected_since = None,
+                        (false, None, _) => disconnected_since = Some(now),
+                        (false, Some(since), false) if now - since >= self.plan.self_fence_after => {
+                            tracing::warn!(region = %self.plan.type_name, "sharding: disconnected from NATS; stopping this node's shards");
+                            fenced = true;
+                            self.region.tell(RegionMsg::Fenced(true));
+                        }
+                        (false, Some(_), _) => {}
+                    }
+                    if fenced {
+                        continue;
+                    }
+                    if started.elapsed() >= silent_after {
+                        let members = self.node.members();
+                        self.reallocate_orphans(|o| !members.iter().any(|m| m == o)).await;
+                    }
+                    if let Some(every) = self.plan.rebalance_interval {
+                        if last_rebalance.elapsed() >= every {
+                            last_rebalance = tokio::time::Instant::now();
+                            self.rebalance().await;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,401 @@
+//! The region: one actor per node and entity type that routes every
+//! message for an entity to the node owning the entity's shard, and runs
+//! the shards this node owns as its children.
+//!
+//! Its view of who owns which shard comes from the node's coordinator
+//! (`coordinator.rs`), which watches the shard leases; the region never
+//! waits on NATS itself. Routing an envelope (see `envelope.rs` for why
+//! the revision):
+//!
+//! - the shard is being handed off from here, or this node is fenced (cut
+//!   off from NATS too long), or the envelope was routed by a newer
+//!   revision than the region knows: **hold** it;
+//! - the shard is owned here: start the shard if it is not running (with
+//!   the lease revision as its entities' fencing token) and deliver;
+//! - owned by another node whose region is known: **forward**; not known
+//!   yet: hold, and ask the coordinator to find it;
+//! - owned by nobody: hold, and ask the coordinator to allocate it.
+//!
+//! Held messages are bounded by `buffer` across shards; beyond it a new
+//! message is dropped and counted. They are routed again, in order, when
+//! the shard's owner changes, a region is found, or a handoff ends.
+//!
+//! If the view says a shard this node runs moved to another node (this
+//! node was declared down while paused or cut off), the region stops the
+//! shard at once.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use troupe::{Actor, ActorId, ActorRef, Context, Props, Signal};
+
+use super::coordinator::Command;
+use super::envelope::{Envelope, MAX_HOPS};
+use super::shard::{Shard, ShardMsg};
+use super::{Counters, EntityContext};
+use crate::lease::Holder;
+
+/// What the region handles.
+pub(crate) enum RegionMsg<M: Send + 'static> {
+    /// A message for an entity, from this node or another region.
+    Deliver(Envelope<M>),
+    /// The coordinator's view of a shard changed.
+    Owner {
+        shard: u32,
+        owner: Option<Holder>,
+        rev: u64,
+    },
+    /// Another node's region was found (or is gone: `None`).
+    Peer {
+        node: String,
+        region: Option<ActorRef<Envelope<M>>>,
+    },
+    /// Stop the shard here and hold its messages; answer once it stopped.
+    HandOff {
+        shard: u32,
+        done: oneshot::Sender<()>,
+    },
+    /// The handoff of a shard is over (its lease moved, or stayed).
+    HandOffEnded(u32),
+    /// Cut off from NATS too long (`true`): stop every shard and hold;
+    /// reconnected with a fresh view (`false`).
+    Fenced(bool),
+}
+
+/// One shard as the region sees it.
+#[derive(Default)]
+struct View {
+    owner: Option<String>,
+    rev: u64,
+}
+
+/// The region actor.
+pub(crate) struct Region<A: Actor, F, M: Send + 'static> {
+    pub(crate) me: String,
+    pub(crate) type_name: Arc<str>,
+    pub(crate) factory: Arc<F>,
+    pub(crate) passivate_after: Option<Duration>,
+    pub(crate) buffer: usize,
+    pub(crate) counters: Arc<Counters>,
+    pub(crate) coordinator: mpsc::UnboundedSender<Command>,
+    /// Where `started` sends the adapter other nodes and the user send to.
+    pub(crate) adapter_to: Option<oneshot::Sender<ActorRef<Envelope<M>>>>,
+    views: Vec<View>,
+    peers: HashMap<String, ActorRef<Envelope<M>>>,
+    finding: HashSet<String>,
+    allocating: HashSet<u32>,
+    local: HashMap<u32, ActorRef<ShardMsg<M>>>,
+    local_ids: HashMap<ActorId, u32>,
+    /// Shards asked to stop whose `Terminated` has not come yet: their
+    /// messages are held, so no entity starts here while its previous
+    /// activation still runs.
+    stopping: HashSet<u32>,
+    handing_off: HashMap<u32, Option<oneshot::Sender<()>>>,
+    held: HashMap<u32, VecDeque<Envelope<M>>>,
+    held_total: usize,
+    fenced: bool,
+    _entity: std::marker::PhantomData<fn() -> A>,
+}
+
+/// How a region is made (the parts `Region::new` takes).
+pub(crate) struct RegionParts<F, M: Send + 'static> {
+    pub(crate) me: String,
+    pub(crate) type_name: Arc<str>,
+    pub(crate) shards: u32,
+    pub(crate) factory: Arc<F>,
+    pub(crate) passivate_after: Option<Duration>,
+    pub(crate) buffer: usize,
+    pub(crate) counters: Arc<Counters>,
+    pub(crate) coordinator: mpsc::UnboundedSender<Command>,
+    pub(crate) adapter_to: Option<oneshot::Sender<ActorRef<Envelope<M>>>>,
+}
+
+impl<A: Actor, F, M: Send + 'static> Region<A, F, M> {
+    pub(crate) fn new(parts: RegionParts<F, M>) -> Self {
+        Region {
+            me: parts.me,
+            type_name: parts.type_name,
+            factory: parts.factory,
+            passivate_after: parts.passivate_after,
+            buffer: parts.buffer.max(1),
+            counters: parts.counters,
+            coordinator: parts.coordinator,
+            adapter_to: parts.adapter_to,
+            views: (0..parts.shards).map(|_| View::default()).collect(),
+            peers: HashMap::new(),
+            finding: HashSet::new(),
+            allocating: HashSet::new(),
+            local: HashMap::new(),
+            local_ids: HashMap::new(),
+            stopping: HashSet::new(),
+            handing_off: HashMap::new(),
+            held: HashMap::new(),
+            held_total: 0,
+            fenced: false,
+            _entity: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<A, F, M> Region<A, F, M>
+where
+    A: Actor,
+    A::Msg: From<M>,
+    M: Send + 'static,
+    F: Fn(&EntityContext) -> Props<A> + Send + Sync + 'static,
+{
+    fn hold(&mut self, envelope: Envelope<M>) {
+        if self.held_total >= self.buffer {
+            let n = self.counters.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if n.is_power_of_two() {
+                tracing::warn!(
+                    region = %self.type_name,
+                    dropped = n,
+                    buffer = self.buffer,
+                    "sharding: the region's buffer is full; dropping new messages for shards without a known owner"
+                );
+            }
+            return;
+        }
+        self.held_total += 1;
+        self.counters.held.fetch_add(1, Ordering::Relaxed);
+        self.held
+            .entry(envelope.shard)
+            .or_default()
+            .push_back(envelope);
+    }
+
+    /// Routes the messages held for `shard` again, in order.
+    fn release(&mut self, ctx: &mut Context<'_, Self>, shard: u32) {
+        let Some(held) = self.held.remove(&shard) else {
+            return;
+        };
+        self.held_total -= held.len();
+        self.counters
+            .held
+            .fetch_sub(held.len() as u64, Ordering::Relaxed);
+        for envelope in held {
+            self.route(ctx, envelope);
+        }
+    }
+
+    fn route(&mut self, ctx: &mut Context<'_, Self>, mut envelope: Envelope<M>) {
+        let shard = envelope.shard;
+        if shard as usize >= self.views.len() {
+            tracing::error!(region = %self.type_name, shard, "sharding: a message for a shard this region does not have (different shard counts on two nodes?)");
+            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        if envelope.hops > MAX_HOPS {
+            tracing::error!(region = %self.type_name, shard, "sharding: a message was forwarded too often; dropped");
+            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let view = &self.views[shard as usize];
+        if self.handing_off.contains_key(&shard)
+            || self.stopping.contains(&shard)
+            || envelope.rev > view.rev
+            || self.fenced
+        {
+            self.hold(envelope);
+            return;
+        }
+        let rev = view.rev;
+        match view.owner.clone() {
+            Some(owner) if owner == self.me => {
+                let Some(local) = self.local_shard(ctx, shard, rev) else {
+                    self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                    return;
+                };
+                local.tell(ShardMsg::Deliver(envelope.entity, envelope.msg));
+            }
+            Some(owner) => match self.peers.get(&owner) {
+                Some(peer) => {
+                    envelope.rev = rev;
+                    envelope.hops += 1;
+                    self.counters.forwarded.fetch_add(1, Ordering::Relaxed);
+                    peer.tell(envelope);
+                }
+                None => {
+                    if self.finding.insert(owner.clone()) {
+                        let _ = self.coordinator.send(Command::FindPeer(owner));
+                    }
+                    self.hold(envelope);
+                }
+            },
+            None => {
+                if self.allocating.insert(shard) {
+                    let _ = self.coordinator.send(Command::Allocate(shard));
+                }
+                self.hold(envelope);
+            }
+        }
+    }
+
+    /// The shard's actor here, started with `token` if it is not running.
+    fn local_shard(
+        &mut self,
+        ctx: &mut Context<'_, Self>,
+        shard: u32,
+        token: u64,
+    ) -> Option<ActorRef<ShardMsg<M>>> {
+        if let Some(local) = self.local.get(&shard) {
+            return Some(local.clone());
+        }
+        let type_name = self.type_name.clone();
+        let factory = self.factory.clone();
+        let passivate_after = self.passivate_after;
+        let counters = self.counters.clone();
+        let props = Props::new(move || {
+            Shard::<A, F, M>::new(
+                type_name.clone(),
+                shard,
+                token,
+                factory.clone(),
+                passivate_after,
+                counters.clone(),
+            )
+        });
+        match ctx.spawn(props) {
+            Ok(actor) => {
+                ctx.watch(&actor);
+                self.local_ids.insert(actor.id(), shard);
+                self.local.insert(shard, actor.clone());
+                self.counters.shards.fetch_add(1, Ordering::Relaxed);
+                Some(actor)
+            }
+            Err(e) => {
+                tracing::error!(region = %self.type_name, shard, error = %e, "sharding: cannot start a shard");
+                None
+            }
+        }
+    }
+
+    fn stop_shard(&mut self, ctx: &mut Context<'_, Self>, shard: u32) -> bool {
+        match self.local.remove(&shard) {
+            Some(actor) => {
+                ctx.stop_child(&actor);
+                self.stopping.insert(shard);
+                true
+            }
+            None => self.stopping.contains(&shard),
+        }
+    }
+}
+
+impl<A, F, M> Actor for Region<A, F, M>
+where
+    A: Actor,
+    A::Msg: From<M>,
+    M: Send + 'static,
+    F: Fn(&EntityContext) -> Props<A> + Send + Sync + 'static,
+{
+    type Msg = RegionMsg<M>;
+
+    fn started(&mut self, ctx: &mut Context<'_, Self>) {
+        if let Some(to) = self.adapter_to.take() {
+            let _ = to.send(ctx.message_adapter(RegionMsg::Deliver));
+        }
+    }
+
+    fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: RegionMsg<M>) {
+        match msg {
+            RegionMsg::Deliver(envelope) => self.route(ctx, envelope),
+            RegionMsg::Owner { shard, owner, rev } => {
+                let Some(view) = self.views.get_mut(shard as usize) else {
+                    return;
+                };
+                if rev < view.rev {
+                    return;
+                }
+                view.rev = rev;
+                view.owner = owner.map(|h| h.node);
+                let moved_away = view.owner.as_deref() != Some(self.me.as_str());
+                let now = view.owner.clone();
+                self.allocating.remove(&shard);
+                if moved_away && self.stop_shard(ctx, shard) {
+                    tracing::warn!(region = %self.type_name, shard, now = ?now, "sharding: a shard running here moved to another owner; stopping it");
+                }
+                self.release(ctx, shard);
+            }
+            RegionMsg::Peer { node, region } => {
+                self.finding.remove(&node);
+                match region {
+                    Some(region) => {
+                        ctx.watch(&region);
+                        self.peers.insert(node.clone(), region);
+                        let waiting: Vec<u32> = self
+                            .held
+                            .keys()
+                            .copied()
+                            .filter(|s| self.views[*s as usize].owner.as_deref() == Some(&node))
+                            .collect();
+                        for shard in waiting {
+                            self.release(ctx, shard);
+                        }
+                    }
+                    None => {
+                        if let Some(old) = self.peers.remove(&node) {
+                            ctx.unwatch(&old);
+                        }
+                    }
+                }
+            }
+            RegionMsg::HandOff { shard, done } => {
+                if self.stop_shard(ctx, shard) {
+                    self.handing_off.insert(shard, Some(done));
+                } else {
+                    self.handing_off.insert(shard, None);
+                    let _ = done.send(());
+                }
+            }
+            RegionMsg::HandOffEnded(shard) => {
+                self.handing_off.remove(&shard);
+                self.release(ctx, shard);
+            }
+            RegionMsg::Fenced(fenced) => {
+                self.fenced = fenced;
+                if fenced {
+                    let shards: Vec<u32> = self.local.keys().copied().collect();
+                    for shard in shards {
+                        self.stop_shard(ctx, shard);
+                    }
+                } else {
+                    let shards: Vec<u32> = self.held.keys().copied().collect();
+                    for shard in shards {
+                        self.release(ctx, shard);
+                    }
+                }
+            }
+        }
+    }
+
+    fn signal(&mut self, ctx: &mut Context<'_, Self>, signal: Signal) {
+        let Signal::Terminated(id, _) = signal else {
+            return;
+        };
+        if let Some(shard) = self.local_ids.remove(&id) {
+            // Stopped on request, or failed for good under its supervisor.
+            self.stopping.remove(&shard);
+            if self.local.get(&shard).is_some_and(|a| a.id() == id) {
+                self.local.remove(&shard);
+            }
+            self.counters.shards.fetch_sub(1, Ordering::Relaxed);
+            match self.handing_off.get_mut(&shard) {
+                Some(waiter) => {
+                    if let Some(done) = waiter.take() {
+                        let _ = done.send(());
+                    }
+                }
+                None => self.release(ctx, shard),
+            }
+            return;
+        }
+        // A peer region ended (its node went down or restarted): find it
+        // again when a message needs it.
+        self.peers.retain(|_, peer| peer.id() != id);
+    }
+}
