@@ -238,6 +238,14 @@ impl<M: RemoteMessage> troupe::ExternalTarget<M> for EntityTarget<M> {
     }
 }
 
+/// The entity type of a proxy region, which never starts one.
+struct NoEntity<M>(std::marker::PhantomData<fn(M)>);
+
+impl<M: Send + 'static> Actor for NoEntity<M> {
+    type Msg = M;
+    fn receive(&mut self, _ctx: &mut troupe::Context<'_, Self>, _msg: M) {}
+}
+
 fn valid_type_name(name: &str) -> bool {
     !name.is_empty()
         && name
@@ -261,6 +269,38 @@ impl<M: RemoteMessage> ShardRegion<M> {
         system: &ActorSystem,
         settings: ShardingSettings,
         factory: F,
+    ) -> Result<ShardRegion<M>, LeaseError>
+    where
+        A: Actor,
+        A::Msg: From<M>,
+        F: Fn(&EntityContext) -> Props<A> + Send + Sync + 'static,
+    {
+        Self::start_region(node, system, settings, factory, false).await
+    }
+
+    /// Starts a proxy region of `settings.type_name` on this node: it
+    /// routes messages to the entities like a region, and never owns a
+    /// shard (no entity of the type runs here). For nodes that send to
+    /// entities and do not host them: clients, gateways.
+    ///
+    /// Fails as [`start`](Self::start).
+    pub async fn start_proxy(
+        node: Arc<Node>,
+        system: &ActorSystem,
+        settings: ShardingSettings,
+    ) -> Result<ShardRegion<M>, LeaseError> {
+        let never = |_: &EntityContext| -> Props<NoEntity<M>> {
+            unreachable!("a proxy region owns no shard, so it starts no entity")
+        };
+        Self::start_region(node, system, settings, never, true).await
+    }
+
+    async fn start_region<A, F>(
+        node: Arc<Node>,
+        system: &ActorSystem,
+        settings: ShardingSettings,
+        factory: F,
+        proxy: bool,
     ) -> Result<ShardRegion<M>, LeaseError>
     where
         A: Actor,
@@ -320,6 +360,7 @@ impl<M: RemoteMessage> ShardRegion<M> {
                 self_fence_after: settings
                     .self_fence_after
                     .unwrap_or(node.config().heartbeat_timeout / 2),
+                proxy,
             },
             region: region.clone(),
             commands: commands_rx,
@@ -327,6 +368,7 @@ impl<M: RemoteMessage> ShardRegion<M> {
             regions: BTreeMap::new(),
             finders: HashMap::new(),
             counters: counters.clone(),
+            pending: Default::default(),
         };
         let (ready, started) = oneshot::channel();
         let coordinator = tokio::spawn(coordinator.run(ready));

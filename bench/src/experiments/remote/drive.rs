@@ -4,11 +4,15 @@
 //! answer.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use troupe::{ActorRef, ActorSystem};
+use troupe_cluster::sharding::ShardRegion;
 use troupe_remote::{Node, RemoteConfig};
+
+use super::echo::sharded_settings;
 
 use super::protocol::{raw, BenchMsg, Received, ECHO, SUBJECT};
 use super::Transport;
@@ -31,9 +35,11 @@ pub struct Window {
 /// A connection to the echo process.
 pub enum Driver {
     /// A troupe-remote node with a ref to the published echo actor.
+    /// For `sharded`, `echo` is an entity's ref through a proxy region.
     Troupe {
         system: ActorSystem,
-        node: Node,
+        node: Arc<Node>,
+        region: Option<ShardRegion<BenchMsg>>,
         echo: ActorRef<BenchMsg>,
     },
     /// A plain async-nats client with its reply subscription.
@@ -52,7 +58,7 @@ impl Driver {
     /// Connects to the server at `url` (and finds the echo actor).
     pub async fn connect(transport: Transport, url: &str) -> Result<Driver, WorkloadError> {
         match transport {
-            Transport::Troupe => {
+            Transport::Troupe | Transport::Sharded => {
                 let system = ActorSystem::builder()
                     .threads(1)
                     .build()
@@ -60,11 +66,30 @@ impl Driver {
                 let node = Node::start(&system, RemoteConfig::new(url, "bench-driver"))
                     .await
                     .map_err(|e| WorkloadError::new(e.to_string()))?;
-                let echo = node
-                    .lookup::<BenchMsg>(ECHO)
+                let node = Arc::new(node);
+                let (region, echo) = if transport == Transport::Sharded {
+                    let region = ShardRegion::<BenchMsg>::start_proxy(
+                        node.clone(),
+                        &system,
+                        sharded_settings(),
+                    )
                     .await
                     .map_err(|e| WorkloadError::new(e.to_string()))?;
-                Ok(Driver::Troupe { system, node, echo })
+                    let echo = region.entity_ref(ECHO);
+                    (Some(region), echo)
+                } else {
+                    let echo = node
+                        .lookup::<BenchMsg>(ECHO)
+                        .await
+                        .map_err(|e| WorkloadError::new(e.to_string()))?;
+                    (None, echo)
+                };
+                Ok(Driver::Troupe {
+                    system,
+                    node,
+                    region,
+                    echo,
+                })
             }
             Transport::Nats => {
                 let client = async_nats::connect(url).await.map_err(nats_error)?;
@@ -127,7 +152,15 @@ impl Driver {
     /// Leaves the cluster (troupe) or closes the connection.
     pub async fn close(self) {
         match self {
-            Driver::Troupe { system, node, .. } => {
+            Driver::Troupe {
+                system,
+                node,
+                region,
+                ..
+            } => {
+                if let Some(region) = region {
+                    region.leave().await;
+                }
                 node.shutdown().await;
                 system.shutdown();
                 let _ = system.await_termination_timeout(Duration::from_secs(30));

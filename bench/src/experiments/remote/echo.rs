@@ -17,7 +17,9 @@ use futures_util::StreamExt;
 use troupe::{Actor, ActorSystem, Context, Props};
 use troupe_remote::{Node, RemoteConfig};
 
-use super::protocol::{raw, BenchMsg, StreamCheck, ECHO, SUBJECT};
+use troupe_cluster::sharding::{ShardRegion, ShardingSettings};
+
+use super::protocol::{raw, BenchMsg, StreamCheck, ECHO, SHARDED, SUBJECT};
 use super::Transport;
 use crate::runner::WorkloadError;
 
@@ -74,6 +76,7 @@ impl Drop for EchoProcess {
 pub fn serve(transport: Transport, url: &str) -> Result<(), Box<dyn Error>> {
     match transport {
         Transport::Troupe => serve_troupe(url),
+        Transport::Sharded => serve_sharded(url),
         Transport::Nats => serve_nats(url),
     }
 }
@@ -132,6 +135,45 @@ fn serve_troupe(url: &str) -> Result<(), Box<dyn Error>> {
     system.shutdown();
     system.await_termination()?;
     Ok(())
+}
+
+/// The sharded echo: a region of the type [`SHARDED`] whose entities are
+/// echo actors (the bench talks to one, [`ECHO`]).
+fn serve_sharded(url: &str) -> Result<(), Box<dyn Error>> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let system = ActorSystem::builder().threads(1).build()?;
+    runtime.block_on(async {
+        let node = std::sync::Arc::new(
+            Node::start(&system, RemoteConfig::new(url, "bench-echo-node")).await?,
+        );
+        let region = ShardRegion::<BenchMsg>::start(
+            node.clone(),
+            &system,
+            sharded_settings(),
+            |_| Props::new(Echo::default),
+        )
+        .await?;
+        let closed = ready()?;
+        let _ = closed.await;
+        region.leave().await;
+        node.shutdown().await;
+        Ok::<(), Box<dyn Error>>(())
+    })?;
+    system.shutdown();
+    system.await_termination()?;
+    Ok(())
+}
+
+/// The sharded echo's settings, the same on both sides: no passivation
+/// or rebalancing during a run.
+pub fn sharded_settings() -> ShardingSettings {
+    let mut settings = ShardingSettings::new(SHARDED);
+    settings.passivate_after = None;
+    settings.rebalance_interval = None;
+    settings
 }
 
 fn serve_nats(url: &str) -> Result<(), Box<dyn Error>> {

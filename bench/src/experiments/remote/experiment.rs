@@ -52,7 +52,9 @@ impl Experiment for Remote {
         columns
     }
     fn extras(&self, rows: &[&Row]) -> Vec<String> {
-        rows.iter().map(|row| line(row)).collect()
+        let mut lines: Vec<String> = rows.iter().map(|row| line(row)).collect();
+        lines.extend(rows.iter().filter_map(|row| sharded_line(row, rows)));
+        lines
     }
     fn notes(&self) -> Vec<String> {
         vec![
@@ -70,6 +72,28 @@ impl Experiment for Remote {
             select: |r| r.params.get("in_flight").and_then(Value::as_u64) == Some(64),
         })
     }
+}
+
+/// A sharded row against the plain troupe row of its workload: what
+/// routing through shard regions costs a remote message.
+fn sharded_line(row: &Row, rows: &[&Row]) -> Option<String> {
+    if row.params.get("transport").and_then(Value::as_str) != Some("sharded") || row.failure.is_some() {
+        return None;
+    }
+    let same = |k: &str| row.params.get(k);
+    let plain = rows.iter().find(|r| {
+        r.params.get("transport").and_then(Value::as_str) == Some("troupe")
+            && ["workload", "in_flight", "size"]
+                .iter()
+                .all(|k| r.params.get(*k) == same(k))
+            && r.failure.is_none()
+    })?;
+    Some(format!(
+        "{} vs {}: {:.2}x the plain remote throughput (target >= 0.8x)",
+        row.variant,
+        plain.variant,
+        plain.ns_per_msg / row.ns_per_msg
+    ))
 }
 
 /// A row's line under the table.

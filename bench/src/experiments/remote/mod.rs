@@ -9,7 +9,9 @@
 //! window keeps the sender from outrunning it).
 //!
 //! Transports: `troupe` (troupe-remote: a published echo actor, asks and
-//! tells), `nats` (raw async-nats between the same two processes, no
+//! tells), `sharded` (the echo is an entity of a troupe-cluster shard
+//! region in the echo process, reached through a proxy region: what
+//! sharding adds to a remote message), `nats` (raw async-nats between the same two processes, no
 //! actors: the transport's own limit) and `pekko` (Apache Pekko remoting,
 //! Artery over TCP, two JVMs; `peer.rs`). The bench process drives
 //! (`drive.rs`); the echo process is this binary's hidden `remote-echo`
@@ -49,6 +51,9 @@ pub const THREADS: u64 = 2;
 pub enum Transport {
     /// troupe-remote.
     Troupe,
+    /// troupe-cluster's sharding on troupe-remote: the echo is an entity
+    /// of a region in the echo process, reached through a proxy region.
+    Sharded,
     /// Raw async-nats, no actors.
     Nats,
 }
@@ -58,13 +63,14 @@ impl Transport {
     pub fn name(self) -> &'static str {
         match self {
             Transport::Troupe => "troupe",
+            Transport::Sharded => "sharded",
             Transport::Nats => "nats",
         }
     }
 
     /// The transport called `name`.
     pub fn parse(name: &str) -> Option<Transport> {
-        [Transport::Troupe, Transport::Nats]
+        [Transport::Troupe, Transport::Sharded, Transport::Nats]
             .into_iter()
             .find(|t| t.name() == name)
     }
@@ -73,7 +79,7 @@ impl Transport {
     fn runtime(self) -> std::io::Result<tokio::runtime::Runtime> {
         let workers = match self {
             // Plus the actor system's one dispatcher thread.
-            Transport::Troupe => 1,
+            Transport::Troupe | Transport::Sharded => 1,
             Transport::Nats => 2,
         };
         tokio::runtime::Builder::new_multi_thread()
@@ -183,7 +189,7 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
     };
     let mut workloads = Vec::new();
     let mut latencies: Vec<(String, Latencies)> = Vec::new();
-    for transport in [Transport::Troupe, Transport::Nats] {
+    for transport in [Transport::Troupe, Transport::Sharded, Transport::Nats] {
         for shape in SHAPES {
             let times = Latencies::default();
             let variant = format!("{}-{}", transport.name(), shape.name());
@@ -286,10 +292,13 @@ fn workload(
     })
     .param(
         "runtime",
-        if transport == Transport::Troupe {
-            "troupe"
-        } else {
-            "baseline"
+        match transport {
+            Transport::Troupe => "troupe",
+            // Not paired with the baseline or Pekko (pairing.rs knows
+            // troupe, baseline, pekko): its own line compares it with the
+            // plain troupe row of the same workload.
+            Transport::Sharded => "troupe-sharded",
+            Transport::Nats => "baseline",
         },
     )
     .param("transport", transport.name())

@@ -12,6 +12,9 @@ use troupe_remote::RemoteMessage;
 /// The name the echo actor is published under.
 pub const ECHO: &str = "bench-echo";
 
+/// The sharded echo's entity type (its entity is [`ECHO`]).
+pub const SHARDED: &str = "bench-echo";
+
 /// The raw-NATS subject the echo process serves.
 pub const SUBJECT: &str = "bench.echo";
 

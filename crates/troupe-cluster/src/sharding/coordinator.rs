@@ -8,7 +8,8 @@
 //! - `shard.<type>.<n>`: the node that owns shard `n`; its revision is the
 //!   fencing token of the shard's entities there.
 //! - `region.<type>.<node>`: held by each node that runs a region of the
-//!   type, so shards are only given to nodes that can run them.
+//!   type, so shards are only given to nodes that can run them (a proxy
+//!   region, which only routes, holds none).
 //!
 //! What it does:
 //! - **allocate** a shard nobody owns (the region asks, on its first
@@ -33,7 +34,7 @@
 //! over at a new revision when the coordinator starts, so the new
 //! entities' fencing token is above the old ones'.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -69,6 +70,8 @@ pub(crate) struct Plan {
     pub(crate) rebalance_interval: Option<Duration>,
     pub(crate) rebalance_limit: usize,
     pub(crate) self_fence_after: Duration,
+    /// A proxy region: it routes, and never owns a shard.
+    pub(crate) proxy: bool,
 }
 
 /// One node's coordinator of one entity type.
@@ -84,6 +87,10 @@ pub(crate) struct Coordinator<M: Send + 'static> {
     pub(crate) regions: BTreeMap<String, u64>,
     pub(crate) finders: HashMap<String, JoinHandle<()>>,
     pub(crate) counters: Arc<Counters>,
+    /// Shards the region asked for that could not be allocated yet (no
+    /// live region node known, or the bucket did not answer): tried again
+    /// every tick until they have an owner.
+    pub(crate) pending: BTreeSet<u32>,
 }
 
 impl<M: RemoteMessage> Coordinator<M> {
@@ -187,7 +194,7 @@ impl<M: RemoteMessage> Coordinator<M> {
             .filter(|n| members.contains(n))
             .cloned()
             .collect();
-        if !nodes.iter().any(|n| n == self.me()) {
+        if !self.plan.proxy && !nodes.iter().any(|n| n == self.me()) {
             nodes.push(self.me().to_string());
         }
         nodes.retain(|n| !excluded(n));
@@ -217,6 +224,7 @@ impl<M: RemoteMessage> Coordinator<M> {
         let (owner, rev) = self.owners[shard as usize].clone();
         if owner.is_some() {
             // Known already (the region's view was behind): tell it again.
+            self.pending.remove(&shard);
             self.region.tell(RegionMsg::Owner {
                 shard,
                 owner: owner.map(|node| Holder {
@@ -227,28 +235,31 @@ impl<M: RemoteMessage> Coordinator<M> {
             });
             return;
         }
+        // No node runs a region of the type yet (this is a proxy, or the
+        // others have not been heard yet): try again on the next tick.
         let Some(target) = self.least_loaded(|_| false) else {
+            self.pending.insert(shard);
             return;
         };
         let key = self.shard_key(shard);
         match self.leases.create_for(&key, &target).await {
-            Ok(Some(rev)) => self.apply(
-                &key,
-                LeaseChange::Held(Holder {
-                    node: target,
-                    revision: rev,
-                }),
-            ),
+            Ok(Some(rev)) => {
+                self.pending.remove(&shard);
+                self.apply(
+                    &key,
+                    LeaseChange::Held(Holder {
+                        node: target,
+                        revision: rev,
+                    }),
+                );
+            }
             // Someone else allocated it: the watch brings the owner.
-            Ok(None) => {}
+            Ok(None) => {
+                self.pending.remove(&shard);
+            }
             Err(e) => {
-                tracing::warn!(shard, error = %e, "sharding: cannot allocate a shard");
-                // Let the region ask again with its next message.
-                self.region.tell(RegionMsg::Owner {
-                    shard,
-                    owner: None,
-                    rev,
-                });
+                tracing::warn!(shard, error = %e, "sharding: cannot allocate a shard; trying again");
+                self.pending.insert(shard);
             }
         }
     }
@@ -372,6 +383,9 @@ impl<M: RemoteMessage> Coordinator<M> {
     /// Registers this node's region (taking over its previous process's
     /// key, and its shards, at new revisions).
     async fn register(&mut self) -> Result<(), LeaseError> {
+        if self.plan.proxy {
+            return Ok(());
+        }
         let key = self.region_key(self.me());
         let rev = match self.leases.acquire(&key).await? {
             Some(rev) => rev,
@@ -519,6 +533,10 @@ impl<M: RemoteMessage> Coordinator<M> {
                     }
                     if fenced {
                         continue;
+                    }
+                    let pending: Vec<u32> = self.pending.iter().copied().collect();
+                    for shard in pending {
+                        self.allocate(shard).await;
                     }
                     if started.elapsed() >= silent_after {
                         let members = self.node.members();
