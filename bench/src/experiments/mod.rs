@@ -38,6 +38,7 @@ experiments![
     remote::Remote,
     trading_cluster::TradingCluster,
     persistence::Persistence,
+    sharding::Sharding,
     soak::Soak,
 ];
 
