@@ -31,6 +31,8 @@ pub mod persistence;
 pub mod sharding;
 #[cfg(feature = "nats")]
 pub mod singleton;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 /// The user guide's pages on this crate's blocks, compiled (and the
 /// persistence page run) as doctests here so their examples stay true.

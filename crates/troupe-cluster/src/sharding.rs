@@ -369,6 +369,7 @@ impl<M: RemoteMessage> ShardRegion<M> {
             finders: HashMap::new(),
             counters: counters.clone(),
             pending: Default::default(),
+            stepping_down: false,
         };
         let (ready, started) = oneshot::channel();
         let coordinator = tokio::spawn(coordinator.run(ready));

@@ -104,7 +104,7 @@ pub use error::RemoteError;
 #[cfg(feature = "node")]
 pub use membership::{DownReason, MemberEvent};
 #[cfg(feature = "node")]
-pub use node::Node;
+pub use node::{Node, Stall};
 pub use wire::RemoteMessage;
 
 /// The user guide's page on remote actors (`docs/guide/09-remote.md`): its

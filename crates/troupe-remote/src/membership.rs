@@ -61,8 +61,11 @@ pub(crate) type Gone = (String, u64);
 pub(crate) struct Membership {
     me: String,
     seen: Mutex<HashMap<String, (u64, Instant)>>,
-    /// Incarnations replaced by a restart: a heartbeat of one that was in
-    /// flight when the new one was heard must not bring it back.
+    /// Incarnations that went down (replaced by a restart, left, or fell
+    /// silent): a heartbeat of one must not bring it back. A node declared
+    /// down is down for good in this incarnation, as its refs are (see
+    /// `liveness.rs`): one paused past the timeout that resumes is not
+    /// taken back, and rejoins by restarting (a new incarnation).
     replaced: Mutex<HashSet<Gone>>,
     events: broadcast::Sender<MemberEvent>,
 }
@@ -136,6 +139,12 @@ impl Membership {
             up
         };
         if was_up {
+            self.replaced
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert((node.to_string(), incarnation));
+        }
+        if was_up {
             down(node, incarnation);
             let _ = self.events.send(MemberEvent::Down {
                 node: node.to_string(),
@@ -166,6 +175,10 @@ impl Membership {
             }
             silent
         };
+        self.replaced
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(silent.iter().cloned());
         for (node, incarnation) in &silent {
             down(node, *incarnation);
             let _ = self.events.send(MemberEvent::Down {
@@ -174,6 +187,18 @@ impl Membership {
             });
         }
         silent
+    }
+
+    /// This process stalled for `stall` (its heartbeat task ran that much
+    /// late): every node's last heartbeat counts as that much more recent,
+    /// so a stall here does not declare the others down on resuming (their
+    /// heartbeats from meanwhile are still unread). A node that really
+    /// died during the stall is declared down that much later.
+    pub(crate) fn forgive(&self, stall: Duration) {
+        let now = Instant::now();
+        for (_, at) in self.lock().values_mut() {
+            *at = (*at + stall).min(now);
+        }
     }
 
     /// This node and every node up, sorted.
@@ -194,6 +219,18 @@ mod tests {
     use super::*;
 
     fn no(_: &str, _: u64) {}
+
+    #[test]
+    fn a_stall_here_is_not_the_others_silence() {
+        let m = Membership::new("me");
+        m.heard("b", 1, no);
+        std::thread::sleep(Duration::from_millis(30));
+        // Without forgiving, b is silent for 20 ms; with 30 ms forgiven it
+        // was heard just now.
+        m.forgive(Duration::from_millis(30));
+        assert!(m.expire(Duration::from_millis(20), no).is_empty());
+        assert_eq!(m.members(), vec!["b".to_string(), "me".to_string()]);
+    }
 
     #[test]
     fn up_once_down_once_and_never_myself() {
@@ -228,6 +265,15 @@ mod tests {
             ]
         );
         assert_eq!(m.members(), vec!["me".to_string()]);
+        // Down is for good in an incarnation: heard again (resumed after a
+        // pause, a heartbeat sent before the leave), it stays down.
+        assert_eq!(m.heard("b", 2, no), None);
+        assert_eq!(m.heard("c", 3, no), None);
+        assert_eq!(m.members(), vec!["me".to_string()]);
+        assert!(events.try_recv().is_err(), "no Up for a past incarnation");
+        // A new incarnation (a restart) is up.
+        m.heard("c", 4, no);
+        assert_eq!(m.members(), vec!["c".to_string(), "me".to_string()]);
     }
 
     #[test]

@@ -117,6 +117,19 @@ struct Shared {
     /// Published names: their subscription tasks.
     published: Mutex<HashMap<String, PublishedEntry>>,
     stopped: AtomicBool,
+    /// The last stall of this process the heartbeat task saw.
+    stall: Mutex<Option<Stall>>,
+}
+
+/// A stall of this node's process: its heartbeat task ran this late (the
+/// process was paused, swapped out or starved of CPU). See
+/// [`Node::last_stall`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stall {
+    /// When it was noticed (just after it ended).
+    pub ended: std::time::Instant,
+    /// How long it lasted, about.
+    pub lasted: std::time::Duration,
 }
 
 impl Shared {
@@ -316,6 +329,7 @@ impl Node {
             .map_err(|e| RemoteError::Nats(e.to_string()))?;
         let shared = Arc::new(Shared {
             membership: Membership::new(&config.node_name),
+            stall: Mutex::new(None),
             system: system.clone(),
             client,
             dead_letters,
@@ -607,6 +621,24 @@ impl Node {
     /// timeout, say, for a block that waits as long as membership does).
     pub fn config(&self) -> &RemoteConfig {
         &self.shared().config
+    }
+
+    /// The last stall of this process, if any: a pause (SIGSTOP, a
+    /// debugger, swapping, a starved VM) during which it sent no
+    /// heartbeat. One that lasted longer than `heartbeat_timeout` means
+    /// the other nodes have declared this node down, for good in this
+    /// incarnation: they drop what it sends them through their old refs
+    /// and never take it back as a member. A block that owns something on
+    /// this node's behalf (a lease, shards) must step down then; the node
+    /// rejoins by restarting. (Its own view of the others is not harmed:
+    /// their heartbeats that wait unread during the stall do not count as
+    /// their silence.)
+    pub fn last_stall(&self) -> Option<Stall> {
+        *self
+            .shared()
+            .stall
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// This node and every node it hears heartbeats of, sorted by name.

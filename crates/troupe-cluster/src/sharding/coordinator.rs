@@ -91,6 +91,9 @@ pub(crate) struct Coordinator<M: Send + 'static> {
     /// live region node known, or the bucket did not answer): tried again
     /// every tick until they have an owner.
     pub(crate) pending: BTreeSet<u32>,
+    /// This node stalled past half the heartbeat timeout and steps down:
+    /// its shards go to the others and it only routes from then on.
+    pub(crate) stepping_down: bool,
 }
 
 impl<M: RemoteMessage> Coordinator<M> {
@@ -128,6 +131,7 @@ impl<M: RemoteMessage> Coordinator<M> {
                 return;
             }
             *slot = (owner.clone(), rev);
+            tracing::debug!(me = %self.leases.me(), shard, owner = ?owner, rev, "sharding: shard owner");
             let me = self.leases.me();
             let owned = self
                 .owners
@@ -220,7 +224,54 @@ impl<M: RemoteMessage> Coordinator<M> {
         self.loads(excluded).into_iter().next().map(|(_, n)| n)
     }
 
+    /// Whether this node has stalled long enough that the others may have
+    /// declared it down (half the heartbeat timeout, to be safe): then it
+    /// must own nothing any more. Checked before every decision that could
+    /// give this node a shard; the first time, the region stops its
+    /// shards at once and the next tick hands them over.
+    fn check_stall(&mut self) -> bool {
+        if self.plan.proxy {
+            return self.stepping_down;
+        }
+        let Some(stall) = self.node.last_stall() else {
+            return false;
+        };
+        if stall.lasted < self.node.config().heartbeat_timeout / 2 {
+            return false;
+        }
+        tracing::error!(
+            region = %self.plan.type_name,
+            stall = ?stall.lasted,
+            "sharding: this node stalled long enough to be declared down; it stops its shards, \
+             hands them over and only routes from now on (restart it to host shards again)"
+        );
+        self.plan.proxy = true;
+        self.stepping_down = true;
+        self.region.tell(RegionMsg::Fenced(true));
+        true
+    }
+
+    /// Hands every shard this node still owns to the others (or releases
+    /// it), gives up its region key, and lets the region route again.
+    async fn step_down(&mut self) {
+        self.stepping_down = false;
+        let _ = self.load().await;
+        let mine: Vec<u32> = (0..self.plan.shards)
+            .filter(|s| self.owners[*s as usize].0.as_deref() == Some(self.me()))
+            .collect();
+        for shard in mine {
+            let target = self.least_loaded(|_| false);
+            self.hand_off(shard, target).await;
+        }
+        let key = self.region_key(self.me());
+        if let Some(rev) = self.regions.get(self.me()).copied() {
+            let _ = self.leases.release(&key, rev).await;
+        }
+        self.region.tell(RegionMsg::Fenced(false));
+    }
+
     async fn allocate(&mut self, shard: u32) {
+        self.check_stall();
         let (owner, rev) = self.owners[shard as usize].clone();
         if owner.is_some() {
             // Known already (the region's view was behind): tell it again.
@@ -266,6 +317,7 @@ impl<M: RemoteMessage> Coordinator<M> {
 
     /// Moves every shard owned by a node that is not live to a live one.
     async fn reallocate_orphans(&mut self, orphaned: impl Fn(&str) -> bool) {
+        self.check_stall();
         let orphans: Vec<(u32, u64)> = self
             .owners
             .iter()
@@ -337,6 +389,9 @@ impl<M: RemoteMessage> Coordinator<M> {
 
     /// One round of least-shards rebalancing, from this node's side.
     async fn rebalance(&mut self) {
+        if self.check_stall() {
+            return;
+        }
         for _ in 0..self.plan.rebalance_limit {
             let loads = self.loads(|_| false);
             let mine = loads
@@ -493,6 +548,7 @@ impl<M: RemoteMessage> Coordinator<M> {
                 },
                 event = events.recv() => match event {
                     Ok(MemberEvent::Down { node, .. }) => {
+                        tracing::debug!(me = %self.leases.me(), down = %node, "sharding: node down");
                         if let Some(finder) = self.finders.remove(&node) {
                             finder.abort();
                         }
@@ -507,6 +563,10 @@ impl<M: RemoteMessage> Coordinator<M> {
                     Err(_) => return,
                 },
                 _ = tick.tick() => {
+                    if self.check_stall() {
+                        self.step_down().await;
+                        continue;
+                    }
                     let connected = matches!(
                         self.node.nats_client().connection_state(),
                         async_nats::connection::State::Connected

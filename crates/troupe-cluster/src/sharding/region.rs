@@ -322,6 +322,7 @@ where
                 self.release(ctx, shard);
             }
             RegionMsg::Peer { node, region } => {
+                tracing::debug!(me = %self.me, peer = %node, found = region.is_some(), "sharding: peer region");
                 self.finding.remove(&node);
                 match region {
                     Some(region) => {

@@ -16,6 +16,9 @@
 //!   then take the lease over at the revision followed (a compare-and-set:
 //!   of several followers one wins, the others follow it), or acquire it
 //!   again if it was released;
+//! - never hold or take over once this node has stalled past half its
+//!   heartbeat timeout (`Node::last_stall`): the others may have declared
+//!   it down for good, and could not reach an instance here;
 //! - **hold**: start the instance with the lease revision as its fencing
 //!   token, name it to the proxy, publish it under the singleton's name
 //!   (beside the loop too), and watch the lease. If it moves to another node (this node
@@ -129,6 +132,18 @@ where
     pub(crate) async fn run(mut self) {
         let mut events = self.node.member_events();
         loop {
+            if self.declared_down() {
+                // Never hold again: follow whoever holds, or wait.
+                let next = match self.leases.holder(&self.key).await {
+                    Ok(Some(h)) if h.node != self.leases.me() => self.follow(h, &mut events).await,
+                    Ok(_) => self.unavailable(LeaseError::Unavailable("this node stalled past the heartbeat timeout and may not hold the singleton".into())).await,
+                    Err(e) => self.unavailable(e).await,
+                };
+                if let Next::Leave = next {
+                    return;
+                }
+                continue;
+            }
             let next = match self.leases.acquire(&self.key).await {
                 Ok(Some(token)) => self.hold(token).await,
                 Ok(None) => match self.leases.holder(&self.key).await {
@@ -144,6 +159,8 @@ where
                 Err(e) => self.unavailable(e).await,
             };
             let next = match next {
+                // A node that stalled past the timeout never takes over.
+                Next::TakeOver(_) if self.declared_down() => Next::Again,
                 Next::TakeOver(from) => match self.leases.take_over(&self.key, from.revision).await
                 {
                     Ok(token) => self.hold(token).await,
@@ -157,6 +174,15 @@ where
                 return;
             }
         }
+    }
+
+    /// Whether this node stalled long enough (half the heartbeat timeout,
+    /// to be safe) that the others may have declared it down: they would
+    /// never reach an instance here, so it may not hold the lease again.
+    fn declared_down(&self) -> bool {
+        self.node
+            .last_stall()
+            .is_some_and(|s| s.lasted >= self.node.config().heartbeat_timeout / 2)
     }
 
     /// The bucket did not answer for a while: say so, wait a moment (or

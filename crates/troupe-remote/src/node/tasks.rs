@@ -13,7 +13,7 @@ use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 
 use super::locals::LocalActor;
-use super::{watch, Outbound, Outgoing, Shared};
+use super::{watch, Outbound, Outgoing, Shared, Stall};
 use crate::address::Kind;
 use crate::config::valid_token;
 use crate::dead_letters::DeadLetterReason;
@@ -493,8 +493,24 @@ pub(super) async fn beat(shared: Arc<Shared>) {
     let mut ticks = tokio::time::interval(check);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut n: u64 = 0;
+    let mut last = tokio::time::Instant::now();
     loop {
         ticks.tick().await;
+        // This process stalled (paused, swapped out, starved) if a tick
+        // came far later than asked: the others' heartbeats wait unread
+        // in the connection meanwhile, so the stall is not their silence.
+        let now = tokio::time::Instant::now();
+        let gap = now - last;
+        last = now;
+        if gap > check * 2 {
+            let stall = gap - check;
+            shared.membership.forgive(stall);
+            *shared.stall.lock().unwrap_or_else(|e| e.into_inner()) = Some(Stall {
+                ended: std::time::Instant::now(),
+                lasted: stall,
+            });
+            tracing::warn!(node = %shared.config.node_name, ?stall, "troupe-remote: this process stalled; if the stall passed the heartbeat timeout, the other nodes have declared it down for good");
+        }
         if n.is_multiple_of(4) {
             let _ = shared
                 .client
