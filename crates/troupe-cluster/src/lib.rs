@@ -42,4 +42,6 @@ pub mod guide {
     pub struct Persistence;
     #[doc = include_str!("../../../docs/guide/13-singletons.md")]
     pub struct Singletons;
+    #[doc = include_str!("../../../docs/guide/14-sharding.md")]
+    pub struct Sharding;
 }
