@@ -33,6 +33,7 @@ pub mod sharding;
 pub mod singleton;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod token;
 
 /// The user guide's pages on this crate's blocks, compiled (and the
 /// persistence page run) as doctests here so their examples stay true.

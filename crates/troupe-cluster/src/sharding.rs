@@ -70,6 +70,7 @@
 mod coordinator;
 mod envelope;
 mod region;
+mod remember;
 mod shard;
 
 use std::collections::BTreeMap;
@@ -87,6 +88,7 @@ use crate::lease::{LeaseError, Leases};
 use coordinator::{Command, Coordinator, Plan};
 use envelope::Envelope;
 use region::{Region, RegionMsg, RegionParts};
+use remember::Remembered;
 
 /// How a sharded entity type runs. Every node of one type must use the
 /// same `type_name`, `shards` and `bucket`.
@@ -117,6 +119,12 @@ pub struct ShardingSettings {
     /// How long a node may be cut off from NATS before it stops its shards
     /// on its own. `None`: half the node's heartbeat timeout.
     pub self_fence_after: Option<Duration>,
+    /// Remember which entities each shard runs (in a key-value bucket,
+    /// `troupe-entities-<type>`) and start them again as soon as their
+    /// shard starts on a node (after a handoff, a node's loss, or the
+    /// whole cluster's restart), not on their next message. An entity is
+    /// forgotten when it is passivated or stops on its own.
+    pub remember_entities: bool,
 }
 
 impl ShardingSettings {
@@ -135,6 +143,7 @@ impl ShardingSettings {
             rebalance_interval: Some(Duration::from_secs(10)),
             rebalance_limit: 5,
             self_fence_after: None,
+            remember_entities: false,
         }
     }
 }
@@ -312,6 +321,11 @@ impl<M: RemoteMessage> ShardRegion<M> {
         }
         let shards = settings.shards.max(1);
         let leases = Leases::open(&node, &settings.bucket, settings.replicas).await?;
+        let remembered = if settings.remember_entities && !proxy {
+            Some(Remembered::open(&node, &settings.type_name, settings.replicas).await?)
+        } else {
+            None
+        };
         let counters = Arc::new(Counters::default());
         let (commands, commands_rx) = mpsc::unbounded_channel();
         let (adapter_to, adapter) = oneshot::channel();
@@ -325,6 +339,7 @@ impl<M: RemoteMessage> ShardRegion<M> {
             counters: counters.clone(),
             coordinator: commands.clone(),
             adapter_to: Some(adapter_to),
+            remembered: remembered.clone(),
         }));
         // The region does not fail (its shards are its children and are
         // supervised there); a factory that could run twice would need
@@ -370,6 +385,7 @@ impl<M: RemoteMessage> ShardRegion<M> {
             counters: counters.clone(),
             pending: Default::default(),
             stepping_down: false,
+            remembered,
         };
         let (ready, started) = oneshot::channel();
         let coordinator = tokio::spawn(coordinator.run(ready));

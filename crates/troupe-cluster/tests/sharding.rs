@@ -138,6 +138,21 @@ fn entity(i: usize) -> String {
     format!("e-{i}")
 }
 
+/// Waits (up to 30 s) until every member hears every other.
+async fn hear_each_other(members: &[&Member]) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while members
+        .iter()
+        .any(|m| m.node.members().len() < members.len())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the nodes did not hear each other"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Waits (up to 30 s) until `done` holds for the members' stats.
 async fn until(members: &[&Member], what: &str, done: impl Fn(&[RegionStats]) -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -156,12 +171,16 @@ async fn until(members: &[&Member], what: &str, done: impl Fn(&[RegionStats]) ->
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn entities_run_where_their_shard_is_owned_and_move_when_a_node_leaves() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .try_init();
     let server = NatsServer::start().unwrap_or_else(|e| panic!("{e}"));
     let life = Arc::new(Life::default());
     let mut members = Vec::new();
     for name in ["node-a", "node-b", "node-c"] {
         members.push(Member::start(&server, name, &life, |_| {}).await);
     }
+    hear_each_other(&members.iter().collect::<Vec<_>>()).await;
     // 200 entities, each asked once from every node: one activation per
     // entity counts 1, 2, 3 on one node, whichever node asks.
     let mut home = HashMap::new();
@@ -217,6 +236,7 @@ async fn a_lost_node_s_shards_move_and_its_entities_answer_within_the_heartbeat_
     let life = Arc::new(Life::default());
     let a = Member::start(&server, "node-a", &life, |_| {}).await;
     let b = Member::start(&server, "node-b", &life, |_| {}).await;
+    hear_each_other(&[&a, &b]).await;
     let mut on_b = Vec::new();
     for i in 0..100 {
         let id = entity(i);
@@ -266,6 +286,7 @@ async fn new_nodes_get_shards_by_rebalancing_and_idle_entities_are_passivated() 
     assert_eq!(a.region.stats().shards, used);
     let b = Member::start(&server, "node-b", &life, tune).await;
     let c = Member::start(&server, "node-c", &life, tune).await;
+    hear_each_other(&[&a, &b, &c]).await;
     until(&[&a, &b, &c], "shards spread evenly", |s| {
         let (most, least) = (
             s.iter().map(|s| s.shards).max().unwrap(),
@@ -295,4 +316,44 @@ async fn new_nodes_get_shards_by_rebalancing_and_idle_entities_are_passivated() 
     for m in [a, b, c] {
         m.stop().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remembered_entities_start_on_their_shard_s_new_node_without_a_message() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .try_init();
+    let server = NatsServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let life = Arc::new(Life::default());
+    let tune = |s: &mut ShardingSettings| s.remember_entities = true;
+    let a = Member::start(&server, "node-a", &life, tune).await;
+    let b = Member::start(&server, "node-b", &life, tune).await;
+    // node-b hands its shards over only to a node it has heard.
+    hear_each_other(&[&a, &b]).await;
+    let mut on_b = 0;
+    for i in 0..40 {
+        if a.add(&entity(i)).await.0 == "node-b" {
+            on_b += 1;
+        }
+    }
+    assert!(on_b > 0);
+    until(&[&a, &b], "40 entities running", |s| {
+        s.iter().map(|s| s.entities).sum::<u64>() == 40
+    })
+    .await;
+    // node-b leaves: its shards go to node-a, which starts their
+    // remembered entities with no message sent to them.
+    b.stop().await;
+    // node-a started its own 40 - on_b, and now node-b's on_b.
+    until(&[&a], "node-b's entities started again on node-a", |s| {
+        s[0].entities == 40 && s[0].started == 40
+    })
+    .await;
+    assert_eq!(
+        a.region.stats().forwarded,
+        on_b,
+        "no message went to them since"
+    );
+    assert_eq!(life.most(), 1, "an entity had two activations at once");
+    a.stop().await;
 }

@@ -48,6 +48,7 @@ use tokio::sync::mpsc;
 
 use super::error::PersistenceError;
 use super::journal::{Counters, Done, EachEvent, Journal, Replayed, Snapshot};
+use crate::token::escape;
 
 /// How often a write that failed without a verdict is tried again.
 const TRIES: u32 = 10;
@@ -116,20 +117,6 @@ fn failed(op: &'static str, e: impl std::fmt::Display) -> PersistenceError {
         op,
         reason: e.to_string(),
     }
-}
-
-/// The id's bytes outside `A-Z a-z 0-9 - _` as `=XX`: a subject token and
-/// a key-value key.
-fn escape(id: &str) -> String {
-    let mut out = String::with_capacity(id.len());
-    for b in id.bytes() {
-        if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("={b:02X}"));
-        }
-    }
-    out
 }
 
 impl JetStreamJournal {

@@ -46,6 +46,7 @@ use troupe_remote::{MemberEvent, Node, RemoteMessage};
 
 use super::envelope::Envelope;
 use super::region::RegionMsg;
+use super::remember::Remembered;
 use super::Counters;
 use crate::lease::{Holder, KeysWatch, LeaseChange, LeaseError, Leases};
 
@@ -94,6 +95,8 @@ pub(crate) struct Coordinator<M: Send + 'static> {
     /// This node stalled past half the heartbeat timeout and steps down:
     /// its shards go to the others and it only routes from then on.
     pub(crate) stepping_down: bool,
+    /// The remembered entities, if the type remembers them.
+    pub(crate) remembered: Option<Remembered>,
 }
 
 impl<M: RemoteMessage> Coordinator<M> {
@@ -130,7 +133,12 @@ impl<M: RemoteMessage> Coordinator<M> {
             if rev <= slot.1 {
                 return;
             }
+            let came_here = owner.as_deref() == Some(self.leases.me())
+                && slot.0.as_deref() != Some(self.leases.me());
             *slot = (owner.clone(), rev);
+            if came_here {
+                self.recall(shard);
+            }
             tracing::debug!(me = %self.leases.me(), shard, owner = ?owner, rev, "sharding: shard owner");
             let me = self.leases.me();
             let owned = self
@@ -159,6 +167,24 @@ impl<M: RemoteMessage> Coordinator<M> {
                 }
             }
         }
+    }
+
+    /// Reads the entities remembered for `shard`, which just came to this
+    /// node, beside the loop, and hands them to the region to start.
+    fn recall(&self, shard: u32) {
+        let Some(remembered) = self.remembered.clone() else {
+            return;
+        };
+        let region = self.region.clone();
+        tokio::spawn(async move {
+            match remembered.recall(shard).await {
+                Ok(ids) if !ids.is_empty() => region.tell(RegionMsg::Recalled { shard, ids }),
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(shard, error = %e, "sharding: cannot read the remembered entities")
+                }
+            }
+        });
     }
 
     /// Loads the current state of every key of this type (after a watch
@@ -357,6 +383,7 @@ impl<M: RemoteMessage> Coordinator<M> {
             return;
         }
         let (done, stopped) = oneshot::channel();
+        tracing::debug!(me = %self.leases.me(), shard, to = ?target, "sharding: handing a shard over");
         self.region.tell(RegionMsg::HandOff { shard, done });
         // The region stops the shard (its entities first) and answers; if
         // the region is gone, so are its shards.

@@ -34,6 +34,7 @@ use troupe::{Actor, ActorId, ActorRef, Context, Props, Signal};
 
 use super::coordinator::Command;
 use super::envelope::{Envelope, MAX_HOPS};
+use super::remember::Remembered;
 use super::shard::{Shard, ShardMsg};
 use super::{Counters, EntityContext};
 use crate::lease::Holder;
@@ -63,6 +64,8 @@ pub(crate) enum RegionMsg<M: Send + 'static> {
     /// Cut off from NATS too long (`true`): stop every shard and hold;
     /// reconnected with a fresh view (`false`).
     Fenced(bool),
+    /// The entities remembered for a shard that came here: start them.
+    Recalled { shard: u32, ids: Vec<String> },
 }
 
 /// One shard as the region sees it.
@@ -83,6 +86,7 @@ pub(crate) struct Region<A: Actor, F, M: Send + 'static> {
     pub(crate) coordinator: mpsc::UnboundedSender<Command>,
     /// Where `started` sends the adapter other nodes and the user send to.
     pub(crate) adapter_to: Option<oneshot::Sender<ActorRef<Envelope<M>>>>,
+    pub(crate) remembered: Option<Remembered>,
     views: Vec<View>,
     peers: HashMap<String, ActorRef<Envelope<M>>>,
     finding: HashSet<String>,
@@ -111,6 +115,7 @@ pub(crate) struct RegionParts<F, M: Send + 'static> {
     pub(crate) counters: Arc<Counters>,
     pub(crate) coordinator: mpsc::UnboundedSender<Command>,
     pub(crate) adapter_to: Option<oneshot::Sender<ActorRef<Envelope<M>>>>,
+    pub(crate) remembered: Option<Remembered>,
 }
 
 impl<A: Actor, F, M: Send + 'static> Region<A, F, M> {
@@ -124,6 +129,7 @@ impl<A: Actor, F, M: Send + 'static> Region<A, F, M> {
             counters: parts.counters,
             coordinator: parts.coordinator,
             adapter_to: parts.adapter_to,
+            remembered: parts.remembered,
             views: (0..parts.shards).map(|_| View::default()).collect(),
             peers: HashMap::new(),
             finding: HashSet::new(),
@@ -249,6 +255,7 @@ where
         let factory = self.factory.clone();
         let passivate_after = self.passivate_after;
         let counters = self.counters.clone();
+        let remembered = self.remembered.clone();
         let props = Props::new(move || {
             Shard::<A, F, M>::new(
                 type_name.clone(),
@@ -258,6 +265,7 @@ where
                 passivate_after,
                 counters.clone(),
             )
+            .remembering(remembered.clone())
         });
         match ctx.spawn(props) {
             Ok(actor) => {
@@ -356,6 +364,23 @@ where
             RegionMsg::HandOffEnded(shard) => {
                 self.handing_off.remove(&shard);
                 self.release(ctx, shard);
+            }
+            RegionMsg::Recalled { shard, ids } => {
+                let view = &self.views[shard as usize];
+                let here = view.owner.as_deref() == Some(self.me.as_str());
+                let rev = view.rev;
+                if !here
+                    || self.fenced
+                    || self.handing_off.contains_key(&shard)
+                    || self.stopping.contains(&shard)
+                {
+                    return;
+                }
+                if let Some(local) = self.local_shard(ctx, shard, rev) {
+                    for id in ids {
+                        local.tell(ShardMsg::Wake(id));
+                    }
+                }
             }
             RegionMsg::Fenced(fenced) => {
                 self.fenced = fenced;

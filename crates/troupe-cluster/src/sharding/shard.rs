@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use troupe::{Actor, ActorId, ActorRef, Context, Props, Signal, TrySendError};
 
+use super::remember::Remembered;
 use super::{Counters, EntityContext};
 
 /// What a shard handles.
@@ -27,6 +28,8 @@ pub(crate) enum ShardMsg<M> {
     Deliver(String, M),
     /// Look for idle entities.
     Tick,
+    /// Start this entity if it is not running (a remembered one).
+    Wake(String),
 }
 
 struct Entity<Msg: Send + 'static> {
@@ -45,12 +48,20 @@ pub(crate) struct Shard<A: Actor, F, M> {
     pub(crate) factory: Arc<F>,
     pub(crate) passivate_after: Option<Duration>,
     pub(crate) counters: Arc<Counters>,
+    remembered: Option<Remembered>,
     entities: HashMap<String, Entity<A::Msg>>,
     ids: HashMap<ActorId, String>,
     _msg: std::marker::PhantomData<fn(M)>,
 }
 
 impl<A: Actor, F, M> Shard<A, F, M> {
+    /// Remembers the entities it starts, and forgets those that stop
+    /// while it runs, in `remembered` (if the type remembers them).
+    pub(crate) fn remembering(mut self, remembered: Option<Remembered>) -> Self {
+        self.remembered = remembered;
+        self
+    }
+
     pub(crate) fn new(
         type_name: Arc<str>,
         shard: u32,
@@ -66,6 +77,7 @@ impl<A: Actor, F, M> Shard<A, F, M> {
             factory,
             passivate_after,
             counters,
+            remembered: None,
             entities: HashMap::new(),
             ids: HashMap::new(),
             _msg: std::marker::PhantomData,
@@ -92,6 +104,9 @@ where
             Ok(actor) => {
                 ctx.watch(&actor);
                 self.ids.insert(actor.id(), id.to_string());
+                if let Some(remembered) = &self.remembered {
+                    remembered.note(self.shard, id, true);
+                }
                 self.counters
                     .entities_started
                     .fetch_add(1, Ordering::Relaxed);
@@ -169,6 +184,21 @@ where
     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: ShardMsg<M>) {
         match msg {
             ShardMsg::Deliver(id, msg) => self.deliver(ctx, id, msg),
+            ShardMsg::Wake(id) => {
+                if !self.entities.contains_key(&id) {
+                    if let Some(actor) = self.activate(ctx, &id) {
+                        self.entities.insert(
+                            id,
+                            Entity {
+                                actor,
+                                last: Instant::now(),
+                                stopping: false,
+                                waiting: VecDeque::new(),
+                            },
+                        );
+                    }
+                }
+            }
             ShardMsg::Tick => {
                 let (Some(after), Some(every)) = (self.passivate_after, self.tick_every()) else {
                     return;
