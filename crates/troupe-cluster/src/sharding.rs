@@ -85,9 +85,9 @@ use troupe::{Actor, ActorRef, ActorSystem, Props};
 use troupe_remote::{Node, RemoteMessage};
 
 use crate::lease::{LeaseError, Leases};
-use coordinator::{Command, Coordinator, Plan};
+use coordinator::{Coordinator, Plan};
 use envelope::Envelope;
-use region::{Region, RegionMsg, RegionParts};
+use region::{Command, Region, RegionMsg, RegionParts};
 use remember::Remembered;
 
 /// How a sharded entity type runs. Every node of one type must use the

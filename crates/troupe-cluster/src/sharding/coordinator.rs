@@ -45,7 +45,7 @@ use troupe::ActorRef;
 use troupe_remote::{MemberEvent, Node, RemoteMessage};
 
 use super::envelope::Envelope;
-use super::region::RegionMsg;
+use super::region::{Command, RegionMsg};
 use super::remember::Remembered;
 use super::Counters;
 use crate::lease::{Holder, KeysWatch, LeaseChange, LeaseError, Leases};
@@ -53,16 +53,6 @@ use crate::lease::{Holder, KeysWatch, LeaseChange, LeaseError, Leases};
 /// How often lookups of a peer region are tried, the connection checked,
 /// and orphaned shards looked for.
 const TICK: Duration = Duration::from_millis(200);
-
-/// What the region (or the region's handle) asks of the coordinator.
-pub(crate) enum Command {
-    /// Give this shard an owner.
-    Allocate(u32),
-    /// Find the region of this node.
-    FindPeer(String),
-    /// Hand every shard over and end; answer when done.
-    Leave(oneshot::Sender<()>),
-}
 
 /// The coordinator's settings (from `ShardingSettings`).
 pub(crate) struct Plan {

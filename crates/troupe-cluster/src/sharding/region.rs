@@ -32,7 +32,6 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use troupe::{Actor, ActorId, ActorRef, Context, Props, Signal};
 
-use super::coordinator::Command;
 use super::envelope::{Envelope, MAX_HOPS};
 use super::remember::Remembered;
 use super::shard::{Shard, ShardMsg};
@@ -66,6 +65,17 @@ pub(crate) enum RegionMsg<M: Send + 'static> {
     Fenced(bool),
     /// The entities remembered for a shard that came here: start them.
     Recalled { shard: u32, ids: Vec<String> },
+}
+
+/// What the region (or the region's handle) asks of its node's coordinator
+/// (`coordinator.rs`), which owns the leases.
+pub(crate) enum Command {
+    /// Give this shard an owner.
+    Allocate(u32),
+    /// Find the region of this node.
+    FindPeer(String),
+    /// Hand every shard over and end; answer when done.
+    Leave(oneshot::Sender<()>),
 }
 
 /// One shard as the region sees it.
