@@ -218,6 +218,20 @@ pub struct ShardRegion<M: RemoteMessage> {
     commands: mpsc::UnboundedSender<Command>,
     coordinator: Option<JoinHandle<()>>,
     system: ActorSystem,
+    /// `leave` ran (or began): dropping has nothing more to do.
+    left: bool,
+}
+
+/// Dropped without [`leave`](ShardRegion::leave): the coordinator is told
+/// to leave on its own (the region actor holds a sender of the same
+/// channel, so the channel's end alone would never tell it).
+impl<M: RemoteMessage> Drop for ShardRegion<M> {
+    fn drop(&mut self) {
+        if !self.left {
+            let (done, _) = oneshot::channel();
+            let _ = self.commands.send(Command::Leave(done));
+        }
+    }
 }
 
 /// An entity's ref: wraps each message for the region.
@@ -410,6 +424,7 @@ impl<M: RemoteMessage> ShardRegion<M> {
             commands,
             coordinator: Some(coordinator),
             system: system.clone(),
+            left: false,
         })
     }
 
@@ -473,6 +488,7 @@ impl<M: RemoteMessage> ShardRegion<M> {
     }
 
     async fn stop(&mut self) {
+        self.left = true;
         let (done, left) = oneshot::channel();
         let _ = self.commands.send(Command::Leave(done));
         let _ = left.await;

@@ -357,3 +357,35 @@ async fn remembered_entities_start_on_their_shard_s_new_node_without_a_message()
     assert_eq!(life.most(), 1, "an entity had two activations at once");
     a.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_region_dropped_without_leaving_hands_its_shards_over_on_its_own() {
+    let server = NatsServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let life = Arc::new(Life::default());
+    let a = Member::start(&server, "node-a", &life, |_| {}).await;
+    let b = Member::start(&server, "node-b", &life, |_| {}).await;
+    hear_each_other(&[&a, &b]).await;
+    for i in 0..40 {
+        a.add(&entity(i)).await;
+    }
+    let used = (0..40)
+        .map(|i| a.region.shard_of(&entity(i)))
+        .collect::<std::collections::HashSet<_>>()
+        .len() as u64;
+    assert!(b.region.stats().shards > 0);
+    let Member {
+        system,
+        node,
+        region,
+        ..
+    } = b;
+    drop(region);
+    until(&[&a], "node-a owns every used shard", |s| {
+        s[0].shards == used
+    })
+    .await;
+    node.shutdown().await;
+    system.shutdown();
+    system.await_termination().unwrap();
+    a.stop().await;
+}
