@@ -389,3 +389,33 @@ async fn a_region_dropped_without_leaving_hands_its_shards_over_on_its_own() {
     system.await_termination().unwrap();
     a.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_left_by_a_cluster_that_stopped_as_a_whole_are_taken_over() {
+    let server = NatsServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let life = Arc::new(Life::default());
+    let a = Member::start(&server, "node-a", &life, |_| {}).await;
+    for i in 0..20 {
+        assert_eq!(a.add(&entity(i)).await.0, "node-a");
+    }
+    // The whole cluster (node-a) stops without handing anything over:
+    // its leases stay in the bucket under its name.
+    let Member {
+        system,
+        node,
+        region,
+        ..
+    } = a;
+    system.shutdown();
+    system.await_termination().unwrap();
+    node.shutdown().await;
+    drop(region);
+    // A new node never hears node-a: after its heartbeat timeout it takes
+    // the shards over, and the held messages reach fresh activations.
+    let b = Member::start(&server, "node-b", &life, |_| {}).await;
+    for i in 0..20 {
+        let (node, count, _) = b.add(&entity(i)).await;
+        assert_eq!((node.as_str(), count), ("node-b", 1), "{}", entity(i));
+    }
+    b.stop().await;
+}

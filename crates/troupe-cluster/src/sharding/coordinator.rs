@@ -533,7 +533,7 @@ impl<M: RemoteMessage> Coordinator<M> {
                 return;
             }
         };
-        let started = tokio::time::Instant::now();
+        let mut unheard: HashMap<String, tokio::time::Instant> = HashMap::new();
         let silent_after = self.node.config().heartbeat_timeout;
         let mut tick = tokio::time::interval(TICK);
         let mut last_rebalance = tokio::time::Instant::now();
@@ -615,9 +615,29 @@ impl<M: RemoteMessage> Coordinator<M> {
                     for shard in pending {
                         self.allocate(shard).await;
                     }
-                    if started.elapsed() >= silent_after {
-                        let members = self.node.members();
-                        self.reallocate_orphans(|o| !members.iter().any(|m| m == o)).await;
+                    // A holder this node has not heard for a heartbeat
+                    // timeout (counted from when it was first missed, so a
+                    // node that just joined and was given shards by a node
+                    // that heard it first is not robbed): a leftover of a
+                    // cluster that stopped as a whole, which no Down event
+                    // will ever announce.
+                    let members = self.node.members();
+                    let now = tokio::time::Instant::now();
+                    unheard.retain(|node, _| !members.contains(node));
+                    for (owner, _) in &self.owners {
+                        if let Some(owner) = owner {
+                            if owner != self.me() && !members.contains(owner) {
+                                unheard.entry(owner.clone()).or_insert(now);
+                            }
+                        }
+                    }
+                    let silent: Vec<String> = unheard
+                        .iter()
+                        .filter(|(_, since)| now - **since >= silent_after)
+                        .map(|(node, _)| node.clone())
+                        .collect();
+                    if !silent.is_empty() {
+                        self.reallocate_orphans(|o| silent.iter().any(|s| s == o)).await;
                     }
                     if let Some(every) = self.plan.rebalance_interval {
                         if last_rebalance.elapsed() >= every {
