@@ -143,8 +143,6 @@ impl Membership {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .insert((node.to_string(), incarnation));
-        }
-        if was_up {
             down(node, incarnation);
             let _ = self.events.send(MemberEvent::Down {
                 node: node.to_string(),

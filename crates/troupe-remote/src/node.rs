@@ -117,13 +117,13 @@ struct Shared {
     /// Published names: their subscription tasks.
     published: Mutex<HashMap<String, PublishedEntry>>,
     stopped: AtomicBool,
-    /// The last stall of this process the heartbeat task saw.
+    /// The longest stall of this process the heartbeat task saw.
     stall: Mutex<Option<Stall>>,
 }
 
 /// A stall of this node's process: its heartbeat task ran this late (the
 /// process was paused, swapped out or starved of CPU). See
-/// [`Node::last_stall`].
+/// [`Node::longest_stall`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stall {
     /// When it was noticed (just after it ended).
@@ -623,7 +623,7 @@ impl Node {
         &self.shared().config
     }
 
-    /// The last stall of this process, if any: a pause (SIGSTOP, a
+    /// The longest stall of this process so far, if any: a pause (SIGSTOP, a
     /// debugger, swapping, a starved VM) during which it sent no
     /// heartbeat. One that lasted longer than `heartbeat_timeout` means
     /// the other nodes have declared this node down, for good in this
@@ -633,7 +633,7 @@ impl Node {
     /// rejoins by restarting. (Its own view of the others is not harmed:
     /// their heartbeats that wait unread during the stall do not count as
     /// their silence.)
-    pub fn last_stall(&self) -> Option<Stall> {
+    pub fn longest_stall(&self) -> Option<Stall> {
         *self
             .shared()
             .stall

@@ -249,7 +249,7 @@ impl<M: RemoteMessage> Coordinator<M> {
         if self.plan.proxy {
             return self.stepping_down;
         }
-        let Some(stall) = self.node.last_stall() else {
+        let Some(stall) = self.node.longest_stall() else {
             return false;
         };
         if stall.lasted < self.node.config().heartbeat_timeout / 2 {

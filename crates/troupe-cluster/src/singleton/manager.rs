@@ -17,7 +17,7 @@
 //!   of several followers one wins, the others follow it), or acquire it
 //!   again if it was released;
 //! - never hold or take over once this node has stalled past half its
-//!   heartbeat timeout (`Node::last_stall`): the others may have declared
+//!   heartbeat timeout (`Node::longest_stall`): the others may have declared
 //!   it down for good, and could not reach an instance here;
 //! - **hold**: start the instance with the lease revision as its fencing
 //!   token, name it to the proxy, publish it under the singleton's name
@@ -181,7 +181,7 @@ where
     /// never reach an instance here, so it may not hold the lease again.
     fn declared_down(&self) -> bool {
         self.node
-            .last_stall()
+            .longest_stall()
             .is_some_and(|s| s.lasted >= self.node.config().heartbeat_timeout / 2)
     }
 

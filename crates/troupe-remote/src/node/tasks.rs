@@ -505,11 +505,21 @@ pub(super) async fn beat(shared: Arc<Shared>) {
         if gap > check * 2 {
             let stall = gap - check;
             shared.membership.forgive(stall);
-            *shared.stall.lock().unwrap_or_else(|e| e.into_inner()) = Some(Stall {
-                ended: std::time::Instant::now(),
-                lasted: stall,
-            });
-            tracing::warn!(node = %shared.config.node_name, ?stall, "troupe-remote: this process stalled; if the stall passed the heartbeat timeout, the other nodes have declared it down for good");
+            // The longest is what matters: once a stall has passed the
+            // others' timeout, this incarnation is down to them for good.
+            let mut longest = shared.stall.lock().unwrap_or_else(|e| e.into_inner());
+            if longest.is_none_or(|s| s.lasted < stall) {
+                *longest = Some(Stall {
+                    ended: std::time::Instant::now(),
+                    lasted: stall,
+                });
+            }
+            drop(longest);
+            if stall >= shared.config.heartbeat_timeout / 2 {
+                tracing::warn!(node = %shared.config.node_name, ?stall, "troupe-remote: this process stalled; if the stall passed the heartbeat timeout, the other nodes have declared it down for good");
+            } else {
+                tracing::debug!(node = %shared.config.node_name, ?stall, "troupe-remote: this process ran late");
+            }
         }
         if n.is_multiple_of(4) {
             let _ = shared
