@@ -262,22 +262,9 @@ impl Leases {
     pub async fn watch(&self, key: &str) -> Result<LeaseWatch, LeaseError> {
         use futures_util::StreamExt;
         check_key(key)?;
-        let watch = retrying(|| async {
-            self.kv
-                .watch_with_history(key)
-                .await
-                .map_err(|e| e.to_string())
-        })
-        .await?;
-        Ok(watch
-            .map(|entry| {
-                entry
-                    .map(|e| match held(&e) {
-                        Some(h) => LeaseChange::Held(h),
-                        None => LeaseChange::Released(e.revision),
-                    })
-                    .map_err(|e| e.to_string())
-            })
+        let changes = self.watch_keys(key).await?;
+        Ok(changes
+            .map(|change| change.map(|(_, change)| change))
             .boxed())
     }
 }

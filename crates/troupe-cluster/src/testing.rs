@@ -1,6 +1,7 @@
-//! What the cross-process sharding test and its node process
-//! (`troupe-shard-node`) must agree on: the entity's message, the node's
-//! configuration and the region's settings. Only with the `testing`
+//! What the cross-process tests and their node processes
+//! (`troupe-shard-node`, `troupe-singleton-node`) must agree on: the
+//! entity's message, the node's configuration, the region's settings, and
+//! how a node process reports a line. Only with the `testing`
 //! feature, which only this crate's tests turn on.
 
 use std::time::Duration;
@@ -37,4 +38,12 @@ pub fn probe_settings() -> ShardingSettings {
     settings.passivate_after = None;
     settings.rebalance_interval = None;
     settings
+}
+
+/// Prints `line` on stdout at once (the test reads it line by line).
+pub fn say(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
 }

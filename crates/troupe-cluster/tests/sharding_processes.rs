@@ -12,8 +12,6 @@
 //!   entity it ran.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -23,39 +21,12 @@ use troupe_cluster::testing::{config, probe_settings, Where};
 use troupe_remote::testing::NatsServer;
 use troupe_remote::Node;
 
-struct NodeProcess {
-    name: String,
-    child: Child,
-}
+mod processes;
 
-type Lines = mpsc::Receiver<(String, String)>;
+use processes::{signal, Lines, NodeProcess};
 
 fn spawn(url: &str, name: &str, lines: &mpsc::Sender<(String, String)>) -> NodeProcess {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_troupe-shard-node"))
-        .args([url, name])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start a shard node process");
-    let stdout = child.stdout.take().unwrap();
-    let (tag, lines) = (name.to_string(), lines.clone());
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = lines.send((tag.clone(), line));
-        }
-    });
-    NodeProcess {
-        name: name.to_string(),
-        child,
-    }
-}
-
-fn signal(process: &NodeProcess, sig: &str) {
-    let status = Command::new("kill")
-        .args([sig, &process.child.id().to_string()])
-        .status()
-        .expect("run kill");
-    assert!(status.success(), "kill {sig} {}", process.name);
+    processes::spawn(env!("CARGO_BIN_EXE_troupe-shard-node"), url, name, lines)
 }
 
 /// The entities each node process runs, from what they print.

@@ -10,48 +10,22 @@
 //!   moved, stops its instance and follows the new holder, whose instance
 //!   goes on running.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use troupe_remote::testing::NatsServer;
 
-/// A node process and the lines it prints.
-struct NodeProcess {
-    name: String,
-    child: Child,
-}
+mod processes;
 
-/// Everything the processes print, tagged with the node's name.
-type Lines = mpsc::Receiver<(String, String)>;
+use processes::{signal, Lines, NodeProcess};
 
 fn spawn(url: &str, name: &str, lines: &mpsc::Sender<(String, String)>) -> NodeProcess {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_troupe-singleton-node"))
-        .args([url, name])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start a singleton node process");
-    let stdout = child.stdout.take().unwrap();
-    let (tag, lines) = (name.to_string(), lines.clone());
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = lines.send((tag.clone(), line));
-        }
-    });
-    NodeProcess {
-        name: name.to_string(),
-        child,
-    }
-}
-
-fn signal(process: &NodeProcess, sig: &str) {
-    let status = Command::new("kill")
-        .args([sig, &process.child.id().to_string()])
-        .status()
-        .expect("run kill");
-    assert!(status.success(), "kill {sig} {}", process.name);
+    processes::spawn(
+        env!("CARGO_BIN_EXE_troupe-singleton-node"),
+        url,
+        name,
+        lines,
+    )
 }
 
 /// The views the nodes printed last, and the instances they run.

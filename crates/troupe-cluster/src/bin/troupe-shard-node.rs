@@ -12,12 +12,12 @@
 //! input closes. Run it by hand with `cargo run -p troupe-cluster
 //! --features testing --bin troupe-shard-node -- <nats url> <node name>`.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::sync::Arc;
 
 use troupe::{Actor, ActorSystem, Context, Props};
 use troupe_cluster::sharding::ShardRegion;
-use troupe_cluster::testing::Where;
+use troupe_cluster::testing::{say, Where};
 use troupe_remote::Node;
 
 /// An entity that prints when it starts and stops.
@@ -41,12 +41,6 @@ impl Actor for Probe {
     fn stopped(&mut self, _ctx: &mut Context<'_, Self>) {
         say(&format!("entity stopped {} {}", self.id, self.token));
     }
-}
-
-fn say(line: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
 }
 
 #[tokio::main]

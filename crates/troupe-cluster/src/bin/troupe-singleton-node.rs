@@ -11,12 +11,13 @@
 //! input closes. Run it by hand with `cargo run -p troupe-cluster --features
 //! testing --bin troupe-singleton-node -- <nats url> <node name>`.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::sync::Arc;
 use std::time::Duration;
 
 use troupe::{Actor, ActorSystem, Context, Props};
 use troupe_cluster::singleton::{Singleton, SingletonSettings, SingletonStatus};
+use troupe_cluster::testing::say;
 use troupe_remote::{Node, RemoteConfig};
 
 /// The probe's message: nothing to do; the instance only reports its life.
@@ -44,12 +45,6 @@ impl Actor for Probe {
     fn stopped(&mut self, _ctx: &mut Context<'_, Self>) {
         say(&format!("instance stopped {}", self.token));
     }
-}
-
-fn say(line: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
 }
 
 #[tokio::main]

@@ -40,6 +40,18 @@ struct Entity<Msg: Send + 'static> {
     waiting: VecDeque<Msg>,
 }
 
+impl<Msg: Send + 'static> Entity<Msg> {
+    /// A fresh activation, just sent to (or woken).
+    fn new(actor: ActorRef<Msg>) -> Self {
+        Entity {
+            actor,
+            last: Instant::now(),
+            stopping: false,
+            waiting: VecDeque::new(),
+        }
+    }
+}
+
 /// The shard actor.
 pub(crate) struct Shard<A: Actor, F, M> {
     pub(crate) type_name: Arc<str>,
@@ -142,15 +154,7 @@ where
         match self.activate(ctx, &id) {
             Some(actor) => {
                 actor.tell(msg.into());
-                self.entities.insert(
-                    id,
-                    Entity {
-                        actor,
-                        last: Instant::now(),
-                        stopping: false,
-                        waiting: VecDeque::new(),
-                    },
-                );
+                self.entities.insert(id, Entity::new(actor));
             }
             None => {
                 self.counters.dropped.fetch_add(1, Ordering::Relaxed);
@@ -187,15 +191,7 @@ where
             ShardMsg::Wake(id) => {
                 if !self.entities.contains_key(&id) {
                     if let Some(actor) = self.activate(ctx, &id) {
-                        self.entities.insert(
-                            id,
-                            Entity {
-                                actor,
-                                last: Instant::now(),
-                                stopping: false,
-                                waiting: VecDeque::new(),
-                            },
-                        );
+                        self.entities.insert(id, Entity::new(actor));
                     }
                 }
             }
@@ -248,15 +244,7 @@ where
                 for msg in entity.waiting {
                     actor.tell(msg);
                 }
-                self.entities.insert(
-                    id,
-                    Entity {
-                        actor,
-                        last: Instant::now(),
-                        stopping: false,
-                        waiting: VecDeque::new(),
-                    },
-                );
+                self.entities.insert(id, Entity::new(actor));
             }
             None => {
                 self.counters
