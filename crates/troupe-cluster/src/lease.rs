@@ -104,43 +104,10 @@ impl Leases {
     /// one server). Retried for 30 s while the NATS cluster has no
     /// JetStream leader yet.
     pub async fn open(node: &Node, bucket: &str, replicas: usize) -> Result<Leases, LeaseError> {
-        let mut js = async_nats::jetstream::new(node.nats_client());
-        // A request without an answer is retried (see `retrying`): the
-        // default 5 s for each would add as much to a takeover that meets a
-        // bucket electing a new leader.
-        js.set_timeout(Duration::from_secs(1));
-        let deadline = tokio::time::Instant::now() + OPEN_WITHIN;
-        loop {
-            if let Ok(kv) = js.get_key_value(bucket).await {
-                return Ok(Leases {
-                    kv,
-                    me: node.name().to_string(),
-                });
-            }
-            let created = js
-                .create_key_value(Config {
-                    bucket: bucket.to_string(),
-                    history: 1,
-                    num_replicas: replicas.clamp(1, 5),
-                    ..Config::default()
-                })
-                .await;
-            match created {
-                Ok(kv) => {
-                    return Ok(Leases {
-                        kv,
-                        me: node.name().to_string(),
-                    })
-                }
-                Err(e) if tokio::time::Instant::now() > deadline => {
-                    return Err(LeaseError::Unavailable(format!(
-                        "cannot open or create the bucket {bucket} with {replicas} replica(s) \
-                         within {OPEN_WITHIN:?}: {e}"
-                    )))
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
-        }
+        Ok(Leases {
+            kv: open_bucket(node, bucket, replicas).await?,
+            me: node.name().to_string(),
+        })
     }
 
     /// This node's name: the value it writes into the leases it holds.
@@ -323,6 +290,47 @@ impl Leases {
     }
 }
 
+/// Opens the key-value bucket `bucket` through `node`'s NATS connection,
+/// or creates it (one version per key) with `replicas` copies (at most 5);
+/// retried for [`OPEN_WITHIN`] while the NATS cluster has no JetStream
+/// leader yet. Shared by every block that keeps keys (leases, the cluster
+/// receptionist).
+pub(crate) async fn open_bucket(
+    node: &Node,
+    bucket: &str,
+    replicas: usize,
+) -> Result<Store, LeaseError> {
+    let mut js = async_nats::jetstream::new(node.nats_client());
+    // A request without an answer is retried (see `retrying`): the
+    // default 5 s for each would add as much to a takeover that meets a
+    // bucket electing a new leader.
+    js.set_timeout(Duration::from_secs(1));
+    let deadline = tokio::time::Instant::now() + OPEN_WITHIN;
+    loop {
+        if let Ok(kv) = js.get_key_value(bucket).await {
+            return Ok(kv);
+        }
+        let created = js
+            .create_key_value(Config {
+                bucket: bucket.to_string(),
+                history: 1,
+                num_replicas: replicas.clamp(1, 5),
+                ..Config::default()
+            })
+            .await;
+        match created {
+            Ok(kv) => return Ok(kv),
+            Err(e) if tokio::time::Instant::now() > deadline => {
+                return Err(LeaseError::Unavailable(format!(
+                    "cannot open or create the bucket {bucket} with {replicas} replica(s) \
+                     within {OPEN_WITHIN:?}: {e}"
+                )))
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
 /// The changes of the keys matching a pattern (see [`Leases::watch_keys`]).
 pub type KeysWatch =
     futures_util::stream::BoxStream<'static, Result<(String, LeaseChange), String>>;
@@ -335,7 +343,7 @@ fn held(entry: &Entry) -> Option<Holder> {
     })
 }
 
-fn check_key(key: &str) -> Result<(), LeaseError> {
+pub(crate) fn check_key(key: &str) -> Result<(), LeaseError> {
     let valid = !key.is_empty()
         && !key.starts_with('.')
         && !key.ends_with('.')
@@ -350,7 +358,7 @@ fn check_key(key: &str) -> Result<(), LeaseError> {
 }
 
 /// Runs `op` until it succeeds, for at most [`RETRY_WITHIN`].
-async fn retrying<T, F, Fut>(mut op: F) -> Result<T, LeaseError>
+pub(crate) async fn retrying<T, F, Fut>(mut op: F) -> Result<T, LeaseError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, String>>,

@@ -28,6 +28,10 @@
 pub mod lease;
 pub mod persistence;
 #[cfg(feature = "nats")]
+pub mod pubsub;
+#[cfg(feature = "nats")]
+pub mod receptionist;
+#[cfg(feature = "nats")]
 pub mod sharding;
 #[cfg(feature = "nats")]
 pub mod singleton;

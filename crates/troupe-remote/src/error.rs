@@ -27,6 +27,10 @@ pub enum RemoteError {
     Timeout(String),
     /// NATS refused an operation.
     Nats(String),
+    /// A value could not be written or read as bytes
+    /// ([`Node::to_bytes`](crate::Node::to_bytes),
+    /// [`Node::from_bytes`](crate::Node::from_bytes)).
+    Encoding(String),
     /// The node has shut down.
     Stopped,
 }
@@ -46,6 +50,7 @@ impl fmt::Display for RemoteError {
             }
             RemoteError::Timeout(n) => write!(f, "no answer about {n:?} in time"),
             RemoteError::Nats(e) => write!(f, "NATS: {e}"),
+            RemoteError::Encoding(e) => write!(f, "cannot encode or decode: {e}"),
             RemoteError::Stopped => f.write_str("the node has shut down"),
         }
     }

@@ -601,6 +601,56 @@ impl Node {
         }
     }
 
+    /// `value` as bytes that any node of this cluster reads back with
+    /// [`from_bytes`](Node::from_bytes): the encoding of messages (postcard),
+    /// with every `ActorRef` field written as its address (a local actor is
+    /// exported, as when it is sent in a message). For keeping refs outside
+    /// a message: in a key-value store, a database row, a file read by the
+    /// next run. A `ReplyTo` field cannot be written this way (it belongs
+    /// to one ask) and fails with [`RemoteError::Encoding`].
+    ///
+    /// ```no_run
+    /// # async fn run(node: troupe_remote::Node, echo: troupe::ActorRef<troupe_remote::testing::echo::EchoMsg>)
+    /// # -> Result<(), troupe_remote::RemoteError> {
+    /// use troupe::ActorRef;
+    /// use troupe_remote::testing::echo::EchoMsg;
+    ///
+    /// let bytes = node.to_bytes(&echo)?;
+    /// // Later, on this node or any other of the cluster:
+    /// let again: ActorRef<EchoMsg> = node.from_bytes(&bytes)?;
+    /// again.tell(EchoMsg::Say("found again".into()));
+    /// # Ok(()) }
+    /// ```
+    pub fn to_bytes<T: serde::Serialize + ?Sized>(
+        &self,
+        value: &T,
+    ) -> Result<Vec<u8>, RemoteError> {
+        self.outbound
+            .scope(|| postcard::to_allocvec(value))
+            .map_err(|e| RemoteError::Encoding(e.to_string()))
+    }
+
+    /// Reads what [`to_bytes`](Node::to_bytes) wrote, on any node of the
+    /// cluster: a ref to an actor of this node incarnation reads back as
+    /// the local ref, any other as a remote ref pinned to the node
+    /// incarnation that wrote it (dead for good if that one is gone). Bytes
+    /// that are not exactly one `T`, or a ref of another message type, fail
+    /// with [`RemoteError::Encoding`].
+    pub fn from_bytes<T: serde::de::DeserializeOwned>(
+        &self,
+        bytes: &[u8],
+    ) -> Result<T, RemoteError> {
+        self.outbound
+            .scope(|| match postcard::take_from_bytes::<T>(bytes) {
+                Ok((value, [])) => Ok(value),
+                Ok((_, rest)) => Err(RemoteError::Encoding(format!(
+                    "{} bytes left over after the value",
+                    rest.len()
+                ))),
+                Err(e) => Err(RemoteError::Encoding(e.to_string())),
+            })
+    }
+
     /// How many refused frames and unsent messages had `reason`.
     pub fn dead_letter_count(&self, reason: DeadLetterReason) -> u64 {
         self.shared().dead_letters.count(reason)

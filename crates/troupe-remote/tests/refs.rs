@@ -260,3 +260,46 @@ async fn a_router_routes_over_remote_refs() {
     stop(sys_a);
     stop(sys_b);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ref_kept_as_bytes_reads_back_on_any_node() {
+    let server = server();
+    let (sys_a, sys_b) = (system(), system());
+    let a = node(&sys_a, &server, "a").await;
+    let b = node(&sys_b, &server, "b").await;
+    let (inbox, received) = collector(&sys_a);
+
+    let bytes = a.to_bytes(&inbox).unwrap();
+    // On b: a remote ref that reaches a's collector.
+    let there: ActorRef<EchoMsg> = b.from_bytes(&bytes).unwrap();
+    assert!(there.is_external());
+    there.tell(EchoMsg::Say("from the bytes".into()));
+    assert_eq!(received.recv_timeout(ASK).unwrap(), "from the bytes");
+    // On a: the local ref itself.
+    let home: ActorRef<EchoMsg> = a.from_bytes(&bytes).unwrap();
+    assert!(!home.is_external());
+    assert_eq!(home.id(), inbox.id());
+
+    // A ref of another message type, trailing bytes, and a ReplyTo are
+    // refused with an encoding error, not read as something else.
+    let wrong = b.from_bytes::<ActorRef<Other>>(&bytes).unwrap_err();
+    assert!(
+        matches!(wrong, troupe_remote::RemoteError::Encoding(_)),
+        "{wrong}"
+    );
+    let mut longer = bytes.clone();
+    longer.push(0);
+    let trailing = b.from_bytes::<ActorRef<EchoMsg>>(&longer).unwrap_err();
+    assert!(trailing.to_string().contains("left over"), "{trailing}");
+    let (reply, _answer) = troupe::ReplyTo::<u32>::pair(&sys_a, inbox.id(), ASK);
+    let refused = a.to_bytes(&reply).unwrap_err();
+    assert!(
+        matches!(refused, troupe_remote::RemoteError::Encoding(_)),
+        "{refused}"
+    );
+
+    a.shutdown().await;
+    b.shutdown().await;
+    stop(sys_a);
+    stop(sys_b);
+}
