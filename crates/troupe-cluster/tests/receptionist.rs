@@ -5,9 +5,10 @@
 //! listing; a restarted node's actors are listed again under its name and
 //! its earlier incarnation's entry is gone.
 
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::mpsc;
 use troupe::{Actor, ActorRef, ActorSystem, Context, Listing, Props, ServiceKey};
 use troupe_cluster::receptionist::ClusterReceptionist;
 use troupe_remote::testing::NatsServer;
@@ -25,7 +26,7 @@ impl RemoteMessage for Work {
 /// Sends the text of every `Work` it gets, after its own name.
 struct Worker {
     name: String,
-    done: mpsc::Sender<String>,
+    done: mpsc::UnboundedSender<String>,
 }
 
 impl Actor for Worker {
@@ -36,7 +37,7 @@ impl Actor for Worker {
 }
 
 /// Sends (local, remote) counts of every listing it is told.
-struct Watcher(mpsc::Sender<(usize, usize)>);
+struct Watcher(mpsc::UnboundedSender<(usize, usize)>);
 
 impl Actor for Watcher {
     type Msg = Listing<Work>;
@@ -54,7 +55,7 @@ struct Member {
     system: ActorSystem,
     node: Arc<Node>,
     receptionist: ClusterReceptionist,
-    listings: mpsc::Receiver<(usize, usize)>,
+    listings: mpsc::UnboundedReceiver<(usize, usize)>,
 }
 
 impl Member {
@@ -68,7 +69,7 @@ impl Member {
             .await
             .unwrap();
         receptionist.share(&key()).await.unwrap();
-        let (tx, listings) = mpsc::channel();
+        let (tx, listings) = mpsc::unbounded_channel();
         let watcher = system
             .spawn(Props::new(move || Watcher(tx.clone())))
             .unwrap();
@@ -81,7 +82,7 @@ impl Member {
         }
     }
 
-    fn worker(&self, name: &str, done: &mpsc::Sender<String>) -> ActorRef<Work> {
+    fn worker(&self, name: &str, done: &mpsc::UnboundedSender<String>) -> ActorRef<Work> {
         let (name, done) = (name.to_string(), done.clone());
         let worker = self
             .system
@@ -95,12 +96,12 @@ impl Member {
     }
 
     /// Waits for a listing of `local` local and `remote` remote actors.
-    fn until_listed(&self, local: usize, remote: usize, what: &str) {
+    async fn until_listed(&mut self, local: usize, remote: usize, what: &str) {
         loop {
-            match self.listings.recv_timeout(WAIT) {
-                Ok(counts) if counts == (local, remote) => return,
-                Ok(_) => {}
-                Err(_) => panic!(
+            match tokio::time::timeout(WAIT, self.listings.recv()).await {
+                Ok(Some(counts)) if counts == (local, remote) => return,
+                Ok(Some(_)) => {}
+                _ => panic!(
                     "{} never listed {local} local + {remote} remote: {what}",
                     self.node.name()
                 ),
@@ -160,13 +161,14 @@ async fn until_entries(node: &Node, nodes: &[&str]) {
 }
 
 /// Receives `n` texts, sorted.
-fn received(done: &mpsc::Receiver<String>, n: usize) -> Vec<String> {
-    let mut got: Vec<String> = (0..n)
-        .map(|i| {
-            done.recv_timeout(WAIT)
-                .unwrap_or_else(|_| panic!("only {i} of {n} arrived"))
-        })
-        .collect();
+async fn received(done: &mut mpsc::UnboundedReceiver<String>, n: usize) -> Vec<String> {
+    let mut got = Vec::with_capacity(n);
+    for i in 0..n {
+        match tokio::time::timeout(WAIT, done.recv()).await {
+            Ok(Some(text)) => got.push(text),
+            _ => panic!("only {i} of {n} arrived"),
+        }
+    }
     got.sort();
     got
 }
@@ -174,56 +176,56 @@ fn received(done: &mpsc::Receiver<String>, n: usize) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listings_span_the_cluster_and_follow_stops_leaves_and_restarts() {
     let server = NatsServer::start().unwrap();
-    let a = Member::start(&server, "a").await;
-    let b = Member::start(&server, "b").await;
-    let c = Member::start(&server, "c").await;
-    let (done, texts) = mpsc::channel();
+    let mut a = Member::start(&server, "a").await;
+    let mut b = Member::start(&server, "b").await;
+    let mut c = Member::start(&server, "c").await;
+    let (done, mut texts) = mpsc::unbounded_channel();
 
     // One worker per node: every node lists its own and the two others.
     let _wa = a.worker("wa", &done);
     let wb = b.worker("wb", &done);
     let _wc = c.worker("wc", &done);
-    for m in [&a, &b, &c] {
-        m.until_listed(1, 2, "a worker on every node");
+    for m in [&mut a, &mut b, &mut c] {
+        m.until_listed(1, 2, "a worker on every node").await;
     }
     // Reached through a's listing: each worker once.
     for worker in a.listing().await {
         worker.tell(Work("from a".into()));
     }
     assert_eq!(
-        received(&texts, 3),
+        received(&mut texts, 3).await,
         ["wa: from a", "wb: from a", "wc: from a"]
     );
 
     // b's worker stops: it leaves every listing (b's own included).
     b.system.stop(&wb);
-    a.until_listed(1, 1, "wb stopped");
-    c.until_listed(1, 1, "wb stopped");
-    b.until_listed(0, 2, "wb stopped");
+    a.until_listed(1, 1, "wb stopped").await;
+    c.until_listed(1, 1, "wb stopped").await;
+    b.until_listed(0, 2, "wb stopped").await;
 
     // c shuts down without leaving the receptionist: its worker leaves
     // the others' listings when c is known to be gone.
     c.stop().await;
-    a.until_listed(1, 0, "c gone");
-    b.until_listed(0, 1, "c gone");
+    a.until_listed(1, 0, "c gone").await;
+    b.until_listed(0, 1, "c gone").await;
 
     // c again, a new incarnation with a new worker: listed everywhere,
     // and only it (the entry of c's first life was cleaned up).
-    let c = Member::start(&server, "c").await;
+    let mut c = Member::start(&server, "c").await;
     let _wc2 = c.worker("wc2", &done);
-    c.until_listed(1, 1, "c restarted");
-    a.until_listed(1, 1, "c restarted");
+    c.until_listed(1, 1, "c restarted").await;
+    a.until_listed(1, 1, "c restarted").await;
     until_entries(&a.node, &["a", "c"]).await;
     for worker in b.listing().await {
         worker.tell(Work("from b".into()));
     }
-    assert_eq!(received(&texts, 2), ["wa: from b", "wc2: from b"]);
+    assert_eq!(received(&mut texts, 2).await, ["wa: from b", "wc2: from b"]);
 
     // A node that leaves the receptionist takes its entries with it,
     // before its node is gone.
     a.receptionist.leave().await;
-    b.until_listed(0, 1, "a left");
-    c.until_listed(1, 0, "a left");
+    b.until_listed(0, 1, "a left").await;
+    c.until_listed(1, 0, "a left").await;
     until_entries(&b.node, &["c"]).await;
 
     for m in [a, b, c] {
@@ -234,10 +236,10 @@ async fn listings_span_the_cluster_and_follow_stops_leaves_and_restarts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_entry_of_a_node_nobody_hears_is_never_listed_and_is_deleted() {
     let server = NatsServer::start().unwrap();
-    let a = Member::start(&server, "a").await;
-    let (done, _texts) = mpsc::channel();
+    let mut a = Member::start(&server, "a").await;
+    let (done, _texts) = mpsc::unbounded_channel();
     let wa = a.worker("wa", &done);
-    a.until_listed(1, 0, "a's own worker");
+    a.until_listed(1, 0, "a's own worker").await;
     until_entries(&a.node, &["a"]).await;
     // An entry as a node "ghost" (stopped with the rest of an earlier
     // cluster) would have left it: a live ref, under a node nobody hears.
@@ -257,8 +259,8 @@ async fn an_entry_of_a_node_nobody_hears_is_never_listed_and_is_deleted() {
         .unwrap();
     // b starts and shares the key: it lists a's worker only, and deletes
     // the ghost's entry a heartbeat timeout (2 s) after seeing it.
-    let b = Member::start(&server, "b").await;
-    b.until_listed(0, 1, "a's worker");
+    let mut b = Member::start(&server, "b").await;
+    b.until_listed(0, 1, "a's worker").await;
     until_entries(&a.node, &["a"]).await;
     assert!(
         b.listings.try_recv().is_err(),
