@@ -13,6 +13,10 @@
 //! * [`sharding`] (feature `nats`): many entities of one type spread over
 //!   the nodes, each on one node at a time, started on demand, passivated
 //!   when idle, moved when nodes join, leave or fail.
+//! * [`receptionist`] (feature `nats`): the system receptionist's listings
+//!   made cluster-wide for the keys a node shares.
+//! * [`pubsub`] (feature `nats`): topics that actors on any node subscribe
+//!   to, alone or in groups, and any node publishes to.
 //!
 //! `persistence` depends on nothing outside its directory but troupe and
 //! troupe-journal; `singleton` is built on `lease` and troupe-remote.
@@ -49,4 +53,6 @@ pub mod guide {
     pub struct Singletons;
     #[doc = include_str!("../../../docs/guide/14-sharding.md")]
     pub struct Sharding;
+    #[doc = include_str!("../../../docs/guide/15-cluster-services.md")]
+    pub struct ClusterServices;
 }

@@ -77,16 +77,20 @@ pub struct TopicStats {
 /// A named topic of messages `M`; clones share the subscriptions.
 ///
 /// ```no_run
-/// # async fn run(node: std::sync::Arc<troupe_remote::Node>,
-/// #     listener: troupe::ActorRef<troupe_remote::testing::echo::EchoMsg>)
-/// # -> Result<(), troupe_cluster::pubsub::PubSubError> {
 /// use troupe_cluster::pubsub::Topic;
-/// use troupe_remote::testing::echo::EchoMsg;
 ///
-/// let news = Topic::<EchoMsg>::new(node.clone(), "news");
-/// news.subscribe(&listener).await?;
+/// #[derive(Clone, serde::Serialize, serde::Deserialize)]
+/// struct News(String);
+/// impl troupe_remote::RemoteMessage for News {
+///     const TAG: &'static str = "example.News";
+/// }
+///
+/// # async fn run(node: std::sync::Arc<troupe_remote::Node>, reader: troupe::ActorRef<News>)
+/// # -> Result<(), troupe_cluster::pubsub::PubSubError> {
+/// let news = Topic::<News>::new(node.clone(), "news");
+/// news.subscribe(&reader).await?;
 /// // On this node or any other:
-/// news.publish(&EchoMsg::Say("extra".into()))?;
+/// news.publish(&News("extra".into()))?;
 /// # Ok(()) }
 /// ```
 pub struct Topic<M: RemoteMessage + Clone> {
