@@ -1,5 +1,5 @@
 # Sourced by the trading loop scripts (trading_failover_loop.sh,
-# trading_pause_loop.sh, trading_restart_loop.sh): goes to the repository
+# trading_isolation_loop.sh, trading_restart_loop.sh): goes to the repository
 # root, builds the trading binary, names the pinned nats-server for it
 # (`trading cluster` runs the server it is given) and makes a directory for
 # the runs' records, `$dir`, removed on exit.

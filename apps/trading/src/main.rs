@@ -9,6 +9,7 @@
 //! trading cluster --clients 10 --orders 30000 a whole cluster of processes on this machine
 //! trading cluster --kill-at-acked 30 --restart-killed   ... SIGKILL the primaries at 30% acknowledged
 //! trading cluster --pause-primary-ms 3000   ... SIGSTOP them for 3 s instead
+//! trading cluster --partition-primary-ms 3000   ... cut them off the network for 3 s
 //! trading node --role engines --nats URL --name N   one process of a cluster
 //! ```
 
@@ -115,6 +116,13 @@ enum Cmd {
         /// paused node fail-stops when it resumes).
         #[arg(long, conflicts_with_all = ["kill_standby", "kill_host", "restart_killed"])]
         pause_primary_ms: Option<u64>,
+        /// Instead of a SIGKILL, cut the primaries' node off the network at
+        /// the share above and join it again this many ms later: the
+        /// engine nodes run in network namespaces of their own (needs root
+        /// and iproute2; one NATS server). Longer than the heartbeat
+        /// timeout, the standbys take over and the cut-off node fail-stops.
+        #[arg(long, conflicts_with_all = ["kill_standby", "kill_host", "restart_killed", "pause_primary_ms", "restart_all"])]
+        partition_primary_ms: Option<u64>,
         /// Kill the standbys' process instead (the primaries go on alone).
         #[arg(long, requires = "kill_at_acked")]
         kill_standby: bool,
@@ -259,6 +267,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
             kill_at_acked,
             kill_after_ms,
             pause_primary_ms,
+            partition_primary_ms,
             kill_standby,
             servers,
             kill_host,
@@ -282,9 +291,11 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
                 pattern: work.scenario,
                 txlog: work.txlog,
                 log_dir: work.log_dir,
-                kill_at_acked: kill_at_acked.or(pause_primary_ms.map(|_| 30)),
+                kill_at_acked: kill_at_acked
+                    .or(pause_primary_ms.or(partition_primary_ms).map(|_| 30)),
                 kill_after: kill_after_ms.map(Duration::from_millis),
                 pause_primary: pause_primary_ms.map(Duration::from_millis),
+                partition_primary: partition_primary_ms.map(Duration::from_millis),
                 kill_standby,
                 kill_host,
                 servers: servers as usize,
@@ -295,6 +306,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
                 retry: common.retry(),
                 heartbeat: common.heartbeat(),
                 timeout: Duration::from_secs(600),
+                settle_within: trading::cluster::launch::SETTLE_WITHIN,
             };
             let outcome = run_cluster(&options, &mut |line| eprintln!("cluster: {line}"))?;
             print_outcome(&outcome, &mut std::io::stdout())?;

@@ -10,7 +10,7 @@
 //! cluster by routes on loopback ports, each killable on its own.
 
 use std::io::{BufRead, BufReader};
-use std::net::{TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
@@ -54,6 +54,8 @@ pub struct NatsServer {
     /// `None` between [`stop`](NatsServer::stop) and
     /// [`restart`](NatsServer::restart).
     child: Option<Child>,
+    /// The address it listens on (loopback unless `launch_on` said).
+    host: IpAddr,
     port: u16,
     log: Arc<Mutex<Vec<String>>>,
     binary: PathBuf,
@@ -73,6 +75,14 @@ impl NatsServer {
     /// Starts `binary` (see [`find_binary`]) with JetStream and extra
     /// command-line options (e.g. `["--user", "u", "--pass", "p"]`).
     pub fn launch(binary: &Path, extra: &[&str]) -> Result<NatsServer, String> {
+        Self::launch_on(binary, IpAddr::V4(Ipv4Addr::LOCALHOST), extra)
+    }
+
+    /// [`launch`](NatsServer::launch) listening on `host` instead of
+    /// loopback: an address of this machine that processes in other
+    /// network namespaces reach (a bridge's, for a partition test). The
+    /// port is one free on loopback, retried if taken on `host`.
+    pub fn launch_on(binary: &Path, host: IpAddr, extra: &[&str]) -> Result<NatsServer, String> {
         let binary = binary.to_path_buf();
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
@@ -84,10 +94,11 @@ impl NatsServer {
                 .and_then(|l| l.local_addr())
                 .map_err(|e| format!("no free port: {e}"))?
                 .port();
-            match launch(&binary, port, dir.path(), &extra)? {
+            match launch(&binary, host, port, dir.path(), &extra)? {
                 Launch::Ready(child, log) => {
                     return Ok(NatsServer {
                         child: Some(child),
+                        host,
                         port,
                         log,
                         binary,
@@ -160,7 +171,13 @@ impl NatsServer {
     /// is ready.
     pub fn restart(&mut self) -> Result<(), String> {
         self.stop();
-        match launch(&self.binary, self.port, self.dir.path(), &self.extra)? {
+        match launch(
+            &self.binary,
+            self.host,
+            self.port,
+            self.dir.path(),
+            &self.extra,
+        )? {
             Launch::Ready(child, log) => {
                 self.child = Some(child);
                 self.log = log;
@@ -173,9 +190,9 @@ impl NatsServer {
         }
     }
 
-    /// `nats://127.0.0.1:<port>`.
+    /// `nats://127.0.0.1:<port>` (the host it listens on).
     pub fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
+        format!("nats://{}:{}", self.host, self.port)
     }
 
     /// The port it listens on.
@@ -198,10 +215,24 @@ impl Drop for NatsServer {
     }
 }
 
-/// Starts nats-server on `port` and waits until its log says it is ready.
-fn launch(binary: &Path, port: u16, dir: &Path, extra: &[String]) -> Result<Launch, String> {
+/// Starts nats-server on `host:port` and waits until its log says it is
+/// ready.
+fn launch(
+    binary: &Path,
+    host: IpAddr,
+    port: u16,
+    dir: &Path,
+    extra: &[String],
+) -> Result<Launch, String> {
     let mut child = Command::new(binary)
-        .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
+        .args([
+            "-a",
+            &host.to_string(),
+            "-p",
+            &port.to_string(),
+            "-js",
+            "-sd",
+        ])
         .arg(dir)
         .args(extra)
         // nats-server's scheduler spins on a small machine; one OS thread
@@ -233,7 +264,7 @@ fn launch(binary: &Path, port: u16, dir: &Path, extra: &[String]) -> Result<Laun
         |log: &Arc<Mutex<Vec<String>>>| log.lock().unwrap_or_else(|e| e.into_inner()).join("\n");
     let outcome = ready_rx.recv_timeout(READY_DEADLINE);
     match outcome {
-        Ok(()) => match TcpStream::connect(("127.0.0.1", port)) {
+        Ok(()) => match TcpStream::connect((host, port)) {
             Ok(_) => Ok(Launch::Ready(child, log)),
             Err(e) => {
                 let _ = child.kill();

@@ -409,12 +409,7 @@ impl Node {
         name: &str,
         actor: &ActorRef<M>,
     ) -> Result<(), RemoteError> {
-        if !valid_token(name) {
-            return Err(RemoteError::InvalidName(name.to_string()));
-        }
-        if self.outbound.is_stopped() {
-            return Err(RemoteError::Stopped);
-        }
+        self.check_publish(name)?;
         match self.probe(name, M::TAG).await {
             Err(RemoteError::NotFound(_)) => {}
             Ok(_) | Err(RemoteError::TagMismatch { .. }) => {
@@ -422,6 +417,51 @@ impl Node {
             }
             Err(other) => return Err(other),
         }
+        self.serve_name(name, actor).await
+    }
+
+    /// Makes `actor` reachable as `name` whether or not another node
+    /// answers to it: for a caller whose own authority says this node is
+    /// the one that serves the name now (it holds a lease, say, taken by
+    /// compare-and-set). [`publish`](Node::publish) refuses a name some
+    /// subscription still answers to, and a node that is cut off or paused
+    /// keeps its subscription at the server, silent, until the server
+    /// drops its connection (minutes): a successor that waits for the name
+    /// to be free waits as long. Here the name is served at once. Until
+    /// the other node unpublishes or goes, frames for the name reach both
+    /// (each acts on its own authority: a former lease holder must refuse
+    /// them, or end itself), and a lookup takes the first answer.
+    ///
+    /// Returns once the server has this node's subscription (a lookup
+    /// from any node can find it). Refused only for an invalid name or a
+    /// node that has shut down.
+    pub async fn publish_taking_over<M: RemoteMessage>(
+        &self,
+        name: &str,
+        actor: &ActorRef<M>,
+    ) -> Result<(), RemoteError> {
+        self.check_publish(name)?;
+        self.serve_name(name, actor).await
+    }
+
+    /// Whether `name` can be published here at all.
+    fn check_publish(&self, name: &str) -> Result<(), RemoteError> {
+        if !valid_token(name) {
+            return Err(RemoteError::InvalidName(name.to_string()));
+        }
+        if self.outbound.is_stopped() {
+            return Err(RemoteError::Stopped);
+        }
+        Ok(())
+    }
+
+    /// Subscribes `name`'s frames and lookups for `actor`, and waits until
+    /// the server has the subscriptions.
+    async fn serve_name<M: RemoteMessage>(
+        &self,
+        name: &str,
+        actor: &ActorRef<M>,
+    ) -> Result<(), RemoteError> {
         let shared = self.shared();
         let cluster = &shared.config.cluster_name;
         let frames = shared
@@ -521,6 +561,19 @@ impl Node {
             return Err(RemoteError::InvalidName(name.to_string()));
         }
         let (host, incarnation) = self.probe(name, M::TAG).await?;
+        // The answer is a sign of life, as good as a heartbeat: a node
+        // found before its first heartbeat reached this one is a member
+        // from now on, so its silence declares it down (and kills this
+        // ref) like any member's. Without this, a node that stopped
+        // between answering and its first heartbeat here would never be
+        // declared down, and whoever waits for that (a standby following
+        // it) would wait for ever.
+        let shared = self.shared();
+        shared
+            .membership
+            .heard(&host, incarnation, |node, incarnation| {
+                watch::node_down(shared, node, incarnation)
+            });
         let address = Address {
             host: host.into(),
             incarnation,

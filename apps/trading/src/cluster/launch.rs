@@ -9,15 +9,17 @@
 //! [`run_cluster`] is `trading cluster`: one round, optionally a fault
 //! mid-load, and the checks of [`super::verify`]. The fault is a SIGKILL
 //! of the primaries' (or the standbys') process, with a fresh engine node
-//! joining after it if asked, or a pause (SIGSTOP, then SIGCONT) of the
-//! primaries' process. It comes once a share of the orders is
+//! joining after it if asked, a pause (SIGSTOP, then SIGCONT) of the
+//! primaries' process, or a partition: the engine nodes run in network
+//! namespaces of their own ([`super::netns`]), and the primaries' node is
+//! cut off the network, then joined again. It comes once a share of the orders is
 //! acknowledged, as the clients' process reports it line by line, never
 //! at a time on the clock alone: on a fast host the clients could finish
 //! first.
 //!
 //! Before it checks, the launcher tells apart the engine nodes that ended
-//! on their own (fail-stop: a paused primary whose leases moved exits
-//! when it resumes) from those alive: the first are recorded and left out
+//! on their own (fail-stop: a paused or cut-off primary whose leases
+//! moved exits when it resumes or is joined again) from those alive: the first are recorded and left out
 //! of the checks, the second must answer.
 
 use std::path::PathBuf;
@@ -30,8 +32,9 @@ use troupe_remote::{Node, RemoteConfig};
 
 use super::client::RetryPolicy;
 use super::interrupt;
-use super::lease::{engine_name, open_bucket};
-use super::node::{engine_at, ClientsResult};
+use super::lease::{engine_at, engine_name, open_bucket};
+use super::netns::Sandbox;
+use super::node::ClientsResult;
 use super::procs::{NodeCommand, Proc};
 use super::verify::{check, ClusterOutcome, EngineState, FailStopped, Placed};
 use super::wire::{AckMode, EngineCmd};
@@ -67,6 +70,10 @@ pub struct ClusterOptions {
     /// Instead of a SIGKILL, SIGSTOP the primaries' process at the share
     /// above and SIGCONT it this long after.
     pub pause_primary: Option<Duration>,
+    /// Instead of a SIGKILL, cut the primaries' node off the network at
+    /// the share above (its network namespace's link goes down) and join
+    /// it again this long after. Needs root, iproute2 and one server.
+    pub partition_primary: Option<Duration>,
     /// Kill the standbys' process instead of the primaries'.
     pub kill_standby: bool,
     /// Kill the victim's NATS server with it (its whole host; needs three
@@ -92,6 +99,11 @@ pub struct ClusterOptions {
     pub heartbeat: (Duration, Duration),
     /// How long a round of clients may take.
     pub timeout: Duration,
+    /// How long the verifier waits for the engine nodes to settle on one
+    /// primary per engine, and for an engine node alive that does not
+    /// answer (one isolated and back, on its way out); normally
+    /// [`SETTLE_WITHIN`].
+    pub settle_within: Duration,
 }
 
 impl ClusterOptions {
@@ -140,11 +152,23 @@ pub struct Cluster {
     rounds: Vec<ClientsResult>,
     killed_at_ns: Option<u64>,
     paused_at_ns: Option<u64>,
+    partitioned_at_ns: Option<u64>,
     /// Engine nodes that ended on their own (found by `verify`).
     fail_stopped: Vec<FailStopped>,
-    // Dropped last: the logs and the servers outlive the processes.
+    // Dropped last: the logs and the servers outlive the processes, and
+    // the network namespaces (with a partition) outlive the servers.
     _temp: TempLogs,
     servers: Vec<NatsServer>,
+    sandbox: Option<Sandbox>,
+}
+
+/// The network namespace of engine node `name` in a partition test.
+fn namespace_of(name: &str) -> Option<usize> {
+    match name {
+        "engines-a" => Some(0),
+        "engines-b" => Some(1),
+        _ => None,
+    }
 }
 
 /// The simulated host (server index) of node `name`: engines-a on the
@@ -173,9 +197,17 @@ impl Cluster {
             ));
         }
         let binary = find_binary(options.nats_server.as_deref())?;
-        let servers = match options.servers {
-            1 => vec![NatsServer::launch(&binary, &[])?],
-            n => NatsServer::launch_cluster(&binary, n)?,
+        // A partition test runs the engine nodes in namespaces of their
+        // own, so the server listens on their bridge.
+        let sandbox = match options.partition_primary {
+            Some(_) => Some(Sandbox::create(2)?),
+            None => None,
+        };
+        let servers = match (options.servers, &sandbox) {
+            (1, Some(sandbox)) => vec![NatsServer::launch_on(&binary, sandbox.host().into(), &[])?],
+            (1, None) => vec![NatsServer::launch(&binary, &[])?],
+            (_, Some(_)) => return Err("a partition test runs on one NATS server".into()),
+            (n, None) => NatsServer::launch_cluster(&binary, n)?,
         };
         let url = servers[host_of("launcher", servers.len())].url();
         let urls: Vec<String> = servers.iter().map(NatsServer::url).collect();
@@ -225,9 +257,11 @@ impl Cluster {
             rounds: Vec::new(),
             killed_at_ns: None,
             paused_at_ns: None,
+            partitioned_at_ns: None,
             fail_stopped: Vec::new(),
             _temp: temp,
             servers,
+            sandbox,
         };
         for name in ["engines-a", "engines-b"] {
             cluster.add_engines(name)?;
@@ -273,13 +307,23 @@ impl Cluster {
         args
     }
 
-    /// Starts an engine node and waits until it leads or follows.
+    /// Starts an engine node and waits until it leads or follows (in its
+    /// network namespace, in a partition test).
     fn add_engines(&mut self, name: &str) -> Result<(), String> {
-        let mut p = Proc::spawn(
-            &self.options.node_command,
-            name,
-            &self.args("engines", name),
-        )?;
+        let command = match (&self.sandbox, namespace_of(name)) {
+            (Some(sandbox), Some(i)) => {
+                let (program, mut args) = sandbox.exec_prefix(i);
+                args.push(self.options.node_command.program.display().to_string());
+                args.extend(self.options.node_command.args.iter().cloned());
+                NodeCommand {
+                    program: program.into(),
+                    args,
+                }
+            }
+            (Some(_), None) => return Err(format!("no network namespace for {name}")),
+            (None, _) => self.options.node_command.clone(),
+        };
+        let mut p = Proc::spawn(&command, name, &self.args("engines", name))?;
         p.expect("ready", READY_WITHIN)?;
         self.engines.push(p);
         Ok(())
@@ -392,6 +436,31 @@ impl Cluster {
             .resume()
     }
 
+    /// Cuts the engine node holding engine 0's lease off the network (a
+    /// partition test); returns its name. [`Cluster::heal`] joins it again.
+    pub fn partition(&mut self) -> Result<String, String> {
+        let victim = self.victim(false)?;
+        let name = self.engines[victim].name.clone();
+        let (Some(sandbox), Some(i)) = (&self.sandbox, namespace_of(&name)) else {
+            return Err(format!(
+                "{name} runs in no network namespace of this cluster"
+            ));
+        };
+        sandbox.cut(i)?;
+        self.partitioned_at_ns = Some(unix_ns());
+        Ok(name)
+    }
+
+    /// Joins the cut-off engine node `name` to the network again.
+    pub fn heal(&mut self, name: &str) -> Result<(), String> {
+        match (&self.sandbox, namespace_of(name)) {
+            (Some(sandbox), Some(i)) => sandbox.heal(i),
+            _ => Err(format!(
+                "{name} runs in no network namespace of this cluster"
+            )),
+        }
+    }
+
     /// SIGKILLs the engine node holding engine 0's lease (or, with
     /// `standby`, the other one), and with `kill_host` its NATS server
     /// too; returns its name.
@@ -478,9 +547,12 @@ impl Cluster {
     }
 
     /// Every live engine node's reports; `Ok(None)` if a node ended while
-    /// it was asked (it is noted, and the caller asks again), an error if
-    /// a node is alive and does not answer.
-    fn reports(&mut self) -> Result<Option<Vec<EngineState>>, String> {
+    /// it was asked (it is noted, and the caller asks again) or if a node
+    /// alive does not answer before `deadline` (one cut off and joined
+    /// again is down for good to the launcher, and ends itself once its
+    /// connection carries again: TCP retransmits after a backoff of up to
+    /// seconds); an error if a node is alive and does not answer after it.
+    fn reports(&mut self, deadline: Instant) -> Result<Option<Vec<EngineState>>, String> {
         let mut all = Vec::new();
         for p in 0..self.engines.len() {
             let name = self.engines[p].name.clone();
@@ -505,8 +577,11 @@ impl Cluster {
                 Err(e) => {
                     let before = self.fail_stopped.len();
                     self.note_ended();
-                    if self.fail_stopped.len() == before {
-                        return Err(format!("{e} (the node is alive and does not answer)"));
+                    if self.fail_stopped.len() == before && Instant::now() > deadline {
+                        return Err(format!(
+                            "{e} (the node is alive and does not answer after {:?})",
+                            self.options.settle_within
+                        ));
                     }
                     return Ok(None);
                 }
@@ -517,16 +592,17 @@ impl Cluster {
 
     /// Every live engine's report, and the checks of what survived. An
     /// engine node that ended on its own is recorded in the outcome and
-    /// left out; one alive that does not answer is an error. A node
-    /// resumed from a pause may still be on its way out (it exits once it
-    /// sees its leases moved): until every engine has one primary among
-    /// the live nodes, the reports are asked again, for up to
-    /// [`SETTLE_WITHIN`].
+    /// left out; one alive that does not answer within `settle_within`
+    /// is an error. A node resumed from a pause or joined again after a
+    /// partition may still be on its way out (it exits once it sees its
+    /// leases moved): until every engine has one primary among the live
+    /// nodes, the reports are asked again, for up to `settle_within`.
     pub fn verify(&mut self) -> Result<ClusterOutcome, String> {
-        let deadline = Instant::now() + SETTLE_WITHIN;
+        let deadline = Instant::now() + self.options.settle_within;
         let (reports, settled) = loop {
             self.note_ended();
-            let Some(reports) = self.reports()? else {
+            let Some(reports) = self.reports(deadline)? else {
+                interrupt::sleep(Duration::from_millis(50))?;
                 continue;
             };
             let settled = (0..ENGINES).all(|index| {
@@ -546,6 +622,7 @@ impl Cluster {
             engines: reports,
             killed_at_ns: self.killed_at_ns,
             paused_at_ns: self.paused_at_ns,
+            partitioned_at_ns: self.partitioned_at_ns,
             fail_stopped: self.fail_stopped.clone(),
             failover_ms: Vec::new(),
             applied_twice: 0,
@@ -555,7 +632,8 @@ impl Cluster {
         if !settled {
             outcome.problems.push(format!(
                 "the live engine nodes did not settle on one primary per engine within \
-                 {SETTLE_WITHIN:?}"
+                 {:?}",
+                self.options.settle_within
             ));
         }
         check(&mut outcome, &self.placed, self.log_root.as_deref());
@@ -599,17 +677,23 @@ pub fn run_cluster(
         .with_pattern(options.pattern);
     let faulted =
         options.kill_standby || options.kill_host || options.restart_killed || options.restart_all;
-    if options.kill_at_acked.is_none() && (faulted || options.pause_primary.is_some()) {
+    let isolated = options.pause_primary.is_some() || options.partition_primary.is_some();
+    if options.kill_at_acked.is_none() && (faulted || isolated) {
         return Err(
-            "a kill or a pause needs the share of orders it comes at (kill_at_acked)".into(),
-        );
-    }
-    if options.pause_primary.is_some() && faulted {
-        return Err(
-            "a pause is of the primaries' node alone: no standby kill, host kill or \
-                    restart with it"
+            "a kill, a pause or a partition needs the share of orders it comes at \
+             (kill_at_acked)"
                 .into(),
         );
+    }
+    if isolated && faulted {
+        return Err(
+            "a pause or a partition is of the primaries' node alone: no standby kill, host \
+             kill or restart with it"
+                .into(),
+        );
+    }
+    if options.pause_primary.is_some() && options.partition_primary.is_some() {
+        return Err("a pause or a partition, not both".into());
     }
     if options.restart_all
         && (options.txlog == TxLog::Off
@@ -657,6 +741,16 @@ pub fn run_cluster(
         interrupt::sleep(pause)?;
         cluster.resume(&paused)?;
         progress(&format!("SIGCONTed {paused}"));
+    } else if let (Some(_), Some(cut)) = (options.kill_at_acked, options.partition_primary) {
+        let cut_off = cluster.partition()?;
+        progress(&format!(
+            "cut {cut_off} (the primaries' node) off the network for {} ms",
+            cut.as_millis()
+        ));
+        // The fault's own timing, as for a pause.
+        interrupt::sleep(cut)?;
+        cluster.heal(&cut_off)?;
+        progress(&format!("joined {cut_off} to the network again"));
     } else if options.kill_at_acked.is_some() && options.restart_all {
         let names = cluster.kill_all()?;
         progress(&format!(

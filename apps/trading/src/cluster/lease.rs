@@ -58,6 +58,13 @@ pub fn engine_name(index: usize) -> String {
     format!("engine-{index}")
 }
 
+/// The published name of engine `index` on node `node`: one node answers
+/// to it, whatever its role (reports, and a standby's lookup of the
+/// primary the lease names).
+pub fn engine_at(index: usize, node: &str) -> String {
+    format!("e{index}-at-{node}")
+}
+
 /// How long opening the bucket is retried: a NATS cluster that has just
 /// started elects its JetStream leader first, and refuses until then.
 const BUCKET_WITHIN: Duration = Duration::from_secs(30);
@@ -230,7 +237,14 @@ impl Keeper {
                 self.engine.tell(EngineCmd::Promote { epoch });
                 return self.lead(epoch, settled.take()).await;
             }
-            let primary = match self.node.lookup::<EngineCmd>(&key).await {
+            // The lease owner's own name, not the engine's: a former
+            // primary, paused or cut off, can still hold a subscription to
+            // `engine-<i>` (see `lead`), and must not be followed.
+            let primary = match self
+                .node
+                .lookup::<EngineCmd>(&engine_at(self.index, &owner_name))
+                .await
+            {
                 Ok(primary) => primary,
                 Err(_) => {
                     // The owner has not published yet, or is gone and not
@@ -293,12 +307,17 @@ impl Keeper {
         // With history: the first entry is the key as it is now, so a
         // watch made again after an error misses no move.
         let mut watch = retrying("watch lease", || self.kv.watch_with_history(&key)).await;
-        // The previous owner's subscription may linger for a moment after
-        // its process died; the name is free once the server noticed.
+        // The lease says this node serves the engine now: the name is
+        // taken over at once, not waited for. The previous owner's
+        // subscription lingers at the server while its node is paused or
+        // cut off (until the server drops the connection, minutes), and
+        // after a crash until the server notices; frames reach both then,
+        // and a former owner acknowledges nothing (its replication carries
+        // a revision nobody follows; going on alone needs the lease).
         let mut tries = 0;
-        while let Err(e) = self.node.publish(&key, &self.engine).await {
+        while let Err(e) = self.node.publish_taking_over(&key, &self.engine).await {
             tries += 1;
-            if tries > 200 {
+            if tries > 20 {
                 fail_stop(format!("cannot publish {key}: {e}"));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;

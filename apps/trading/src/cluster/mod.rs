@@ -11,7 +11,7 @@
 //!
 //! Modules, from the bottom up (each imports only modules above it):
 //! `wire`; `applied`; `engine`; `lease`; `client`; `interrupt`; `node`;
-//! `args`; `procs`; `verify`; `launch`.
+//! `args`; `procs`; `netns`; `verify`; `launch`.
 
 pub mod applied;
 pub mod args;
@@ -20,6 +20,7 @@ pub mod engine;
 pub mod interrupt;
 pub mod launch;
 pub mod lease;
+pub mod netns;
 pub mod node;
 pub mod procs;
 pub mod verify;

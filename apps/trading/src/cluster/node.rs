@@ -20,7 +20,7 @@ use troupe_remote::{Node, RemoteConfig, RemoteMessage};
 use super::client::{ClusterClient, ClusterClientReport, ClusterReceiver, Progress, RetryPolicy};
 use super::engine::{ClusterEngine, LogPlan};
 use super::interrupt;
-use super::lease::{engine_name, open_bucket, Keeper};
+use super::lease::{engine_at, engine_name, open_bucket, Keeper};
 use super::wire::{AckMode, ClientMsg, EngineCmd, ReceiverMsg};
 use crate::client::new_histogram;
 use crate::topology::{Pattern, Scenario, ENGINES, RECEIVERS};
@@ -74,11 +74,6 @@ pub struct NodeOptions {
     pub heartbeat: Duration,
     /// See `heartbeat`.
     pub heartbeat_timeout: Duration,
-}
-
-/// The published name of engine `index` on node `node` (for reports).
-pub fn engine_at(index: usize, node: &str) -> String {
-    format!("e{index}-at-{node}")
 }
 
 /// The published name of receiver `index`.

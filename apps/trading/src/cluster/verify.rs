@@ -62,9 +62,12 @@ pub struct ClusterOutcome {
     /// Wall-clock time of the SIGSTOP (Unix ns), if the primaries' node
     /// was paused instead.
     pub paused_at_ns: Option<u64>,
+    /// Wall-clock time the primaries' node was cut off the network (Unix
+    /// ns), if it was partitioned instead.
+    pub partitioned_at_ns: Option<u64>,
     /// Engine nodes that ended on their own, left out of the checks.
     pub fail_stopped: Vec<FailStopped>,
-    /// For each engine whose primary changed: the SIGKILL (or SIGSTOP) to
+    /// For each engine whose primary changed: the SIGKILL (SIGSTOP, cut) to
     /// the first order the new primary accepted, in milliseconds.
     pub failover_ms: Vec<f64>,
     /// Orders the logs hold twice (must be 0).
@@ -112,7 +115,10 @@ pub struct Placed {
 /// Checks what survived against every round placed (`placed[i]` produced
 /// `outcome.rounds[i]`); adds what does not hold to `outcome.problems`.
 pub fn check(outcome: &mut ClusterOutcome, placed: &[Placed], logs: Option<&Path>) {
-    let fault_at = outcome.killed_at_ns.or(outcome.paused_at_ns);
+    let fault_at = outcome
+        .killed_at_ns
+        .or(outcome.paused_at_ns)
+        .or(outcome.partitioned_at_ns);
     for f in &outcome.fail_stopped {
         let why = f.why.as_deref().unwrap_or("no reason printed");
         if fault_at.is_none() {
@@ -308,8 +314,10 @@ pub fn print_outcome(outcome: &ClusterOutcome, out: &mut dyn Write) -> std::io::
         f.sort_by(f64::total_cmp);
         let fault = if outcome.killed_at_ns.is_some() {
             "SIGKILL"
-        } else {
+        } else if outcome.paused_at_ns.is_some() {
             "SIGSTOP"
+        } else {
+            "cut"
         };
         writeln!(
             out,

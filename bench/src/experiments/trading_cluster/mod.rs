@@ -146,6 +146,7 @@ fn options(txlog: TxLog) -> Result<ClusterOptions, WorkloadError> {
         kill_at_acked: None,
         kill_after: None,
         pause_primary: None,
+        partition_primary: None,
         kill_standby: false,
         kill_host: false,
         servers: 1,
@@ -159,6 +160,7 @@ fn options(txlog: TxLog) -> Result<ClusterOptions, WorkloadError> {
         },
         heartbeat: (Duration::from_millis(200), Duration::from_secs(1)),
         timeout: Duration::from_secs(600),
+        settle_within: trading::cluster::launch::SETTLE_WITHIN,
     })
 }
 

@@ -59,10 +59,11 @@ async fn find<M: RemoteMessage>(node: Arc<Node>, key: String, proxy: ActorRef<Pr
     }
 }
 
-/// Publishes the holder's instance beside the holding loop (a publish
-/// first asks whether the name is served, which waits the node's lookup
-/// timeout when nobody answers, such as a paused former holder), trying
-/// again while the name is taken (a former holder that still serves it).
+/// Publishes the holder's instance beside the holding loop, taking the
+/// name over (`Node::publish_taking_over`): the lease says this node
+/// serves it now, and a former holder that is paused or cut off keeps its
+/// subscription at the server, silent, for minutes. Tried again after an
+/// error (a round trip through the server that timed out).
 struct Publisher {
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<bool>,
@@ -73,7 +74,7 @@ impl Publisher {
         let (stop, mut stopped) = oneshot::channel();
         let task = tokio::spawn(async move {
             loop {
-                if node.publish(&key, &instance).await.is_ok() {
+                if node.publish_taking_over(&key, &instance).await.is_ok() {
                     return true;
                 }
                 tokio::select! {

@@ -1,14 +1,16 @@
-//! A paused primary across real processes (`trading cluster
-//! --pause-primary-ms`): a nats-server of its own on a free loopback port,
-//! two engine nodes, a receivers node and a clients node. Once 30% of the
-//! orders are acknowledged the primaries' process is SIGSTOPped for 3 s,
-//! three times the 1 s heartbeat timeout, then SIGCONTed: the standbys
-//! take the leases over meanwhile, and the paused node must end by itself
-//! when it resumes (it sees its leases moved) without a single
-//! acknowledged order lost or applied twice. The run checks itself over
-//! the surviving node; here its JSON is read back and asserted on. Last,
-//! the verifier is shown telling a node that ended on its own (recorded)
-//! from one alive that does not answer (an error).
+//! A primary isolated across real processes: a nats-server of its own, two
+//! engine nodes, a receivers node and a clients node. Once 30% of the
+//! orders are acknowledged the primaries' node is isolated for 3 s, three
+//! times the 1 s heartbeat timeout: paused (`--pause-primary-ms`: SIGSTOP,
+//! then SIGCONT) or cut off the network (`--partition-primary-ms`: the
+//! engine nodes run in network namespaces of their own, and the primaries'
+//! link goes down, then up; needs root and iproute2). The standbys take
+//! the leases over meanwhile, and the isolated node must end by itself
+//! once it can see that (its leases moved) without a single acknowledged
+//! order lost or applied twice. The run checks itself over the surviving
+//! node; here its JSON is read back and asserted on. Last, the verifier is
+//! shown telling a node that ended on its own (recorded) from one alive
+//! that does not answer (an error).
 
 use std::time::Duration;
 
@@ -31,12 +33,18 @@ fn run_paused(orders: u32, extra: &[&str]) -> Value {
     run_cluster(orders, &args)
 }
 
+fn run_partitioned(orders: u32, extra: &[&str]) -> Value {
+    let mut args = vec!["--kill-at-acked", "30", "--partition-primary-ms", PAUSE_MS];
+    args.extend_from_slice(extra);
+    run_cluster(orders, &args)
+}
+
 /// Nothing acknowledged is lost or doubled, the primaries' node ended on
 /// its own because its leases moved, and the standbys' node serves every
-/// engine.
-fn assert_paused_primary_fail_stopped(outcome: &Value) {
+/// engine. `fault` is the outcome's field that times the isolation.
+fn assert_isolated_primary_fail_stopped(outcome: &Value, fault: &str) {
     assert_exactly_once(outcome);
-    assert!(outcome["paused_at_ns"].is_u64(), "{outcome:#}");
+    assert!(outcome[fault].is_u64(), "{outcome:#}");
     let stopped = outcome["fail_stopped"].as_array().unwrap();
     assert_eq!(stopped.len(), 1, "{outcome:#}");
     assert_eq!(stopped[0]["node"], "engines-a");
@@ -62,7 +70,7 @@ fn assert_paused_primary_fail_stopped(outcome: &Value) {
 #[test]
 fn a_primary_paused_past_the_heartbeat_timeout_fail_stops_and_loses_nothing() {
     let outcome = run_paused(6000, &["--window", "8"]);
-    assert_paused_primary_fail_stopped(&outcome);
+    assert_isolated_primary_fail_stopped(&outcome, "paused_at_ns");
 }
 
 #[test]
@@ -71,7 +79,19 @@ fn one_way_orders_survive_a_paused_primary() {
     // primary owed are lost with it, and the retries are answered by the
     // new primary alone.
     let outcome = run_paused(6000, &["--variant", "one-way", "--window", "8"]);
-    assert_paused_primary_fail_stopped(&outcome);
+    assert_isolated_primary_fail_stopped(&outcome, "paused_at_ns");
+}
+
+#[test]
+fn a_primary_cut_off_the_network_fail_stops_and_loses_nothing() {
+    let outcome = run_partitioned(6000, &["--window", "8"]);
+    assert_isolated_primary_fail_stopped(&outcome, "partitioned_at_ns");
+}
+
+#[test]
+fn one_way_orders_survive_a_partitioned_primary() {
+    let outcome = run_partitioned(6000, &["--variant", "one-way", "--window", "8"]);
+    assert_isolated_primary_fail_stopped(&outcome, "partitioned_at_ns");
 }
 
 #[test]
@@ -92,6 +112,7 @@ fn a_node_alive_that_does_not_answer_fails_the_verifier() {
         kill_at_acked: None,
         kill_after: None,
         pause_primary: None,
+        partition_primary: None,
         kill_standby: false,
         kill_host: false,
         servers: 1,
@@ -105,6 +126,8 @@ fn a_node_alive_that_does_not_answer_fails_the_verifier() {
         },
         heartbeat: (Duration::from_millis(200), Duration::from_secs(1)),
         timeout: Duration::from_secs(120),
+        // Short: the last check expects the verifier to give up.
+        settle_within: Duration::from_secs(5),
     };
     let mut cluster = Cluster::start(&options, &mut |_| {}).unwrap();
     let scenario = Scenario::new(10, 1000).unwrap();
