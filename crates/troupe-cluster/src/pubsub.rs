@@ -229,22 +229,21 @@ impl<M: RemoteMessage + Clone> Topic<M> {
         });
     }
 
-    /// This node's live subscribers of the topic, groups included.
-    pub fn subscribers(&self) -> usize {
-        match self.inner.groups.try_lock() {
-            Ok(groups) => groups
-                .values()
-                .map(|s| {
-                    let members = s.members.lock().unwrap_or_else(|e| e.into_inner());
-                    members
-                        .iter()
-                        .flatten()
-                        .filter(|m| !m.is_terminated())
-                        .count()
-                })
-                .sum(),
-            Err(_) => 0,
-        }
+    /// This node's live subscribers of the topic, groups included (waits
+    /// for a subscribe or unsubscribe in progress).
+    pub async fn subscribers(&self) -> usize {
+        let groups = self.inner.groups.lock().await;
+        groups
+            .values()
+            .map(|s| {
+                let members = s.members.lock().unwrap_or_else(|e| e.into_inner());
+                members
+                    .iter()
+                    .flatten()
+                    .filter(|m| !m.is_terminated())
+                    .count()
+            })
+            .sum()
     }
 
     /// What this handle and its clones did on this node.

@@ -166,7 +166,7 @@ async fn every_subscriber_gets_every_message_in_each_publishers_order() {
     a.quotes.subscribe(&a2).await.unwrap();
     a.quotes.subscribe(&a2).await.unwrap(); // twice is once
     b.quotes.subscribe(&b1).await.unwrap();
-    assert_eq!(a.quotes.subscribers(), 2);
+    assert_eq!(a.quotes.subscribers().await, 2);
 
     c.publish(100);
     a.publish(100);
@@ -194,7 +194,7 @@ async fn every_subscriber_gets_every_message_in_each_publishers_order() {
     // a2 stops, b1 unsubscribes: only a1 gets the next ones.
     a.system.stop(&a2);
     b.quotes.unsubscribe(&b1).await;
-    assert_eq!(b.quotes.subscribers(), 0);
+    assert_eq!(b.quotes.subscribers().await, 0);
     c.publish(10);
     let after: Vec<String> = receive(&mut got, 10)
         .await
