@@ -556,6 +556,10 @@ impl Node {
     /// `Unreachable`) and a new `lookup` finds the actor's successor. For
     /// a ref that follows a name from node to node, see
     /// [`select`](Node::select).
+    ///
+    /// The answer counts as a heartbeat of the node that gave it: a node
+    /// found before its first heartbeat reached this one is a member from
+    /// then on (an `Up` event), and is declared down when it goes silent.
     pub async fn lookup<M: RemoteMessage>(&self, name: &str) -> Result<ActorRef<M>, RemoteError> {
         if !valid_token(name) {
             return Err(RemoteError::InvalidName(name.to_string()));
