@@ -304,9 +304,6 @@ impl Keeper {
     async fn lead(mut self, mut epoch: u64, settled: Option<tokio::sync::oneshot::Sender<()>>) {
         let me = self.node.name().to_string();
         let key = engine_name(self.index);
-        // With history: the first entry is the key as it is now, so a
-        // watch made again after an error misses no move.
-        let mut watch = retrying("watch lease", || self.kv.watch_with_history(&key)).await;
         // The lease says this node serves the engine now: the name is
         // taken over at once, not waited for. The previous owner's
         // subscription lingers at the server while its node is paused or
@@ -325,6 +322,16 @@ impl Keeper {
         if let Some(s) = settled {
             let _ = s.send(());
         }
+        // Then the watch. It is made after the name is served, because a
+        // watch is a JetStream consumer, and creating one needs the
+        // JetStream meta leader: after the loss of the server that was
+        // meta leader, it waits for the election (raft timeouts of 4-9 s;
+        // 10.1 s measured), while the compare-and-set above needs only the
+        // bucket's own leader. Serving first is safe: the watch only makes
+        // a node that lost the lease exit sooner; nothing is acknowledged
+        // on its strength. With history: the first entry is the key as it
+        // is now, so a move meanwhile (or after a watch error) is seen.
+        let mut watch = retrying("watch lease", || self.kv.watch_with_history(&key)).await;
         loop {
             tokio::select! {
                 request = self.requests.recv() => match request {
