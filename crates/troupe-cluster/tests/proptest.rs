@@ -34,7 +34,26 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let journal = journal(dir.path());
         let system = system();
-        let start = || spawn(&system, props("p", &journal, None, snapshot_every)).0;
+        // Each start takes the next fencing token, as a lease revision
+        // would: the newest activation is the one that writes. (With no
+        // token each activation takes the highest plus one when it
+        // acquires, so two started back to back could acquire in the other
+        // order, and the one the test talks to be fenced by its elder.)
+        let tokens = std::cell::Cell::new(0u64);
+        let start = || {
+            tokens.set(tokens.get() + 1);
+            let (journal, token) = (journal.clone(), tokens.get());
+            let props = troupe::Props::new(move || {
+                let ledger = Ledger { id: "p".into(), reports: None };
+                let p = troupe_cluster::persistence::Persistent::new(ledger, journal.clone())
+                    .fencing_token(token);
+                match snapshot_every {
+                    Some(n) => p.snapshot_every(n),
+                    None => p,
+                }
+            });
+            spawn(&system, props).0
+        };
         let mut ledger = start();
         let mut acknowledged = Vec::new();
         for s in steps {
