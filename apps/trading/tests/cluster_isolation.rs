@@ -27,16 +27,20 @@ use common::{assert_exactly_once, nats_server, run_cluster, ONE_AT_A_TIME};
 /// Three heartbeat timeouts of `trading cluster`'s default (1 s).
 const PAUSE_MS: &str = "3000";
 
-fn run_paused(orders: u32, extra: &[&str]) -> Value {
-    let mut args = vec!["--kill-at-acked", "30", "--pause-primary-ms", PAUSE_MS];
+/// A run whose primaries' node is isolated (`fault`: the flag) for
+/// `PAUSE_MS` once 30% of the orders are acknowledged.
+fn run_isolated(fault: &str, orders: u32, extra: &[&str]) -> Value {
+    let mut args = vec!["--kill-at-acked", "30", fault, PAUSE_MS];
     args.extend_from_slice(extra);
     run_cluster(orders, &args)
 }
 
+fn run_paused(orders: u32, extra: &[&str]) -> Value {
+    run_isolated("--pause-primary-ms", orders, extra)
+}
+
 fn run_partitioned(orders: u32, extra: &[&str]) -> Value {
-    let mut args = vec!["--kill-at-acked", "30", "--partition-primary-ms", PAUSE_MS];
-    args.extend_from_slice(extra);
-    run_cluster(orders, &args)
+    run_isolated("--partition-primary-ms", orders, extra)
 }
 
 /// Nothing acknowledged is lost or doubled, the primaries' node ended on
