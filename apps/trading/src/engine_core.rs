@@ -47,6 +47,23 @@ pub struct EngineSummary {
     pub digests: [u64; BOOKS],
 }
 
+/// An engine taken apart: see [`EngineCore::parts`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoreParts {
+    /// Orders processed.
+    pub orders: u64,
+    /// Trades executed.
+    pub trades: u64,
+    /// Orders refused.
+    pub rejected: u64,
+    /// The books' digests.
+    pub digests: [u64; BOOKS],
+    /// The last order processed.
+    pub last_order: Option<OrderId>,
+    /// Every resting order, as the limit order that rests it again.
+    pub resting: Vec<NewOrder>,
+}
+
 impl EngineSummary {
     /// The books (by id) whose digests differ between `self` and `other`.
     pub fn books_differing_from(&self, other: &EngineSummary) -> Vec<usize> {
@@ -147,6 +164,61 @@ impl EngineCore {
     /// The id of the last order processed (or replayed), if any.
     pub fn last_order(&self) -> Option<OrderId> {
         self.last_order
+    }
+
+    /// Everything the engine holds, for a snapshot: the counters, the
+    /// digests and every resting order (per book, bids then asks, each in
+    /// priority order). [`from_parts`](Self::from_parts) rebuilds an equal
+    /// engine from it.
+    pub fn parts(&self) -> CoreParts {
+        let mut resting = Vec::new();
+        for book in self.market.books() {
+            for side in [Side::Buy, Side::Sell] {
+                resting.extend(book.orders(side).into_iter().map(|o| NewOrder {
+                    id: o.id,
+                    book: book.id(),
+                    side,
+                    price: o.price,
+                    qty: o.qty,
+                    kind: OrderKind::Limit,
+                }));
+            }
+        }
+        CoreParts {
+            orders: self.orders,
+            trades: self.trades,
+            rejected: self.rejected,
+            digests: self.digests,
+            last_order: self.last_order,
+            resting,
+        }
+    }
+
+    /// The engine [`parts`](Self::parts) describes. Resting orders are
+    /// placed again in priority order on an empty market: a book is never
+    /// crossed, so none of them trades, and each price level gets them in
+    /// the same time order. Fails if one would trade or is refused (parts
+    /// that no engine produced).
+    pub fn from_parts(parts: CoreParts) -> Result<Self, String> {
+        let mut market = topology::market();
+        for order in &parts.resting {
+            let mut traded = false;
+            match market.execute(&Command::New(*order), |_| traded = true) {
+                Outcome::Rejected(why) => {
+                    return Err(format!("resting order {} refused: {why:?}", order.id))
+                }
+                _ if traded => return Err(format!("resting order {} trades", order.id)),
+                _ => {}
+            }
+        }
+        Ok(EngineCore {
+            market,
+            orders: parts.orders,
+            trades: parts.trades,
+            rejected: parts.rejected,
+            digests: parts.digests,
+            last_order: parts.last_order,
+        })
     }
 
     /// The counters, a fingerprint of the books and the books' digests.

@@ -303,6 +303,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
                 restart_killed,
                 restart_all,
                 threads: common.threads,
+                snapshot_every: common.snapshot_every,
                 retry: common.retry(),
                 heartbeat: common.heartbeat(),
                 timeout: Duration::from_secs(600),

@@ -4,18 +4,23 @@
 //! took over; a joining standby catches up and ends equal to its primary;
 //! replication of another revision is dropped; a primary whose standby is
 //! gone acknowledges only once the lease lets it go on alone; one-way,
-//! primary and standby each tell the client, a retry included.
+//! primary and standby each tell the client, a retry included; with a
+//! log, a primary restarts from its latest snapshot and the events after
+//! it, and a standby from the state it caught up from.
 
+use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use tokio::sync::mpsc::unbounded_channel;
 use trading::cluster::engine::{ClusterEngine, LogPlan};
 use trading::cluster::lease::LeaseRequest;
+use trading::cluster::state::{self, Event};
 use trading::cluster::wire::{AckMode, ClientMsg, EngineCmd, EngineReport, StandbyAck, WireOrder};
-use trading::topology::scenario_order;
+use trading::topology::{scenario_order, Pattern, Scenario};
 use trading::TxLog;
 use troupe::{Actor, ActorRef, ActorSystem, Context, Props};
+use troupe_cluster::persistence::LocalJournal;
 
 /// A client that forwards every acknowledgement to the test.
 struct Probe(mpsc::Sender<u64>);
@@ -38,12 +43,24 @@ fn engine(
     ActorRef<EngineCmd>,
     tokio::sync::mpsc::UnboundedReceiver<LeaseRequest>,
 ) {
-    let (tx, rx) = unbounded_channel();
-    let node = name.to_string();
     let plan = LogPlan {
         mode: TxLog::Off,
         dir: Default::default(),
+        snapshot_every: 0,
     };
+    engine_with(system, name, plan)
+}
+
+fn engine_with(
+    system: &ActorSystem,
+    name: &str,
+    plan: LogPlan,
+) -> (
+    ActorRef<EngineCmd>,
+    tokio::sync::mpsc::UnboundedReceiver<LeaseRequest>,
+) {
+    let (tx, rx) = unbounded_channel();
+    let node = name.to_string();
     let engine = system
         .spawn(Props::new(move || {
             ClusterEngine::new(0, node.clone(), plan.clone(), tx.clone())
@@ -290,5 +307,116 @@ fn one_way_primary_and_standby_each_tell_the_client_a_retry_too() {
     assert_eq!((p.orders, p.duplicates, s.orders), (3, 2, 3));
     assert_eq!((p.fingerprint, &p.digests), (s.fingerprint, &s.digests));
     assert!(rx.try_recv().is_err(), "no answer beyond those");
+    system.shutdown();
+}
+
+/// An engine logging to `dir` (buffered), a snapshot every 7 events.
+fn logged_engine(system: &ActorSystem, name: &str, dir: PathBuf) -> ActorRef<EngineCmd> {
+    let plan = LogPlan {
+        mode: TxLog::Buffered,
+        dir,
+        snapshot_every: 7,
+    };
+    engine_with(system, name, plan).0
+}
+
+/// What two engines must agree on.
+fn books(r: &EngineReport) -> (u64, u64, u64, u64, Vec<u64>) {
+    (
+        r.orders,
+        r.trades,
+        r.resting,
+        r.fingerprint,
+        r.digests.clone(),
+    )
+}
+
+#[test]
+fn engines_restart_from_their_snapshots_and_a_standby_from_the_state_it_caught_up_from() {
+    let logs = tempfile::tempdir().unwrap();
+    let (dir_a, dir_b) = (logs.path().join("a"), logs.path().join("b"));
+    // Orders that leave some resting, so the state carries books.
+    let scenario = Scenario::new(1, 120)
+        .unwrap()
+        .with_pattern(Pattern::Resting);
+    let order = |n| WireOrder::from(scenario.order(0, n));
+    let (ack_tx, ack_rx) = mpsc::channel();
+    let place_on =
+        |system: &ActorSystem, engine: &ActorRef<EngineCmd>, range: std::ops::Range<usize>| {
+            let tx = ack_tx.clone();
+            let client = system.spawn(Props::new(move || Probe(tx.clone()))).unwrap();
+            for n in range {
+                engine.tell(EngineCmd::Order {
+                    order: order(n),
+                    client: client.clone(),
+                    mode: AckMode::RequestReply,
+                });
+            }
+        };
+
+    let system = ActorSystem::builder().threads(2).build().unwrap();
+    let primary = logged_engine(&system, "a", dir_a.clone());
+    let standby = logged_engine(&system, "b", dir_b.clone());
+    primary.tell(EngineCmd::Promote { epoch: 1 });
+    place_on(&system, &primary, 0..40);
+    acks(&ack_rx, 40);
+    // The standby joins after 40 orders: it receives the state, not them.
+    standby.tell(EngineCmd::Follow {
+        epoch: 1,
+        primary: primary.clone(),
+    });
+    until_role(&standby, "standby");
+    place_on(&system, &primary, 40..60);
+    acks(&ack_rx, 20);
+    let (before, standby_before) = (report(&primary), report(&standby));
+    assert!(before.resting > 0, "the test needs resting orders");
+    assert_eq!(books(&standby_before), books(&before));
+    // Stopping the system closes the journals: pending snapshots written.
+    system.shutdown();
+    system.await_termination().unwrap();
+
+    // The standby's log: the state it caught up from, then 20 orders.
+    let mut events = Vec::new();
+    LocalJournal::read_events(&dir_b, "engine-0", &mut |_, bytes| {
+        events.push(matches!(state::decode_event(bytes), Ok(Event::State(_))));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(events.len(), 21);
+    assert!(events[0] && events[1..].iter().all(|s| !s), "{events:?}");
+
+    // Both restarted, each from its own log (a whole-cluster restart).
+    let system = ActorSystem::builder().threads(2).build().unwrap();
+    let primary = logged_engine(&system, "a", dir_a);
+    let standby = logged_engine(&system, "b", dir_b);
+    primary.tell(EngineCmd::Promote { epoch: 2 });
+    standby.tell(EngineCmd::Promote { epoch: 2 });
+    let (after, standby_after) = (
+        until_role(&primary, "primary"),
+        until_role(&standby, "primary"),
+    );
+    assert_eq!(books(&after), books(&before));
+    assert_eq!(books(&standby_after), books(&before));
+    // 60 events: snapshots at 7, 14, ... 56, then 4 events replayed.
+    assert_eq!(
+        (
+            after.recovery.snapshot_seq_nr,
+            after.recovery.replayed_events
+        ),
+        (56, 4)
+    );
+    // 21 events (the state, 20 orders): the last snapshot at 21.
+    assert_eq!(
+        (
+            standby_after.recovery.snapshot_seq_nr,
+            standby_after.recovery.replayed_events
+        ),
+        (21, 0)
+    );
+    // The ids applied came back too: a retry is answered, not applied.
+    place_on(&system, &primary, 10..11);
+    assert_eq!(acks(&ack_rx, 1), [scenario.order(0, 10).id]);
+    let retried = report(&primary);
+    assert_eq!((retried.orders, retried.duplicates), (60, 1));
     system.shutdown();
 }

@@ -124,6 +124,7 @@ fn a_node_alive_that_does_not_answer_fails_the_verifier() {
         restart_killed: false,
         restart_all: false,
         threads: 1,
+        snapshot_every: trading::cluster::engine::SNAPSHOT_EVERY,
         retry: RetryPolicy {
             retry_after: Duration::from_millis(300),
             give_up_after: Duration::from_secs(30),

@@ -58,6 +58,10 @@ pub struct NodeTuning {
     /// A node silent this long is declared down.
     #[arg(long, default_value_t = 1000)]
     pub heartbeat_timeout_ms: u64,
+    /// Each engine saves a snapshot of its state every this many logged
+    /// events (0: never); a restart reads the latest and the log after it.
+    #[arg(long, default_value_t = super::engine::SNAPSHOT_EVERY)]
+    pub snapshot_every: u64,
     /// Copies of the lease bucket, made by whichever node creates it: the
     /// NATS servers it can lose and still hand leases over is
     /// (copies - 1) / 2 (3 on a three-server cluster; at most 5).
@@ -119,6 +123,7 @@ impl NodeArgs {
             threads: self.tuning.threads,
             txlog: self.work.txlog,
             log_dir: self.work.log_dir,
+            snapshot_every: self.tuning.snapshot_every,
             clients: self.work.clients,
             client_base: self.client_base,
             orders: self.work.orders,

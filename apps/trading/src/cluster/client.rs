@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use troupe::{Actor, ActorRef, Context};
 
-use super::wire::{AckMode, ClientMsg, EngineCmd, ReceiverMsg, WireOrder};
+use super::wire::{seq_of, AckMode, ClientMsg, EngineCmd, ReceiverMsg, WireOrder};
 use crate::client::new_histogram;
 use crate::topology::{engine_of, Scenario};
 
@@ -182,7 +182,14 @@ impl ClusterClient {
         }
     }
 
-    fn send(&self, ctx: &mut Context<'_, Self>, order: WireOrder) {
+    /// Sends `order` with the client's settled mark as of now: every
+    /// sequence number below the oldest order in flight (or below the
+    /// next to send, if none is) has its answer or was given up.
+    fn send(&self, ctx: &mut Context<'_, Self>, mut order: WireOrder) {
+        order.settled_below = match self.in_flight.keys().next() {
+            Some(&oldest) => seq_of(oldest),
+            None => self.sent as u32,
+        };
         self.receiver.tell(ReceiverMsg {
             order,
             client: ctx.myself(),

@@ -11,7 +11,19 @@
 //! A **standby** applies what its primary forwards, in order, and answers
 //! each once its record is durable. A joining engine starts with an empty
 //! log (one left by its node's earlier life is dropped), first receives
-//! the primary's history (`CatchUp`) and counts as a standby from then on.
+//! the primary's whole state (`CatchUp`: books, counters, digests and the
+//! ids applied; [`super::state`]), records it as its log's first event,
+//! and counts as a standby from then on. No engine keeps its history: what
+//! it holds in memory is its books and one entry per client, however many
+//! orders it has processed.
+//!
+//! **Storage** is troupe-cluster's local journal (persistence id
+//! `engine-<i>`, one journal per engine per node): each order an event,
+//! each catch-up a state event, and every `snapshot_every` events a
+//! snapshot of the state, so a restart reads the latest snapshot and the
+//! log's tail after it, not the whole log. Each activation of the engine
+//! (each time it opens its log) takes the next fencing token of the
+//! journal, and every append carries it.
 //!
 //! In the **one-way** mode (chosen per order by its client) nothing
 //! travels back to the primary: primary and standby each tell the client
@@ -35,27 +47,34 @@ use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::mpsc::UnboundedSender;
-use trading_engine::{codec, Command};
 use troupe::{Actor, ActorRef, Context, Signal};
-use troupe_journal::{read_from, Durability, Journal, Options};
+use troupe_cluster::persistence::{Durability, Journal, LocalJournal, LogOptions, Snapshot};
 
 use super::applied::Applied;
-use super::lease::LeaseRequest;
-use super::wire::{AckMode, ClientMsg, EngineCmd, EngineReport, StandbyAck, WireOrder};
+use super::lease::{engine_name, LeaseRequest};
+use super::state::{self, EngineState, Event};
+use super::wire::{
+    client_of, AckMode, ClientMsg, EngineCmd, EngineReport, Recovery, StandbyAck, WireOrder,
+};
 use crate::engine_core::EngineCore;
 use crate::txlog::TxLog;
 
-/// Orders per catch-up message (a few tens of bytes each: well inside a
-/// frame).
-const CATCH_UP_CHUNK: usize = 8192;
+/// The default snapshot interval, in logged events: a restart replays at
+/// most this many events after the snapshot (a second or so), and a
+/// snapshot costs a copy of the books (milliseconds) this rarely.
+pub const SNAPSHOT_EVERY: u64 = 100_000;
+
+/// Bytes of state per catch-up message: well inside a NATS frame.
+const CATCH_UP_CHUNK: usize = 256 * 1024;
 
 enum Role {
     /// Neither following nor leading yet.
     Idle,
-    /// Receiving the primary's history.
+    /// Receiving the primary's state, `received` so far.
     Joining {
         epoch: u64,
         primary: ActorRef<EngineCmd>,
+        received: Vec<u8>,
     },
     Standby {
         epoch: u64,
@@ -116,14 +135,16 @@ enum Answer {
     Client(ActorRef<ClientMsg>, u64),
 }
 
-/// How an engine logs: the mode and the directory it opens when it first
-/// takes a role.
+/// How an engine logs: the mode, the directory it opens when it first
+/// takes a role, and how often it saves a snapshot.
 #[derive(Clone, Debug)]
 pub struct LogPlan {
     /// The mode.
     pub mode: TxLog,
     /// Its directory (unused when off).
     pub dir: PathBuf,
+    /// A snapshot every this many events (0: never).
+    pub snapshot_every: u64,
 }
 
 /// One engine of the distributed system.
@@ -131,18 +152,26 @@ pub struct ClusterEngine {
     index: usize,
     node: String,
     plan: LogPlan,
-    journal: Option<Journal>,
-    record: Vec<u8>,
+    /// The journal, its persistence id, and this activation's token.
+    journal: Option<LocalJournal>,
+    persistence_id: String,
+    token: u64,
     core: EngineCore,
     applied: Applied,
-    /// Every order applied, in processing order: what a joining standby
-    /// is sent.
-    history: Vec<WireOrder>,
     role: Role,
-    /// Records appended to the log so far, and how many of them are
-    /// durable (group commit completes them in order).
+    /// Events appended to the log so far (its last sequence number), and
+    /// how many of them are durable (the journal completes them in order).
     lsn: u64,
     durable: u64,
+    /// The log position of the latest durable event: a snapshot's replay
+    /// starts there.
+    durable_position: u64,
+    /// The sequence number of the latest snapshot taken.
+    snapshot_lsn: u64,
+    /// A snapshot taken, saved once the log is durable up to it.
+    unsaved_snapshot: Option<Snapshot>,
+    /// How opening the log went (see `EngineReport::recovery`).
+    recovery: Recovery,
     /// Primary: orders not yet acknowledged; `pending[0]` has sequence
     /// number `first_pending`.
     pending: VecDeque<Pending>,
@@ -180,13 +209,17 @@ impl ClusterEngine {
             node,
             plan,
             journal: None,
-            record: Vec::with_capacity(64),
+            persistence_id: engine_name(index),
+            token: 0,
             core: EngineCore::new(),
             applied: Applied::default(),
-            history: Vec::new(),
             role: Role::Idle,
             lsn: 0,
             durable: 0,
+            durable_position: 0,
+            snapshot_lsn: 0,
+            unsaved_snapshot: None,
+            recovery: Recovery::default(),
             pending: VecDeque::new(),
             first_pending: 0,
             next_seq: 0,
@@ -200,52 +233,98 @@ impl ClusterEngine {
         }
     }
 
-    /// Opens the log (once) and replays what it holds: the applied orders
-    /// and their ids come back with it.
-    fn open_log(&mut self) {
+    /// Opens the log (once), takes the next fencing token, and recovers
+    /// what it holds: the latest snapshot, then the events after it.
+    fn open_log(&mut self, ctx: &mut Context<'_, Self>) {
         if self.journal.is_some() || self.plan.mode == TxLog::Off {
             return;
         }
+        let started = std::time::Instant::now();
+        let index = self.index;
+        let fail = |what: &str, e: &dyn std::fmt::Display| -> ! {
+            panic!("engine {index}: cannot {what} its log: {e}")
+        };
         let durability = match self.plan.mode {
             TxLog::GroupCommit => Durability::GroupCommit,
             _ => Durability::None,
         };
-        let journal = Journal::open(
-            &self.plan.dir,
-            Options {
-                durability,
-                ..Options::default()
-            },
-        )
-        .unwrap_or_else(|e| panic!("engine {}: cannot open its log: {e}", self.index));
-        let mut replayed = Vec::new();
-        read_from(&self.plan.dir, 0, |record| {
-            let mut market = crate::topology::market();
-            match codec::decode(&record.payload, &mut market) {
-                Ok(Command::New(order)) => replayed.push(order),
-                other => panic!("engine {}: unreadable log record: {other:?}", self.index),
-            }
-        })
-        .unwrap_or_else(|e| panic!("engine {}: cannot read its log: {e}", self.index));
-        for order in replayed {
-            self.core.process(&order);
-            self.applied.insert(order.id);
-            self.history.push(order.into());
-            self.lsn += 1;
+        let options = LogOptions {
+            durability,
+            ..LogOptions::default()
+        };
+        let journal =
+            LocalJournal::open_with(&self.plan.dir, options).unwrap_or_else(|e| fail("open", &e));
+        let id = self.persistence_id.clone();
+        // The only writer of this journal is this actor: the next token
+        // is free, and the fence record it writes orders every append of
+        // an earlier activation before this one's.
+        self.token = journal.position_of(&id).1 + 1;
+        let me = ctx.myself();
+        journal.acquire(
+            &id,
+            Some(self.token),
+            Box::new(move |r| {
+                if let Err(e) = r {
+                    me.tell(EngineCmd::LogFailed(e.to_string()));
+                }
+            }),
+        );
+        let mut from = (0, 0);
+        if let Some(snapshot) = journal
+            .load_snapshot(&id)
+            .unwrap_or_else(|e| fail("read", &e))
+        {
+            let restored = state::decode(&snapshot.state).unwrap_or_else(|e| fail("read", &e));
+            self.install(restored);
+            from = (snapshot.seq_nr, snapshot.position);
         }
+        let mut each = |_seq_nr: u64, bytes: &[u8]| {
+            match state::decode_event(bytes) {
+                Ok(Event::Order(order)) => {
+                    self.core.process(&order);
+                    self.applied.insert(order.id);
+                }
+                Ok(Event::State(restored)) => self.install(*restored),
+                Err(reason) => {
+                    return Err(troupe_cluster::persistence::PersistenceError::Decode {
+                        persistence_id: id.clone(),
+                        what: "event",
+                        reason,
+                    })
+                }
+            }
+            Ok(())
+        };
+        let replayed = journal
+            .replay(&id, from.0, from.1, &mut each)
+            .unwrap_or_else(|e| fail("replay", &e));
+        self.lsn = replayed.seq_nr;
         self.durable = self.lsn;
+        self.durable_position = replayed.position;
+        self.snapshot_lsn = from.0;
+        self.recovery = Recovery {
+            snapshot_seq_nr: from.0,
+            replayed_events: replayed.events,
+            micros: started.elapsed().as_micros() as u64,
+        };
         self.journal = Some(journal);
     }
 
+    /// Replaces the books and the applied ids with `restored`.
+    fn install(&mut self, restored: EngineState) {
+        self.core = restored.core;
+        self.applied = restored.applied;
+    }
+
     /// Opens an empty log for an engine that joins a primary: a standby's
-    /// books are its primary's history and nothing else. A log left by an
+    /// books are its primary's state and what follows it, nothing else. A log left by an
     /// earlier life of this node (a whole-cluster restart) may hold orders
     /// its primary never logged, or the same orders in another order (the
     /// primary applied a retry later than the standby had), and replaying
     /// it would leave the standby's books different from the primary's.
     /// Nothing acknowledged is lost by dropping it: an order counts only
     /// once the primary's own record of it is durable.
-    fn open_fresh_log(&mut self) {
+    fn open_fresh_log(&mut self, ctx: &mut Context<'_, Self>) {
         if self.journal.is_none() && self.plan.mode != TxLog::Off {
             match std::fs::remove_dir_all(&self.plan.dir) {
                 Ok(()) => {}
@@ -253,10 +332,10 @@ impl ClusterEngine {
                 Err(e) => panic!("engine {}: cannot clear its old log: {e}", self.index),
             }
         }
-        self.open_log();
+        self.open_log(ctx);
     }
 
-    /// Applies `order` (not applied before) and appends its record; the
+    /// Applies `order` (not applied before) and appends its event; the
     /// returned lsn is durable once `durable` reaches it.
     fn apply(&mut self, ctx: &mut Context<'_, Self>, order: WireOrder) -> u64 {
         let Some(new) = order.to_order() else {
@@ -265,26 +344,83 @@ impl ClusterEngine {
         };
         self.core.process(&new);
         self.applied.insert(order.id);
-        self.history.push(order);
+        let mut event = Vec::with_capacity(48);
+        state::order_event(&new, &self.core, &mut event);
+        let lsn = self.append(ctx, event);
+        self.maybe_snapshot();
+        lsn
+    }
+
+    /// Appends one event (already applied) as the next lsn; `Durable`
+    /// comes back once it is on disk as the log mode says.
+    fn append(&mut self, ctx: &mut Context<'_, Self>, event: Vec<u8>) -> u64 {
         self.lsn += 1;
         let lsn = self.lsn;
-        if let Some(journal) = &self.journal {
-            self.record.clear();
-            codec::encode(&Command::New(new), self.core.market(), &mut self.record);
-            if self.plan.mode == TxLog::GroupCommit {
+        match &self.journal {
+            Some(journal) => {
                 let me = ctx.myself();
-                journal.append_with(&self.record, move |result| match result {
-                    Ok(_) => me.tell(EngineCmd::Durable { lsn }),
-                    Err(e) => me.tell(EngineCmd::LogFailed(e.to_string())),
-                });
-                return lsn;
+                journal.append(
+                    &self.persistence_id,
+                    self.token,
+                    lsn,
+                    vec![event],
+                    Box::new(move |result| match result {
+                        Ok(position) => me.tell(EngineCmd::Durable { lsn, position }),
+                        Err(e) => me.tell(EngineCmd::LogFailed(e.to_string())),
+                    }),
+                );
             }
-            journal
-                .append(&self.record)
-                .unwrap_or_else(|e| panic!("engine {}: log append failed: {e}", self.index));
+            None => self.durable = lsn,
         }
-        self.durable = lsn;
         lsn
+    }
+
+    /// Takes a snapshot of the state if `snapshot_every` events were
+    /// appended since the last one: encoded here (a copy of the books:
+    /// about 30 bytes a resting order), saved once the log is durable up
+    /// to it ([`save_snapshot`](Self::save_snapshot)).
+    fn maybe_snapshot(&mut self) {
+        let every = self.plan.snapshot_every;
+        if self.journal.is_none() || every == 0 || self.lsn - self.snapshot_lsn < every {
+            return;
+        }
+        self.snapshot_lsn = self.lsn;
+        self.unsaved_snapshot = Some(Snapshot {
+            seq_nr: self.lsn,
+            // At or before this event's record: replay starts there and
+            // skips what the snapshot holds.
+            position: self.durable_position,
+            token: self.token,
+            state: state::encode(&self.core, &self.applied),
+        });
+        self.save_snapshot();
+    }
+
+    /// Hands the snapshot taken to the journal's snapshot thread once
+    /// every event it holds is durable in the log. Saved earlier, a crash
+    /// could leave a snapshot ahead of the log: a restart would hold
+    /// orders its log lacks, and its next append would not continue the
+    /// log's sequence.
+    fn save_snapshot(&mut self) {
+        let (Some(journal), Some(snapshot)) = (&self.journal, &self.unsaved_snapshot) else {
+            return;
+        };
+        if snapshot.seq_nr > self.durable {
+            return;
+        }
+        let snapshot = self.unsaved_snapshot.take().expect("checked above");
+        let index = self.index;
+        journal.save_snapshot(
+            &self.persistence_id,
+            snapshot,
+            Box::new(move |r| {
+                if let Err(e) = r {
+                    // Not fatal: the log still holds every event, and the
+                    // next snapshot is tried as usual.
+                    eprintln!("engine {index}: snapshot not saved: {e}");
+                }
+            }),
+        );
     }
 
     fn take_order(
@@ -311,6 +447,8 @@ impl ClusterEngine {
         }
         let seq = self.next_seq;
         self.next_seq += 1;
+        self.applied
+            .settle_below(client_of(order.id), order.settled_below);
         if self.applied.contains(order.id) {
             // A retry: the original acknowledgement, once everything
             // applied so far (the original included) is durable and
@@ -389,7 +527,7 @@ impl ClusterEngine {
     }
 
     fn answer(&mut self) {
-        let (Role::Standby { epoch, primary } | Role::Joining { epoch, primary }) = &self.role
+        let (Role::Standby { epoch, primary } | Role::Joining { epoch, primary, .. }) = &self.role
         else {
             return;
         };
@@ -431,6 +569,8 @@ impl ClusterEngine {
             duplicates: self.duplicates,
             promoted_at_ns: self.promoted_at_ns,
             first_order_after_promotion_ns: self.first_order_after_promotion_ns,
+            recovery: self.recovery,
+            applied_digest: self.applied.digest(),
         }
     }
 }
@@ -454,6 +594,10 @@ impl Actor for ClusterEngine {
                 if !self.follows(epoch) {
                     return; // from a primary we no longer follow
                 }
+                // The client's mark as the primary saw it: the primary
+                // settled the same ids before this order.
+                self.applied
+                    .settle_below(client_of(order.id), order.settled_below);
                 let lsn = if self.applied.contains(order.id) {
                     self.lsn
                 } else {
@@ -517,18 +661,13 @@ impl Actor for ClusterEngine {
                     self.lost_gen = self.standby_gen;
                     let _ = self.keeper.send(LeaseRequest::Solo { epoch: *mine });
                 }
-                let mut chunks = self.history.chunks(CATCH_UP_CHUNK).peekable();
-                if chunks.peek().is_none() {
-                    standby.tell(EngineCmd::CatchUp {
-                        epoch,
-                        orders: Vec::new(),
-                        last: true,
-                    });
-                }
+                // The state as of now; every order after it is forwarded.
+                let bytes = state::encode(&self.core, &self.applied);
+                let mut chunks = bytes.chunks(CATCH_UP_CHUNK).peekable();
                 while let Some(chunk) = chunks.next() {
                     standby.tell(EngineCmd::CatchUp {
                         epoch,
-                        orders: chunk.to_vec(),
+                        state: chunk.to_vec(),
                         last: chunks.peek().is_none(),
                     });
                 }
@@ -536,29 +675,38 @@ impl Actor for ClusterEngine {
                 *current = Some((standby, epoch));
                 self.standby_gen += 1;
             }
-            EngineCmd::CatchUp {
-                epoch,
-                orders,
-                last,
-            } => {
-                let Role::Joining { epoch: e, primary } = &self.role else {
+            EngineCmd::CatchUp { epoch, state, last } => {
+                let Role::Joining {
+                    epoch: e,
+                    primary,
+                    received,
+                } = &mut self.role
+                else {
                     return;
                 };
                 if *e != epoch {
                     return;
                 }
+                received.extend_from_slice(&state);
+                if !last {
+                    return;
+                }
                 let primary = primary.clone();
-                for order in orders {
-                    if !self.applied.contains(order.id) {
-                        self.apply(ctx, order);
-                    }
-                }
-                if last {
-                    self.role = Role::Standby { epoch, primary };
-                }
+                let bytes = std::mem::take(received);
+                let restored = state::decode(&bytes).unwrap_or_else(|e| {
+                    panic!(
+                        "engine {}: unreadable state from its primary: {e}",
+                        self.index
+                    )
+                });
+                self.install(restored);
+                // Recorded before anything after it, so the log replays to
+                // these books (answers wait for durability in log order).
+                self.append(ctx, state::state_event(&bytes));
+                self.role = Role::Standby { epoch, primary };
             }
             EngineCmd::Promote { epoch } => {
-                self.open_log();
+                self.open_log(ctx);
                 let was_following = !matches!(self.role, Role::Idle);
                 self.role = Role::Primary {
                     epoch,
@@ -593,15 +741,21 @@ impl Actor for ClusterEngine {
                     "engine {} asked to follow a second primary; its node restarts instead",
                     self.index
                 );
-                self.open_fresh_log();
+                self.open_fresh_log(ctx);
                 primary.tell(EngineCmd::Join {
                     epoch,
                     standby: ctx.myself(),
                 });
-                self.role = Role::Joining { epoch, primary };
+                self.role = Role::Joining {
+                    epoch,
+                    primary,
+                    received: Vec::new(),
+                };
             }
-            EngineCmd::Durable { lsn } => {
+            EngineCmd::Durable { lsn, position } => {
                 self.durable = self.durable.max(lsn);
+                self.durable_position = self.durable_position.max(position);
+                self.save_snapshot();
                 self.complete_front();
                 self.answer();
             }

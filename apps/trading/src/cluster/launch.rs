@@ -93,6 +93,8 @@ pub struct ClusterOptions {
     pub restart_all: bool,
     /// Dispatcher threads per node.
     pub threads: usize,
+    /// Each engine's snapshot interval, in logged events (0: never).
+    pub snapshot_every: u64,
     /// When clients resend and give up.
     pub retry: RetryPolicy,
     /// Node heartbeat interval and the silence after which a node is down.
@@ -292,6 +294,8 @@ impl Cluster {
             o.threads.to_string(),
             "--txlog".into(),
             o.txlog.to_string(),
+            "--snapshot-every".into(),
+            o.snapshot_every.to_string(),
             "--heartbeat-ms".into(),
             o.heartbeat.0.as_millis().to_string(),
             "--heartbeat-timeout-ms".into(),

@@ -23,6 +23,7 @@ pub mod lease;
 pub mod netns;
 pub mod node;
 pub mod procs;
+pub mod state;
 pub mod verify;
 pub mod wire;
 

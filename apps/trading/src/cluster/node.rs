@@ -54,6 +54,8 @@ pub struct NodeOptions {
     pub txlog: TxLog,
     /// Where engines keep their logs (`<dir>/<node>/engine-<i>`).
     pub log_dir: Option<PathBuf>,
+    /// A snapshot every this many logged events (0: never).
+    pub snapshot_every: u64,
     /// Clients (clients role).
     pub clients: usize,
     /// The first client's id (clients role).
@@ -219,6 +221,7 @@ async fn engines(
         let plan = LogPlan {
             mode: options.txlog,
             dir: root.join(engine_name(index)),
+            snapshot_every: options.snapshot_every,
         };
         let name = options.name.clone();
         let engine = system.spawn(

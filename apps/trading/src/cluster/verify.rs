@@ -13,19 +13,27 @@
 //!   joined at the revision the primary reports, with the same books and
 //!   digests;
 //! - every acknowledged order applied exactly once, and no order applied
-//!   that was not placed: from the primary's own log when logging is on
-//!   (ids read back and counted), from the counts otherwise;
-//! - the primary's books equal a replay of its log on a fresh market.
+//!   that was not placed: from the primary's own log when logging is on,
+//!   from the counts otherwise. The log holds each order applied since it
+//!   began, ids read back and counted; a log that begins with a state (a
+//!   standby's catch-up from a primary that had applied orders already)
+//!   holds the orders before it as a count and a digest of their ids, which
+//!   must equal those of the acknowledged orders missing from the rest of
+//!   the log (when some orders were given up, which of them were applied is
+//!   unknown, and that part is checked by its count);
+//! - the primary's books and applied ids (count, digest) equal a replay of
+//!   its log on a fresh market.
 
 use std::io::Write;
 use std::path::Path;
 
 use serde::Serialize;
-use trading_engine::{codec, Command as TradeCommand};
-use troupe_journal::read_from;
+use troupe_cluster::persistence::{LocalJournal, PersistenceError};
 
+use super::applied::{mix, Applied};
 use super::lease::engine_name;
 use super::node::ClientsResult;
+use super::state::{self, Event};
 use super::wire::EngineReport;
 use crate::engine_core::EngineCore;
 use crate::topology::{engine_of, Scenario, ENGINES};
@@ -85,22 +93,55 @@ impl ClusterOutcome {
     }
 }
 
-/// The order ids a primary's log holds, in log order.
-fn logged_ids(dir: &Path) -> Result<Vec<(u64, trading_engine::NewOrder)>, String> {
-    let mut market = crate::topology::market();
-    let mut orders = Vec::new();
-    let mut bad = None;
-    read_from(dir, 0, |record| {
-        match codec::decode(&record.payload, &mut market) {
-            Ok(TradeCommand::New(order)) => orders.push((order.id, order)),
-            other => bad = Some(format!("{other:?}")),
+/// What a primary's log holds, replayed: the engine it rebuilds, the ids
+/// applied, the count and digest of those in the state the log starts
+/// from (if any), the ids of the orders after it, and how many orders it
+/// holds twice (an order logged when its id counted as applied already).
+struct Logged {
+    core: EngineCore,
+    applied: Applied,
+    base: Option<(u64, u64)>,
+    orders: Vec<u64>,
+    twice: u64,
+}
+
+fn replay_log(dir: &Path, persistence_id: &str) -> Result<Logged, String> {
+    let mut logged = Logged {
+        core: EngineCore::new(),
+        applied: Applied::default(),
+        base: None,
+        orders: Vec::new(),
+        twice: 0,
+    };
+    LocalJournal::read_events(dir, persistence_id, &mut |_, bytes| {
+        match state::decode_event(bytes) {
+            Ok(Event::Order(order)) => {
+                if !logged.applied.insert(order.id) {
+                    logged.twice += 1;
+                }
+                logged.orders.push(order.id);
+                logged.core.process(&order);
+            }
+            // A state is a whole engine: it replaces what came before
+            // (only a standby's catch-up, its log's first event).
+            Ok(Event::State(s)) => {
+                logged.base = Some(s.applied.digest()).filter(|(count, _)| *count > 0);
+                logged.core = s.core;
+                logged.applied = s.applied;
+                logged.orders.clear();
+            }
+            Err(reason) => {
+                return Err(PersistenceError::Decode {
+                    persistence_id: persistence_id.into(),
+                    what: "event",
+                    reason,
+                })
+            }
         }
+        Ok(())
     })
     .map_err(|e| format!("read {}: {e}", dir.display()))?;
-    match bad {
-        Some(b) => Err(format!("{}: unreadable record {b}", dir.display())),
-        None => Ok(orders),
-    }
+    Ok(logged)
 }
 
 /// One round of clients as placed: the scenario and its first client id.
@@ -138,6 +179,7 @@ pub fn check(outcome: &mut ClusterOutcome, placed: &[Placed], logs: Option<&Path
     // What each engine must hold: every acknowledged order of its books;
     // what it may hold: every order placed there.
     let mut acked_by_engine: Vec<Vec<u64>> = vec![Vec::new(); ENGINES];
+    let mut given_up_by_engine = [0u64; ENGINES];
     let mut placed_by_engine = [0u64; ENGINES];
     let mut placed_ids = std::collections::HashMap::new();
     for (round, p) in outcome.rounds.iter().zip(placed) {
@@ -156,7 +198,9 @@ pub fn check(outcome: &mut ClusterOutcome, placed: &[Placed], logs: Option<&Path
                 let engine = engine_of(o.book);
                 placed_by_engine[engine] += 1;
                 placed_ids.insert(o.id, engine);
-                if !given_up.contains(&o.id) {
+                if given_up.contains(&o.id) {
+                    given_up_by_engine[engine] += 1;
+                } else {
                     acked_by_engine[engine].push(o.id);
                 }
             }
@@ -185,8 +229,17 @@ pub fn check(outcome: &mut ClusterOutcome, placed: &[Placed], logs: Option<&Path
                      joined at {:?}",
                     other.role, other.node, other.epoch, primary.standby_epoch
                 ));
-            } else if (other.orders, other.fingerprint, &other.digests)
-                != (primary.orders, primary.fingerprint, &primary.digests)
+            } else if (
+                other.orders,
+                other.fingerprint,
+                &other.digests,
+                other.applied_digest,
+            ) != (
+                primary.orders,
+                primary.fingerprint,
+                &primary.digests,
+                primary.applied_digest,
+            )
             {
                 outcome.problems.push(format!(
                     "engine {index}: standby on {} differs from its primary ({} vs {} orders)",
@@ -205,24 +258,42 @@ pub fn check(outcome: &mut ClusterOutcome, placed: &[Placed], logs: Option<&Path
         match logs {
             Some(root) => {
                 let dir = root.join(&primary.node).join(engine_name(index));
-                let logged = match logged_ids(&dir) {
+                let logged = match replay_log(&dir, &engine_name(index)) {
                     Ok(l) => l,
                     Err(e) => {
                         outcome.problems.push(e);
                         continue;
                     }
                 };
-                let mut seen = std::collections::HashSet::new();
-                let mut core = EngineCore::new();
-                for (id, order) in &logged {
-                    if !seen.insert(*id) {
-                        outcome.applied_twice += 1;
-                    }
-                    core.process(order);
+                outcome.applied_twice += logged.twice;
+                let in_log: std::collections::HashSet<u64> =
+                    logged.orders.iter().copied().collect();
+                let before: Vec<u64> = acked
+                    .iter()
+                    .copied()
+                    .filter(|id| !in_log.contains(id))
+                    .collect();
+                let (count, digest) = logged.base.unwrap_or((0, 0));
+                let expected = before.iter().fold(0u64, |d, id| d.wrapping_add(mix(*id)));
+                let given_up = given_up_by_engine[index];
+                if (before.len() as u64) > count {
+                    outcome.acked_missing += before.len() as u64 - count;
+                } else if given_up == 0 && (count, digest) != (before.len() as u64, expected) {
+                    outcome.problems.push(format!(
+                        "engine {index}: the state its log starts from holds {count} orders, \
+                         not the {} acknowledged ones missing from the rest of the log",
+                        before.len()
+                    ));
+                } else if count > before.len() as u64 + given_up {
+                    outcome.problems.push(format!(
+                        "engine {index}: the state its log starts from holds {count} orders, \
+                         more than the {} acknowledged and {given_up} given up missing from the \
+                         rest of the log",
+                        before.len()
+                    ));
                 }
-                let missing = acked.iter().filter(|id| !seen.contains(id)).count() as u64;
-                outcome.acked_missing += missing;
-                let strangers = seen
+                let strangers = logged
+                    .orders
                     .iter()
                     .filter(|id| placed_ids.get(*id) != Some(&index))
                     .count();
@@ -231,17 +302,19 @@ pub fn check(outcome: &mut ClusterOutcome, placed: &[Placed], logs: Option<&Path
                         "engine {index}: {strangers} logged orders nobody placed"
                     ));
                 }
-                let replayed = core.summary();
+                let replayed = logged.core.summary();
                 if (
                     replayed.orders,
                     replayed.trades,
                     replayed.fingerprint,
                     replayed.digests.to_vec(),
+                    logged.applied.digest(),
                 ) != (
                     primary.orders,
                     primary.trades,
                     primary.fingerprint,
                     primary.digests.clone(),
+                    primary.applied_digest,
                 ) {
                     outcome.problems.push(format!(
                         "engine {index}: the primary's books differ from a replay of its log"

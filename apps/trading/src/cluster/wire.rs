@@ -26,6 +26,10 @@ pub struct WireOrder {
     pub price: u64,
     /// Lots.
     pub qty: u64,
+    /// When sent: the client holds the answer of each of its orders with a
+    /// lower sequence number (or gave it up), so engines may forget them
+    /// (`applied.rs`). 0 says nothing.
+    pub settled_below: u32,
 }
 
 impl From<NewOrder> for WireOrder {
@@ -44,6 +48,7 @@ impl From<NewOrder> for WireOrder {
             },
             price: o.price,
             qty: o.qty,
+            settled_below: 0,
         }
     }
 }
@@ -200,6 +205,21 @@ pub struct EngineReport {
     /// Wall-clock time (Unix ns) of the first order it accepted as primary
     /// after that.
     pub first_order_after_promotion_ns: Option<u64>,
+    /// How it recovered when it opened its log.
+    pub recovery: Recovery,
+    /// The count and digest of the ids it applied (`applied.rs`).
+    pub applied_digest: (u64, u64),
+}
+
+/// How an engine recovered when it opened its log.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recovery {
+    /// The snapshot it started from (its sequence number; 0 if none).
+    pub snapshot_seq_nr: u64,
+    /// The events replayed after it.
+    pub replayed_events: u64,
+    /// How long opening and replaying took, in microseconds.
+    pub micros: u64,
 }
 
 /// To a matching engine of the distributed system.
@@ -253,13 +273,14 @@ pub enum EngineCmd {
         /// The joining engine.
         standby: ActorRef<EngineCmd>,
     },
-    /// From the primary to a joining standby: orders it already applied,
-    /// in its processing order; `last` ends the catch-up.
+    /// From the primary to a joining standby: its state as of now (books,
+    /// counters, digests, ids applied; `cluster::state`), in chunks;
+    /// `last` ends the catch-up.
     CatchUp {
         /// The primary's lease revision.
         epoch: u64,
-        /// The orders.
-        orders: Vec<WireOrder>,
+        /// A chunk of the encoded state.
+        state: Vec<u8>,
         /// No more catch-up follows.
         last: bool,
     },
@@ -285,8 +306,10 @@ pub enum EngineCmd {
     },
     /// From the engine's own log: the first `lsn` records are durable.
     Durable {
-        /// Records durable.
+        /// Events durable.
         lsn: u64,
+        /// The log position of the last of them.
+        position: u64,
     },
     /// From the engine's own log: a group commit failed.
     LogFailed(String),

@@ -154,6 +154,7 @@ fn options(txlog: TxLog) -> Result<ClusterOptions, WorkloadError> {
         restart_killed: false,
         restart_all: false,
         threads: 1,
+        snapshot_every: trading::cluster::engine::SNAPSHOT_EVERY,
         retry: RetryPolicy {
             retry_after: Duration::from_millis(300),
             give_up_after: Duration::from_secs(30),

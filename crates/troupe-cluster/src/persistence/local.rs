@@ -199,6 +199,43 @@ impl LocalJournal {
         self.snapshots.flush();
     }
 
+    /// Every event of `persistence_id` in the journal in `dir`, in order,
+    /// read without opening the journal: for tools and checks that read
+    /// the journal of a process still running (which holds its lock). A
+    /// record being written as this reads may be missed, never half-read.
+    ///
+    /// ```
+    /// use troupe_cluster::persistence::LocalJournal;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// drop(LocalJournal::open(dir.path()).unwrap());
+    /// let mut count = 0;
+    /// LocalJournal::read_events(dir.path(), "cart-1", &mut |_seq_nr, _event| {
+    ///     count += 1;
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// assert_eq!(count, 0);
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As a replay: the log cannot be read, a record is not one this
+    /// journal writes, an event is missing, or `each` failed.
+    pub fn read_events(
+        dir: impl AsRef<Path>,
+        persistence_id: &str,
+        each: &mut EachEvent<'_>,
+    ) -> Result<Replayed, PersistenceError> {
+        read_events_from(
+            &dir.as_ref().join("log"),
+            persistence_id,
+            0,
+            Replayed::default(),
+            each,
+        )
+    }
+
     /// The directory of the log (for tools that read it with
     /// `troupe_journal::read_from`).
     pub fn log_dir(&self) -> &Path {
@@ -245,6 +282,47 @@ fn rebuild(log_dir: &Path) -> Result<HashMap<String, Entry>, PersistenceError> {
         }
     })?;
     error.map_or(Ok(index), Err)
+}
+
+/// Hands `each` the events of `persistence_id` after `replayed.seq_nr`
+/// from the log in `log_dir`, starting at record `position`: a replay's
+/// body, shared by [`Journal::replay`] and [`LocalJournal::read_events`].
+fn read_events_from(
+    log_dir: &Path,
+    persistence_id: &str,
+    position: u64,
+    mut replayed: Replayed,
+    each: &mut EachEvent<'_>,
+) -> Result<Replayed, PersistenceError> {
+    let after_seq_nr = replayed.seq_nr;
+    let id = persistence_id.as_bytes();
+    let mut error = None;
+    read_from(log_dir, position, |r| {
+        if error.is_some() {
+            return;
+        }
+        let result = record::decode(&r.payload).and_then(|rec| {
+            let Body::Events {
+                first_seq_nr,
+                count,
+                bytes,
+            } = rec.body
+            else {
+                return Ok(());
+            };
+            if rec.id != id {
+                return Ok(());
+            }
+            record::each_event(bytes, count, |i, event| {
+                let seq_nr = first_seq_nr + u64::from(i);
+                replayed.step(persistence_id, after_seq_nr, (seq_nr, r.seq, event), each)
+            })
+        });
+        if let Err(e) = result {
+            error = Some(e);
+        }
+    })?;
+    error.map_or(Ok(replayed), Err)
 }
 
 fn check_id(id: &str) -> Result<(), PersistenceError> {
@@ -340,7 +418,7 @@ impl Journal for LocalJournal {
         let first = lock(&self.index)
             .get(persistence_id)
             .and_then(|e| e.first_position);
-        let mut replayed = Replayed {
+        let replayed = Replayed {
             seq_nr: after_seq_nr,
             position: position.saturating_sub(1),
             events: 0,
@@ -348,34 +426,13 @@ impl Journal for LocalJournal {
         let Some(first) = first else {
             return Ok(replayed);
         };
-        let id = persistence_id.as_bytes();
-        let mut error = None;
-        read_from(&self.log_dir, position.max(first), |r| {
-            if error.is_some() {
-                return;
-            }
-            let result = record::decode(&r.payload).and_then(|rec| {
-                let Body::Events {
-                    first_seq_nr,
-                    count,
-                    bytes,
-                } = rec.body
-                else {
-                    return Ok(());
-                };
-                if rec.id != id {
-                    return Ok(());
-                }
-                record::each_event(bytes, count, |i, event| {
-                    let seq_nr = first_seq_nr + u64::from(i);
-                    replayed.step(persistence_id, after_seq_nr, (seq_nr, r.seq, event), each)
-                })
-            });
-            if let Err(e) = result {
-                error = Some(e);
-            }
-        })?;
-        error.map_or(Ok(replayed), Err)
+        read_events_from(
+            &self.log_dir,
+            persistence_id,
+            position.max(first),
+            replayed,
+            each,
+        )
     }
 
     fn load_snapshot(&self, persistence_id: &str) -> Result<Option<Snapshot>, PersistenceError> {
