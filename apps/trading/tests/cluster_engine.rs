@@ -377,8 +377,9 @@ fn engines_restart_from_their_snapshots_and_a_standby_from_the_state_it_caught_u
 
     // The standby's log: the state it caught up from, then 20 orders.
     let mut events = Vec::new();
+    let mut reader = state::EventReader::default();
     LocalJournal::read_events(&dir_b, "engine-0", &mut |_, bytes| {
-        events.push(matches!(state::decode_event(bytes), Ok(Event::State(_))));
+        events.push(matches!(reader.read(bytes), Ok(Event::State(_))));
         Ok(())
     })
     .unwrap();

@@ -165,7 +165,7 @@ mod tests {
             a.insert(id(7, seq));
         }
         assert_eq!(a.remembered(), 999); // all but 0, which raised the floor
-        // The client holds the answers of everything below 2990.
+                                         // The client holds the answers of everything below 2990.
         a.settle_below(7, 2990);
         assert_eq!(a.remembered(), 3); // 2991, 2994, 2997
         assert!(a.contains(id(7, 5)), "settled: a stale copy is not applied");

@@ -278,8 +278,9 @@ impl ClusterEngine {
             self.install(restored);
             from = (snapshot.seq_nr, snapshot.position);
         }
+        let mut reader = state::EventReader::default();
         let mut each = |_seq_nr: u64, bytes: &[u8]| {
-            match state::decode_event(bytes) {
+            match reader.read(bytes) {
                 Ok(Event::Order(order)) => {
                     self.core.process(&order);
                     self.applied.insert(order.id);

@@ -58,19 +58,33 @@ pub fn state_event(state: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Reads a journal event back.
-pub fn decode_event(bytes: &[u8]) -> Result<Event, String> {
-    match bytes.split_first() {
-        Some((&ORDER, rest)) => {
-            let mut market = crate::topology::market();
-            match codec::decode(rest, &mut market) {
+/// Reads journal events back. It keeps the market an order is decoded
+/// against: making one (100 named books) for each event cost more than the
+/// rest of a replay.
+pub struct EventReader {
+    market: trading_engine::Market,
+}
+
+impl Default for EventReader {
+    fn default() -> Self {
+        EventReader {
+            market: crate::topology::market(),
+        }
+    }
+}
+
+impl EventReader {
+    /// Reads one event.
+    pub fn read(&mut self, bytes: &[u8]) -> Result<Event, String> {
+        match bytes.split_first() {
+            Some((&ORDER, rest)) => match codec::decode(rest, &mut self.market) {
                 Ok(Command::New(order)) => Ok(Event::Order(order)),
                 other => Err(format!("not an order: {other:?}")),
-            }
+            },
+            Some((&STATE, rest)) => decode(rest).map(|s| Event::State(Box::new(s))),
+            Some((tag, _)) => Err(format!("unknown event tag {tag}")),
+            None => Err("empty event".into()),
         }
-        Some((&STATE, rest)) => decode(rest).map(|s| Event::State(Box::new(s))),
-        Some((tag, _)) => Err(format!("unknown event tag {tag}")),
-        None => Err("empty event".into()),
     }
 }
 
@@ -242,7 +256,7 @@ mod tests {
         assert!(core.summary().resting > 0, "the test needs resting orders");
         let bytes = encode(&core, &applied);
         let event = state_event(&bytes);
-        let Ok(Event::State(copy)) = decode_event(&event) else {
+        let Ok(Event::State(copy)) = EventReader::default().read(&event) else {
             panic!("not read back as a state");
         };
         let EngineState {
@@ -272,6 +286,6 @@ mod tests {
         let mut other = bytes;
         other[0] = 9;
         assert!(decode(&other).err().unwrap().contains("version"));
-        assert!(decode_event(b"X").is_err());
+        assert!(EventReader::default().read(b"X").is_err());
     }
 }

@@ -113,8 +113,9 @@ fn replay_log(dir: &Path, persistence_id: &str) -> Result<Logged, String> {
         orders: Vec::new(),
         twice: 0,
     };
+    let mut reader = state::EventReader::default();
     LocalJournal::read_events(dir, persistence_id, &mut |_, bytes| {
-        match state::decode_event(bytes) {
+        match reader.read(bytes) {
             Ok(Event::Order(order)) => {
                 if !logged.applied.insert(order.id) {
                     logged.twice += 1;
@@ -239,8 +240,7 @@ pub fn check(outcome: &mut ClusterOutcome, placed: &[Placed], logs: Option<&Path
                 primary.fingerprint,
                 &primary.digests,
                 primary.applied_digest,
-            )
-            {
+            ) {
                 outcome.problems.push(format!(
                     "engine {index}: standby on {} differs from its primary ({} vs {} orders)",
                     other.node, other.orders, primary.orders
