@@ -101,10 +101,24 @@ pub fn decode(bytes: &[u8], market: &mut Market) -> Result<Command, DecodeError>
     Ok(command)
 }
 
-struct Reader<'a>(&'a [u8]);
+/// Reads little-endian fields off the front of a byte slice, failing on
+/// a slice that ends early: this codec's reader, and that of other formats
+/// built beside it (the distributed engines' states).
+pub struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+    /// A reader of `bytes`.
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Reader(bytes)
+    }
+
+    /// The bytes not read yet.
+    pub fn rest(&self) -> &'a [u8] {
+        self.0
+    }
+
+    /// The next `n` bytes.
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         if self.0.len() < n {
             return Err(DecodeError(format!(
                 "truncated: wanted {n} more bytes, {} left",
@@ -116,11 +130,19 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
-    fn u8(&mut self) -> Result<u8, DecodeError> {
+    /// The next byte.
+    pub fn u8(&mut self) -> Result<u8, DecodeError> {
         Ok(self.take(1)?[0])
     }
 
-    fn u64(&mut self) -> Result<u64, DecodeError> {
+    /// The next four bytes as a `u32`.
+    pub fn u32(&mut self) -> Result<u32, DecodeError> {
+        let bytes = self.take(4)?;
+        Ok(u32::from_le_bytes(bytes.try_into().expect("4 bytes")))
+    }
+
+    /// The next eight bytes as a `u64`.
+    pub fn u64(&mut self) -> Result<u64, DecodeError> {
         let bytes = self.take(8)?;
         Ok(u64::from_le_bytes(bytes.try_into().expect("8 bytes")))
     }

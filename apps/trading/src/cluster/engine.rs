@@ -280,19 +280,12 @@ impl ClusterEngine {
         }
         let mut reader = state::EventReader::default();
         let mut each = |_seq_nr: u64, bytes: &[u8]| {
-            match reader.read(bytes) {
-                Ok(Event::Order(order)) => {
+            match reader.read_stored(&id, bytes)? {
+                Event::Order(order) => {
                     self.core.process(&order);
                     self.applied.insert(order.id);
                 }
-                Ok(Event::State(restored)) => self.install(*restored),
-                Err(reason) => {
-                    return Err(troupe_cluster::persistence::PersistenceError::Decode {
-                        persistence_id: id.clone(),
-                        what: "event",
-                        reason,
-                    })
-                }
+                Event::State(restored) => self.install(*restored),
             }
             Ok(())
         };

@@ -16,7 +16,10 @@
 
 use std::collections::BTreeSet;
 
-use trading_engine::{codec, BookId, Command, NewOrder, OrderKind, Side};
+use trading_engine::codec::{self, DecodeError, Reader};
+use trading_engine::{BookId, Command, NewOrder, OrderKind, Side};
+
+use troupe_cluster::persistence::PersistenceError;
 
 use super::applied::Applied;
 use crate::engine_core::{CoreParts, EngineCore};
@@ -86,6 +89,20 @@ impl EventReader {
             None => Err("empty event".into()),
         }
     }
+
+    /// Reads one event of `persistence_id` handed out by a journal's
+    /// replay, failing as a replay does.
+    pub fn read_stored(
+        &mut self,
+        persistence_id: &str,
+        bytes: &[u8],
+    ) -> Result<Event, PersistenceError> {
+        self.read(bytes).map_err(|reason| PersistenceError::Decode {
+            persistence_id: persistence_id.to_string(),
+            what: "event",
+            reason,
+        })
+    }
 }
 
 /// `core` and `applied` as bytes.
@@ -135,12 +152,15 @@ pub fn encode(core: &EngineCore, applied: &Applied) -> Vec<u8> {
 
 /// Reads what [`encode`] wrote.
 pub fn decode(bytes: &[u8]) -> Result<EngineState, String> {
-    let mut r = Reader(bytes);
+    read(&mut Reader::new(bytes)).map_err(|e| e.0)
+}
+
+fn read(r: &mut Reader<'_>) -> Result<EngineState, DecodeError> {
     let version = r.u8()?;
     if version != VERSION {
-        return Err(format!(
+        return Err(DecodeError(format!(
             "state version {version}, this build reads {VERSION}"
-        ));
+        )));
     }
     let (orders, trades, rejected) = (r.u64()?, r.u64()?, r.u64()?);
     let mut digests = [0u64; BOOKS];
@@ -154,8 +174,11 @@ pub fn decode(bytes: &[u8]) -> Result<EngineState, String> {
     let count = r.u64()?;
     // Each resting order takes 29 bytes: a count beyond what is left is a
     // damaged state, not a reason to allocate.
-    if count > (r.0.len() / 29) as u64 {
-        return Err(format!("{count} resting orders in {} bytes", r.0.len()));
+    if count > (r.rest().len() / 29) as u64 {
+        return Err(DecodeError(format!(
+            "{count} resting orders in {} bytes",
+            r.rest().len()
+        )));
     }
     let mut resting = Vec::with_capacity(count as usize);
     for _ in 0..count {
@@ -164,7 +187,7 @@ pub fn decode(bytes: &[u8]) -> Result<EngineState, String> {
         let side = match r.u8()? {
             0 => Side::Buy,
             1 => Side::Sell,
-            s => return Err(format!("side {s}")),
+            s => return Err(DecodeError(format!("side {s}"))),
         };
         resting.push(NewOrder {
             id,
@@ -186,8 +209,11 @@ pub fn decode(bytes: &[u8]) -> Result<EngineState, String> {
         entries.push((client, floor, above));
     }
     let ids = (r.u64()?, r.u64()?);
-    if !r.0.is_empty() {
-        return Err(format!("{} bytes left over after the state", r.0.len()));
+    if !r.rest().is_empty() {
+        return Err(DecodeError(format!(
+            "{} bytes left over after the state",
+            r.rest().len()
+        )));
     }
     let core = EngineCore::from_parts(CoreParts {
         orders,
@@ -196,36 +222,12 @@ pub fn decode(bytes: &[u8]) -> Result<EngineState, String> {
         digests,
         last_order,
         resting,
-    })?;
+    })
+    .map_err(DecodeError)?;
     Ok(EngineState {
         core,
         applied: Applied::from_parts(entries, ids),
     })
-}
-
-struct Reader<'a>(&'a [u8]);
-
-impl Reader<'_> {
-    fn take<const N: usize>(&mut self) -> Result<[u8; N], String> {
-        if self.0.len() < N {
-            return Err("the state ends early".into());
-        }
-        let (head, rest) = self.0.split_at(N);
-        self.0 = rest;
-        Ok(head.try_into().expect("N bytes"))
-    }
-
-    fn u8(&mut self) -> Result<u8, String> {
-        Ok(self.take::<1>()?[0])
-    }
-
-    fn u32(&mut self) -> Result<u32, String> {
-        self.take().map(u32::from_le_bytes)
-    }
-
-    fn u64(&mut self) -> Result<u64, String> {
-        self.take().map(u64::from_le_bytes)
-    }
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ use std::io::Write;
 use std::path::Path;
 
 use serde::Serialize;
-use troupe_cluster::persistence::{LocalJournal, PersistenceError};
+use troupe_cluster::persistence::LocalJournal;
 
 use super::applied::{mix, Applied};
 use super::lease::engine_name;
@@ -115,8 +115,8 @@ fn replay_log(dir: &Path, persistence_id: &str) -> Result<Logged, String> {
     };
     let mut reader = state::EventReader::default();
     LocalJournal::read_events(dir, persistence_id, &mut |_, bytes| {
-        match reader.read(bytes) {
-            Ok(Event::Order(order)) => {
+        match reader.read_stored(persistence_id, bytes)? {
+            Event::Order(order) => {
                 if !logged.applied.insert(order.id) {
                     logged.twice += 1;
                 }
@@ -125,18 +125,11 @@ fn replay_log(dir: &Path, persistence_id: &str) -> Result<Logged, String> {
             }
             // A state is a whole engine: it replaces what came before
             // (only a standby's catch-up, its log's first event).
-            Ok(Event::State(s)) => {
+            Event::State(s) => {
                 logged.base = Some(s.applied.digest()).filter(|(count, _)| *count > 0);
                 logged.core = s.core;
                 logged.applied = s.applied;
                 logged.orders.clear();
-            }
-            Err(reason) => {
-                return Err(PersistenceError::Decode {
-                    persistence_id: persistence_id.into(),
-                    what: "event",
-                    reason,
-                })
             }
         }
         Ok(())
