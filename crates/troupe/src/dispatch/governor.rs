@@ -12,22 +12,37 @@
 //! long or the work splits into independent parts; locality wins when
 //! actors talk in chains of small messages, where every steal moves a
 //! conversation to a CPU whose cache holds none of it. So the governor
-//! tries both and keeps the faster, preferring locality (it costs less CPU)
-//! unless spreading handles at least [`SPREAD_GAIN`] more messages.
+//! tries both and keeps the one that pays.
+//!
+//! # What pays
+//!
+//! Speed alone is not the measure: spreading a chain of small messages
+//! over two workers can handle 10-20% more messages while burning 80% more
+//! CPU (the workers pass actors and their cache lines back and forth). A
+//! server's other processes, or the other pools of this one, want that
+//! CPU. So spreading is kept only when it handles at least [`SPREAD_GAIN`]
+//! more messages **and** the CPU it adds does at least [`MARGINAL`] of the
+//! work a CPU does locally: with local at `r` messages a second on `c`
+//! CPUs and spread at `r'` on `c'`, `(r' - r) / (c' - c) >= MARGINAL * r / c`.
+//! Really parallel work (independent pairs of actors, long handlers)
+//! passes easily: a second CPU nearly doubles the rate. Where the pool
+//! cannot read its workers' CPU time (see `Governed::cpu`), speed alone
+//! decides.
 //!
 //! # How
 //!
 //! The pool starts local. Every [`WINDOW`] the governor reads how many
-//! messages the workers handled. When a trial is due it runs three windows:
-//! the current way (*before*), the other way (*trial*), the current way
-//! again (*after*), each after a short settling pause, and compares the
-//! trial's rate with the mean of before and after, so a load that grows or
-//! shrinks during the trial does not decide it. A trial that confirms the
-//! current way doubles the time to the next one (up to [`MAX_INTERVAL`]); a
-//! switch brings trials back to [`MIN_INTERVAL`], to catch a wrong call.
-//! A window with fewer than [`LIGHT`] messages means one worker keeps up:
-//! the pool goes (or stays) local and the trial is dropped. An idle pool is
-//! looked at less and less often, down to every [`IDLE_MAX`].
+//! messages the workers handled and the CPU time they used. When a trial
+//! is due it runs three windows: the current way (*before*), the other way
+//! (*trial*), the current way again (*after*), each after a short settling
+//! pause, and compares the trial with the mean of before and after, so a
+//! load that grows or shrinks during the trial does not decide it. A trial
+//! that confirms the current way doubles the time to the next one (up to
+//! [`MAX_INTERVAL`]); a switch brings trials back to [`MIN_INTERVAL`], to
+//! catch a wrong call. A window with fewer than [`LIGHT`] messages means
+//! one worker keeps up: the pool goes (or stays) local and the trial is
+//! dropped. An idle pool is looked at less and less often, down to every
+//! [`IDLE_MAX`].
 //!
 //! [`Governor`] is the decision alone, fed measured windows (unit-tested
 //! with made-up rates); [`govern`] is the thread's loop around it.
@@ -57,6 +72,10 @@ pub(crate) const LIGHT: u64 = 500;
 /// How much more spreading must handle to be kept: 10%.
 pub(crate) const SPREAD_GAIN: f64 = 1.10;
 
+/// The least work the CPU that spreading adds must do, as a share of the
+/// work a CPU does locally (see "What pays").
+pub(crate) const MARGINAL: f64 = 0.5;
+
 /// The longest sleep of the governor of an idle pool.
 pub(crate) const IDLE_MAX: Duration = Duration::from_millis(100);
 
@@ -78,15 +97,69 @@ impl Mode {
     }
 }
 
+/// One measured window: what the workers did in it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Window {
+    /// Messages handled.
+    pub(crate) messages: u64,
+    /// CPU time the workers used, if the pool can read it.
+    pub(crate) cpu: Option<Duration>,
+    /// How long the window lasted.
+    pub(crate) length: Duration,
+}
+
+/// A window as rates, what trials compare.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Sample {
+    /// Messages a second.
+    rate: f64,
+    /// CPUs busy on average (CPU time over the window's length).
+    cpus: Option<f64>,
+}
+
+impl Sample {
+    fn of(w: Window) -> Sample {
+        let secs = w.length.as_secs_f64().max(1e-9);
+        Sample {
+            rate: w.messages as f64 / secs,
+            cpus: w.cpu.map(|c| c.as_secs_f64() / secs),
+        }
+    }
+
+    /// The mean of two samples of one mode (CPU only if both have it).
+    fn mean(self, other: Sample) -> Sample {
+        Sample {
+            rate: (self.rate + other.rate) / 2.0,
+            cpus: self.cpus.zip(other.cpus).map(|(a, b)| (a + b) / 2.0),
+        }
+    }
+}
+
+/// Whether spreading pays against local (see "What pays"): it handles
+/// [`SPREAD_GAIN`] more, and the CPU it adds does at least [`MARGINAL`] of
+/// a local CPU's work.
+fn spreading_pays(local: Sample, spread: Sample) -> bool {
+    if spread.rate < local.rate * SPREAD_GAIN {
+        return false;
+    }
+    match local.cpus.zip(spread.cpus) {
+        Some((c, c2)) if c2 > c && c > 0.0 => {
+            (spread.rate - local.rate) / (c2 - c) >= MARGINAL * local.rate / c
+        }
+        // Spreading costs no more CPU (or the CPU is unknown): faster pays.
+        _ => true,
+    }
+}
+
 /// Where the governor is in its cycle.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
     /// In the chosen mode; a trial starts when the count reaches zero.
     Settled { until_trial: u32 },
     /// Measured `before` in the chosen mode; now measuring the other.
-    Trying { before: f64 },
+    Trying { before: Sample },
     /// Measured both; now measuring the chosen mode again.
-    After { before: f64, trial: f64 },
+    After { before: Sample, trial: Sample },
 }
 
 /// The decision: which mode the next window runs in.
@@ -117,10 +190,9 @@ impl Governor {
         self.trials
     }
 
-    /// Takes the window just measured (`messages` handled in `length`) and
-    /// says the mode of the next one.
-    pub(crate) fn window(&mut self, messages: u64, length: Duration) -> Mode {
-        if messages < LIGHT {
+    /// Takes the window just measured and says the mode of the next one.
+    pub(crate) fn window(&mut self, window: Window) -> Mode {
+        if window.messages < LIGHT {
             // One worker keeps up: local, and no trial on this little.
             self.chosen = Mode::Local;
             self.phase = Phase::Settled {
@@ -128,7 +200,7 @@ impl Governor {
             };
             return Mode::Local;
         }
-        let rate = messages as f64 / length.as_secs_f64().max(1e-9);
+        let sample = Sample::of(window);
         match self.phase {
             Phase::Settled { until_trial } if until_trial > 1 => {
                 self.phase = Phase::Settled {
@@ -138,29 +210,30 @@ impl Governor {
             }
             Phase::Settled { .. } => {
                 self.trials += 1;
-                self.phase = Phase::Trying { before: rate };
+                self.phase = Phase::Trying { before: sample };
                 self.chosen.other()
             }
             Phase::Trying { before } => {
                 self.phase = Phase::After {
                     before,
-                    trial: rate,
+                    trial: sample,
                 };
                 self.chosen
             }
             Phase::After { before, trial } => {
-                let current = (before + rate) / 2.0;
+                let current = before.mean(sample);
                 let trial_mode = self.chosen.other();
                 let trial_wins = match trial_mode {
-                    Mode::Spread => trial >= current * SPREAD_GAIN,
-                    Mode::Local => trial * SPREAD_GAIN > current,
+                    Mode::Spread => spreading_pays(current, trial),
+                    Mode::Local => !spreading_pays(trial, current),
                 };
                 tracing::debug!(
                     target: "troupe::governor",
                     chosen = ?self.chosen,
-                    before_per_ms = before / 1e3,
-                    trial_per_ms = trial / 1e3,
-                    after_per_ms = rate / 1e3,
+                    current_per_ms = current.rate / 1e3,
+                    current_cpus = current.cpus,
+                    trial_per_ms = trial.rate / 1e3,
+                    trial_cpus = trial.cpus,
                     trial_wins,
                     "a trial of the other way of stealing"
                 );
@@ -183,6 +256,9 @@ impl Governor {
 pub(crate) trait Governed {
     /// Messages handled by the pool's workers so far.
     fn messages(&self) -> u64;
+    /// CPU time the pool's workers have used so far, where the platform
+    /// lets the pool read it (`None` elsewhere: speed alone decides).
+    fn cpu(&self) -> Option<Duration>;
     /// Puts the pool into `mode`.
     fn set_mode(&self, mode: Mode);
     /// Adds to the pool's counts of trials and of time spent spreading.
@@ -200,9 +276,14 @@ pub(crate) fn govern(pool: &impl Governed, mut sleep: impl FnMut(Duration) -> Du
     let mut idle_sleep = WINDOW;
     while !pool.stopping() {
         let before = pool.messages();
+        let cpu_before = pool.cpu();
         let slept = idle_sleep;
         let length = sleep(slept);
         let messages = pool.messages().wrapping_sub(before);
+        let cpu = pool
+            .cpu()
+            .zip(cpu_before)
+            .map(|(now, then)| now.saturating_sub(then));
         if slept != WINDOW {
             // The end of an idle stretch: a longer window, part idle,
             // whose rate would understate the current mode. Measure
@@ -215,7 +296,11 @@ pub(crate) fn govern(pool: &impl Governed, mut sleep: impl FnMut(Duration) -> Du
             continue;
         }
         let trials = governor.trials();
-        let next = governor.window(messages, length);
+        let next = governor.window(Window {
+            messages,
+            cpu,
+            length,
+        });
         let spread = if mode == Mode::Spread {
             length
         } else {
@@ -243,26 +328,43 @@ mod tests {
 
     const MS5: Duration = WINDOW;
 
+    /// A window of `messages` whose CPU time is unknown.
+    fn w(messages: u64) -> Window {
+        Window {
+            messages,
+            cpu: None,
+            length: MS5,
+        }
+    }
+
+    /// A window of `messages` on `cpus` CPUs.
+    fn wc(messages: u64, cpus: f64) -> Window {
+        Window {
+            messages,
+            cpu: Some(MS5.mul_f64(cpus)),
+            length: MS5,
+        }
+    }
+
     /// Feeds windows at the given rates (messages per window) and returns
     /// the modes chosen after each.
     fn feed(g: &mut Governor, windows: &[u64]) -> Vec<Mode> {
-        windows.iter().map(|&m| g.window(m, MS5)).collect()
+        windows.iter().map(|&m| g.window(w(m))).collect()
     }
 
     /// Runs windows until a trial starts, then a trial with these rates
     /// (before, trial, after); returns the mode chosen after it.
     fn trial(g: &mut Governor, steady: u64, before: u64, during: u64, after: u64) -> Mode {
+        trial_of(g, w(steady.max(before)), w(during), w(after))
+    }
+
+    /// Runs `before` windows until a trial starts, then the trial window
+    /// `during` and the window `after`; returns the mode chosen after it.
+    fn trial_of(g: &mut Governor, before: Window, during: Window, after: Window) -> Mode {
         let chosen = g.chosen;
-        loop {
-            let next = g.window(steady.max(before), MS5);
-            if next != chosen {
-                // That window was `before`: replace it by the asked rate
-                // (same in these tests, as steady == before).
-                break;
-            }
-        }
-        assert_eq!(g.window(during, MS5), chosen, "back to the chosen mode");
-        g.window(after, MS5)
+        while g.window(before) == chosen {}
+        assert_eq!(g.window(during), chosen, "back to the chosen mode");
+        g.window(after)
     }
 
     #[test]
@@ -295,6 +397,46 @@ mod tests {
     }
 
     #[test]
+    fn spreading_is_kept_only_when_the_cpu_it_adds_does_half_a_cpus_work() {
+        let mut g = Governor::new();
+        // 20% more messages for 80% more CPU: the added 0.8 CPU does a
+        // quarter of what a local CPU does. Local.
+        let local = wc(10_000, 1.0);
+        assert_eq!(trial_of(&mut g, local, wc(12_000, 1.8), local), Mode::Local);
+        // The same gain for no more CPU: spread.
+        assert_eq!(
+            trial_of(&mut g, local, wc(12_000, 1.0), local),
+            Mode::Spread
+        );
+        // Parallel work: 70% more for a second CPU. Spread, and kept.
+        let mut g = Governor::new();
+        let spread = wc(17_000, 2.0);
+        assert_eq!(trial_of(&mut g, local, spread, local), Mode::Spread);
+        assert_eq!(trial_of(&mut g, spread, local, spread), Mode::Spread);
+        // Either side of the bar (the added CPU doing 5,000 a window):
+        // 10% more for 0.15 CPU pays, for 0.25 CPU it does not.
+        let mut g = Governor::new();
+        let cheap = wc(11_000, 1.15);
+        assert_eq!(trial_of(&mut g, local, cheap, local), Mode::Spread);
+        assert_eq!(trial_of(&mut g, cheap, local, cheap), Mode::Spread);
+        let mut g = Governor::new();
+        assert_eq!(
+            trial_of(&mut g, local, wc(11_000, 1.25), local),
+            Mode::Local
+        );
+    }
+
+    #[test]
+    fn a_spreading_pool_goes_local_when_spreading_stops_paying_for_its_cpu() {
+        let mut g = Governor::new();
+        let (local, spread) = (wc(10_000, 1.0), wc(20_000, 2.0));
+        assert_eq!(trial_of(&mut g, local, spread, local), Mode::Spread);
+        // The load changes: spreading now gains 15% for 0.9 CPU more.
+        let (local, spread) = (wc(10_000, 1.0), wc(11_500, 1.9));
+        assert_eq!(trial_of(&mut g, spread, local, spread), Mode::Local);
+    }
+
+    #[test]
     fn the_trial_compares_with_the_mean_of_before_and_after() {
         // A load that doubles during the trial: spread's 15,000 is below
         // the mean of 10,000 and 30,000, so it does not win.
@@ -308,26 +450,26 @@ mod tests {
         let mut gaps = Vec::new();
         for _ in 0..8 {
             let mut windows = 0;
-            while g.window(10_000, MS5) == Mode::Local {
+            while g.window(w(10_000)) == Mode::Local {
                 windows += 1;
             }
             gaps.push(windows);
-            g.window(10_000, MS5);
-            assert_eq!(g.window(10_000, MS5), Mode::Local);
+            g.window(w(10_000));
+            assert_eq!(g.window(w(10_000)), Mode::Local);
         }
         assert_eq!(gaps[0], FIRST_TRIAL - 1);
         assert!(gaps.windows(2).all(|w| w[1] >= w[0]), "{gaps:?}");
         assert_eq!(*gaps.last().unwrap(), MAX_INTERVAL - 1, "{gaps:?}");
         // A switch brings the interval back to the minimum.
         loop {
-            if g.window(10_000, MS5) == Mode::Spread {
+            if g.window(w(10_000)) == Mode::Spread {
                 break;
             }
         }
-        g.window(30_000, MS5);
-        assert_eq!(g.window(10_000, MS5), Mode::Spread);
+        g.window(w(30_000));
+        assert_eq!(g.window(w(10_000)), Mode::Spread);
         let mut windows = 0;
-        while g.window(30_000, MS5) == Mode::Spread {
+        while g.window(w(30_000)) == Mode::Spread {
             windows += 1;
         }
         assert_eq!(windows, MIN_INTERVAL - 1);
@@ -337,18 +479,19 @@ mod tests {
     fn light_load_is_local_and_drops_a_trial() {
         let mut g = Governor::new();
         assert_eq!(trial(&mut g, 10_000, 10_000, 20_000, 10_000), Mode::Spread);
-        assert_eq!(g.window(LIGHT - 1, MS5), Mode::Local);
+        assert_eq!(g.window(w(LIGHT - 1)), Mode::Local);
         // A trial in progress is dropped by a light window.
         let mut g = Governor::new();
-        while g.window(10_000, MS5) == Mode::Local {}
-        assert_eq!(g.window(10, MS5), Mode::Local);
-        assert_eq!(g.window(10_000, MS5), Mode::Local, "no trial pending");
+        while g.window(w(10_000)) == Mode::Local {}
+        assert_eq!(g.window(w(10)), Mode::Local);
+        assert_eq!(g.window(w(10_000)), Mode::Local, "no trial pending");
     }
 
     /// A pool whose rate depends on the mode, on a made-up clock.
     #[derive(Default)]
     struct Fake {
         messages: u64,
+        cpu: Duration,
         spreading: bool,
         trials: u64,
         spread: Duration,
@@ -360,6 +503,9 @@ mod tests {
     impl Governed for FakePool {
         fn messages(&self) -> u64 {
             self.0.lock().unwrap().messages
+        }
+        fn cpu(&self) -> Option<Duration> {
+            Some(self.0.lock().unwrap().cpu)
         }
         fn set_mode(&self, mode: Mode) {
             self.0.lock().unwrap().spreading = mode == Mode::Spread;
@@ -375,13 +521,15 @@ mod tests {
     }
 
     /// Runs the loop for ten made-up seconds on a pool that handles
-    /// `local` and `spread` messages a millisecond; returns it.
+    /// `local` and `spread` messages a millisecond, on one CPU locally and
+    /// two spread; returns it.
     fn run_loop(local: u64, spread: u64) -> Fake {
         let pool = FakePool(std::sync::Mutex::new(Fake::default()));
         govern(&pool, |d| {
             let mut s = pool.0.lock().unwrap();
-            let per_ms = if s.spreading { spread } else { local };
+            let (per_ms, cpus) = if s.spreading { (spread, 2) } else { (local, 1) };
             s.messages += per_ms * d.as_millis() as u64;
+            s.cpu += d * cpus;
             s.total += d;
             d
         });
@@ -390,15 +538,16 @@ mod tests {
 
     #[test]
     fn the_loop_spreads_when_spreading_pays_and_only_then() {
-        let pays = run_loop(1_000, 3_000);
+        let pays = run_loop(1_000, 1_800);
         assert!(pays.trials >= 2, "trials counted");
         assert!(
             pays.spread > pays.total * 9 / 10,
             "spread {:?}",
             pays.spread
         );
-        let costs = run_loop(3_000, 1_000);
-        // Only the trials spread: a few windows of a second's worth.
+        let costs = run_loop(1_000, 1_300);
+        // 30% faster, but the second CPU does less than a third of a local
+        // CPU's work: local. Only the trials spread: a few windows of a second's worth.
         assert!(costs.spread < costs.total / 20, "spread {:?}", costs.spread);
         assert!(costs.trials >= 5, "trials go on, rarer");
         let light = run_loop(50, 3_000);

@@ -96,9 +96,12 @@ use std::time::{Duration, Instant};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::{Backoff, CachePadded};
 
+mod cpu_clock;
 mod home;
 #[cfg(test)]
 mod models;
+
+use cpu_clock::CpuClock;
 
 use super::governor::{self, Governed, Mode};
 use super::{DispatcherStats, Executor, Task};
@@ -138,6 +141,9 @@ struct Parker {
     notified: AtomicBool,
     /// Written once by the worker thread at start, read by notifiers.
     thread: OnceLock<Thread>,
+    /// The worker thread's CPU clock, set by the worker at start where the
+    /// platform has one; read by the governor.
+    cpu: OnceLock<CpuClock>,
 }
 
 /// Every pool of the process: the live ones, and the counts of those that
@@ -353,6 +359,7 @@ impl Pool {
                 .map(|_| Parker {
                     notified: AtomicBool::new(false),
                     thread: OnceLock::new(),
+                    cpu: OnceLock::new(),
                 })
                 .collect(),
             counters: (0..threads).map(|_| CachePadded::default()).collect(),
@@ -575,6 +582,15 @@ impl Governed for Pool {
             .sum()
     }
 
+    /// The sum of the workers' CPU clocks; `None` until every worker has
+    /// set its clock, or where there are none.
+    fn cpu(&self) -> Option<Duration> {
+        self.parkers
+            .iter()
+            .map(|p| p.cpu.get().and_then(|c| c.read()))
+            .sum()
+    }
+
     fn set_mode(&self, mode: Mode) {
         self.late.store(mode == Mode::Local, Ordering::Relaxed);
         if mode == Mode::Spread {
@@ -603,6 +619,9 @@ impl Governed for Pool {
 
 fn run_worker(pool: Arc<Pool>, index: usize, queue: Worker<Task>) {
     let _ = pool.parkers[index].thread.set(thread::current());
+    if let Some(clock) = CpuClock::of_current_thread() {
+        let _ = pool.parkers[index].cpu.set(clock);
+    }
     let local = Local {
         pool: pool.clone(),
         index,
