@@ -78,6 +78,20 @@ enum Command {
         #[arg(long)]
         url: String,
     },
+    /// Internal: one more client process of the remote experiment's
+    /// rows with several clients.
+    #[command(hide = true)]
+    RemoteClient {
+        /// `troupe` or `nats`.
+        #[arg(long)]
+        transport: String,
+        /// The nats-server's URL.
+        #[arg(long)]
+        url: String,
+        /// The client's node name.
+        #[arg(long)]
+        name: String,
+    },
     /// Internal: one node of the distributed trading experiment's cluster.
     #[command(hide = true)]
     TradingNode(trading::cluster::NodeArgs),
@@ -292,6 +306,16 @@ fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
                 let transport = remote::Transport::parse(&transport)
                     .ok_or_else(|| format!("unknown transport {transport}"))?;
                 remote::serve_echo(transport, &url)?;
+                return Ok(());
+            }
+            Command::RemoteClient {
+                transport,
+                url,
+                name,
+            } => {
+                let transport = remote::Transport::parse(&transport)
+                    .ok_or_else(|| format!("unknown transport {transport}"))?;
+                remote::serve_client(transport, &url, &name)?;
                 return Ok(());
             }
             Command::TradingNode(args) => {

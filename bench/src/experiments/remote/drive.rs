@@ -55,15 +55,20 @@ fn nats_error(e: impl std::fmt::Display) -> WorkloadError {
 }
 
 impl Driver {
-    /// Connects to the server at `url` (and finds the echo actor).
-    pub async fn connect(transport: Transport, url: &str) -> Result<Driver, WorkloadError> {
+    /// Connects to the server at `url` (and finds the echo actor); `name`
+    /// is the troupe node's name, one per client process.
+    pub async fn connect(
+        transport: Transport,
+        url: &str,
+        name: &str,
+    ) -> Result<Driver, WorkloadError> {
         match transport {
             Transport::Troupe | Transport::Sharded => {
                 let system = ActorSystem::builder()
                     .threads(1)
                     .build()
                     .map_err(|e| WorkloadError::new(e.to_string()))?;
-                let node = Node::start(&system, RemoteConfig::new(url, "bench-driver"))
+                let node = Node::start(&system, RemoteConfig::new(url, name))
                     .await
                     .map_err(|e| WorkloadError::new(e.to_string()))?;
                 let node = Arc::new(node);

@@ -16,7 +16,8 @@ pub struct Remote;
 /// The remote experiment's own flags.
 #[derive(Debug, Args)]
 pub struct RemoteArgs {
-    /// Payload bytes of every message (default 100).
+    /// Payload bytes of the messages of the rows without a size of their
+    /// own (default 100; the `-1k` and `-16k` rows keep theirs).
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=65_536))]
     size: Option<u64>,
 }
@@ -46,6 +47,7 @@ impl Experiment for Remote {
             Column::param("workload", "workload"),
             Column::param("in flight", "in_flight"),
             Column::param("bytes", "size"),
+            Column::param("clients", "clients"),
             Column::param("rtt p50 µs", "rtt_p50_us"),
             Column::param("rtt p99 µs", "rtt_p99_us"),
         ]);
@@ -62,14 +64,19 @@ impl Experiment for Remote {
         ]
     }
     fn keys(&self) -> &'static [&'static str] {
-        &["workload", "in_flight", "size"]
+        &["workload", "in_flight", "size", "clients"]
     }
     fn headline(&self) -> Option<Headline> {
         Some(Headline {
-            figure: "ns per round trip, 64 in flight",
+            figure: "ns per round trip, 64 in flight, 100 B",
             value: |r| Some(r.ns_per_msg),
             lower_is_better: true,
-            select: |r| r.params.get("in_flight").and_then(Value::as_u64) == Some(64),
+            // The default size's one-client row, not the 1 KiB, 16 KiB and
+            // three-client ones.
+            select: |r| {
+                let param = |k: &str| r.params.get(k).and_then(Value::as_u64);
+                param("in_flight") == Some(64) && param("size") == Some(100) && param("clients") == Some(1)
+            },
         })
     }
 }
@@ -83,7 +90,7 @@ fn sharded_line(row: &Row, rows: &[&Row]) -> Option<String> {
     let same = |k: &str| row.params.get(k);
     let plain = rows.iter().find(|r| {
         r.params.get("transport").and_then(Value::as_str) == Some("troupe")
-            && ["workload", "in_flight", "size"]
+            && ["workload", "in_flight", "size", "clients"]
                 .iter()
                 .all(|k| r.params.get(*k) == same(k))
             && r.failure.is_none()

@@ -4,9 +4,11 @@
 //! Workloads: round trips with 1 in flight (latency percentiles of every
 //! round trip of the measured runs, and round trips per second), round
 //! trips with 64 in flight (round trips per second), and a one-way stream
-//! of small messages (messages received per second; the receiver checks
-//! that every one arrived exactly once and in order, and a flow-control
-//! window keeps the sender from outrunning it).
+//! (messages received per second; the receiver checks that every one
+//! arrived exactly once and in order, and a flow-control window keeps the
+//! sender from outrunning it). Each at 100-byte payloads (`--size`), and
+//! the last two again at 1 KiB and 16 KiB (rows `-1k`, `-16k`: fewer
+//! messages a run, and the stream's window capped at 8 MiB in flight).
 //!
 //! Transports: `troupe` (troupe-remote: a published echo actor, asks and
 //! tells), `sharded` (the echo is an entity of a troupe-cluster shard
@@ -17,12 +19,14 @@
 //! (`drive.rs`); the echo process is this binary's hidden `remote-echo`
 //! subcommand (`echo.rs`).
 
+mod clients;
 mod drive;
 mod echo;
 mod experiment;
 pub mod peer;
 mod protocol;
 
+pub use clients::serve as serve_client;
 pub use echo::serve as serve_echo;
 pub use experiment::Remote;
 
@@ -35,6 +39,7 @@ use troupe_remote::launcher::NatsServer;
 use crate::report::Row;
 use crate::runner::{RunOptions, Scale, Stopwatch, Workload, WorkloadError};
 use crate::shared::run_experiment;
+use clients::ClientProcess;
 use drive::{Driver, Window};
 use echo::EchoProcess;
 use protocol::StreamCheck;
@@ -124,8 +129,65 @@ impl Shape {
     }
 }
 
-/// The workloads, in the order they run.
-pub const SHAPES: [Shape; 3] = [Shape::RoundTrips(1), Shape::RoundTrips(64), Shape::Stream];
+/// One row's workload: a shape at a payload size, from one or more
+/// client processes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Point {
+    /// Round trips or the stream.
+    pub shape: Shape,
+    /// Payload bytes of every message; `None`: the run's `--size` (100 by
+    /// default).
+    pub size: Option<usize>,
+    /// Client processes driving the echo at once: the bench process, and
+    /// the others started for the row (`clients.rs`).
+    pub clients: usize,
+}
+
+impl Point {
+    const fn new(shape: Shape, size: Option<usize>, clients: usize) -> Point {
+        Point {
+            shape,
+            size,
+            clients,
+        }
+    }
+
+    /// `rtt-64`, `stream-16k` for a point of its own size, `rtt-64-3c`
+    /// for one of three clients.
+    pub fn name(self) -> String {
+        let mut name = self.shape.name();
+        match self.size {
+            None => {}
+            Some(bytes) if bytes % 1024 == 0 => name += &format!("-{}k", bytes / 1024),
+            Some(bytes) => name += &format!("-{bytes}b"),
+        }
+        if self.clients > 1 {
+            name += &format!("-{}c", self.clients);
+        }
+        name
+    }
+
+    /// Whether the point is one of the run's own size from one client:
+    /// what the sharded transport and Pekko's one-client peer run.
+    pub fn is_basic(self) -> bool {
+        self.size.is_none() && self.clients == 1
+    }
+}
+
+/// The workloads, in the order they run: the three at the run's size;
+/// 64 round trips in flight from each of three client processes; then 64
+/// round trips in flight and the stream at 1 KiB and at 16 KiB, so the
+/// figures are not only for tiny messages and one pair of processes.
+pub const POINTS: [Point; 8] = [
+    Point::new(Shape::RoundTrips(1), None, 1),
+    Point::new(Shape::RoundTrips(64), None, 1),
+    Point::new(Shape::Stream, None, 1),
+    Point::new(Shape::RoundTrips(64), None, 3),
+    Point::new(Shape::RoundTrips(64), Some(1024), 1),
+    Point::new(Shape::Stream, Some(1024), 1),
+    Point::new(Shape::RoundTrips(64), Some(16 * 1024), 1),
+    Point::new(Shape::Stream, Some(16 * 1024), 1),
+];
 
 /// Sizes of a run.
 #[derive(Clone, Copy, Debug)]
@@ -136,13 +198,17 @@ pub struct Settings {
     pub rtt_64: u64,
     /// Messages per run of the stream.
     pub stream: u64,
-    /// Payload bytes of every message.
+    /// Payload bytes of every message of the points without a size.
     pub size: usize,
-    /// The stream's flow control.
+    /// The stream's flow control at that size.
     pub window: Window,
     /// Part of `all`: a missing nats-server skips the experiment.
     pub in_all: bool,
 }
+
+/// Bytes a stream keeps in flight at most when its messages are large:
+/// well under the server's slow-consumer limit (64 MiB pending a client).
+const STREAM_BYTES_IN_FLIGHT: usize = 8 << 20;
 
 impl Settings {
     /// The sizes for a scale.
@@ -165,11 +231,35 @@ impl Settings {
         }
     }
 
-    fn msgs(&self, shape: Shape) -> u64 {
-        match shape {
+    /// The payload bytes of `point`.
+    pub fn size_of(&self, point: Point) -> usize {
+        point.size.unwrap_or(self.size)
+    }
+
+    /// Messages (or round trips) per run of `point`: fewer for larger
+    /// payloads, about as many bytes as at the run's size, but at least a
+    /// twentieth of the count.
+    fn msgs(&self, point: Point) -> u64 {
+        let base = match point.shape {
             Shape::RoundTrips(1) => self.rtt_1,
             Shape::RoundTrips(_) => self.rtt_64,
             Shape::Stream => self.stream,
+        };
+        let bytes = self.size_of(point);
+        if bytes <= self.size {
+            return base;
+        }
+        (base * self.size as u64 / bytes as u64).max(base / 20)
+    }
+
+    /// The stream's flow control for `point`: marks as far apart as at the
+    /// run's size, but no more than [`STREAM_BYTES_IN_FLIGHT`] in flight.
+    fn window(&self, point: Point) -> Window {
+        let per_mark = STREAM_BYTES_IN_FLIGHT / self.window.marks.max(1);
+        let every = (self.window.every as usize).min(per_mark / self.size_of(point).max(1));
+        Window {
+            every: every.max(1) as u64,
+            marks: self.window.marks,
         }
     }
 }
@@ -190,11 +280,16 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
     let mut workloads = Vec::new();
     let mut latencies: Vec<(String, Latencies)> = Vec::new();
     for transport in [Transport::Troupe, Transport::Sharded, Transport::Nats] {
-        for shape in SHAPES {
+        for point in POINTS {
+            // What routing through shards adds does not depend on the
+            // payload: the sharded rows are the basic ones only.
+            if transport == Transport::Sharded && !point.is_basic() {
+                continue;
+            }
             let times = Latencies::default();
-            let variant = format!("{}-{}", transport.name(), shape.name());
+            let variant = format!("{}-{}", transport.name(), point.name());
             latencies.push((variant.clone(), times.clone()));
-            workloads.push(workload(transport, shape, settings, &server.url(), times));
+            workloads.push(workload(transport, point, settings, &server.url(), times));
         }
     }
     let mut rows = run_experiment(EXPERIMENT, workloads, options)?;
@@ -222,11 +317,12 @@ fn percentile(sorted: &[u64], q: f64) -> Option<u64> {
     sorted.get(((last as f64) * q).round() as usize).copied()
 }
 
-/// The bench side of a session: its runtime, its connection, the echo
-/// process; dropping it leaves cleanly.
+/// The bench side of a session: its runtime, its connection, the other
+/// client processes, the echo process; dropping it leaves cleanly.
 struct Session {
     runtime: tokio::runtime::Runtime,
     driver: Option<Driver>,
+    others: Vec<ClientProcess>,
     _echo: EchoProcess,
 }
 
@@ -240,44 +336,62 @@ impl Drop for Session {
 
 fn workload(
     transport: Transport,
-    shape: Shape,
+    point: Point,
     settings: &Settings,
     url: &str,
     latencies: Latencies,
 ) -> Workload {
     let settings = *settings;
     let url = url.to_string();
-    let variant = format!("{}-{}", transport.name(), shape.name());
-    let n = settings.msgs(shape);
+    let variant = format!("{}-{}", transport.name(), point.name());
+    let n = settings.msgs(point);
+    let size = settings.size_of(point);
+    let window = settings.window(point);
+    let shape = point.shape;
     Workload::with_setup(variant, move || {
         let echo = EchoProcess::start(transport, &url)?;
         let runtime = transport
             .runtime()
             .map_err(|e| WorkloadError::new(format!("tokio: {e}")))?;
-        let driver = runtime.block_on(Driver::connect(transport, &url))?;
+        let driver = runtime.block_on(Driver::connect(transport, &url, "bench-driver"))?;
+        let others = (2..=point.clients)
+            .map(|i| ClientProcess::start(transport, &url, &format!("bench-driver-{i}")))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut session = Session {
             runtime,
             driver: Some(driver),
+            others,
             _echo: echo,
         };
-        let payload = vec![0x5a; settings.size];
+        let payload = vec![0x5a; size];
         Ok(move || {
             let Session {
-                runtime, driver, ..
+                runtime,
+                driver,
+                others,
+                ..
             } = &mut session;
             let driver = driver.as_mut().expect("open until dropped");
             match shape {
                 Shape::RoundTrips(in_flight) => {
-                    let mut times = Vec::with_capacity(n as usize);
+                    // Each client its share; the run ends when all are done.
+                    let each = n / point.clients as u64;
+                    let mut times = Vec::with_capacity(each as usize);
                     let clock = Stopwatch::start();
-                    runtime.block_on(driver.round_trips(n, in_flight, &payload, &mut times))?;
-                    let sample = clock.stop(n);
+                    for other in others.iter_mut() {
+                        other.go(each, in_flight, size)?;
+                    }
+                    runtime.block_on(driver.round_trips(each, in_flight, &payload, &mut times))?;
+                    for other in others.iter_mut() {
+                        other.done()?;
+                    }
+                    let sample = clock.stop(each * point.clients as u64);
                     latencies.borrow_mut().push(times);
                     Ok(sample)
                 }
                 Shape::Stream => {
                     let clock = Stopwatch::start();
-                    let seen = runtime.block_on(driver.stream(n, &payload, settings.window))?;
+                    let seen = runtime.block_on(driver.stream(n, &payload, window))?;
                     let sample = clock.stop(n);
                     match StreamCheck::verdict(seen, n) {
                         None => Ok(sample),
@@ -303,7 +417,8 @@ fn workload(
     )
     .param("transport", transport.name())
     .param("workload", shape.workload())
-    .param("in_flight", shape.in_flight(settings.window))
-    .param("size", settings.size as u64)
+    .param("in_flight", shape.in_flight(window))
+    .param("size", size as u64)
+    .param("clients", point.clients as u64)
     .param("threads", THREADS)
 }

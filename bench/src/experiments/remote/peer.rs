@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Settings, Shape, EXPERIMENT, SHAPES, THREADS};
+use super::{Point, Settings, Shape, EXPERIMENT, POINTS, THREADS};
 use crate::peer::{num, params, row, run};
 use crate::report::Row;
 use crate::runner::{RunOptions, WorkloadError};
@@ -13,26 +13,31 @@ use crate::runner::{RunOptions, WorkloadError};
 /// that cannot start its second JVM) gives no rows and one line saying so.
 pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
     let mut rows = Vec::new();
-    for shape in SHAPES {
-        match one(settings, options, shape) {
+    // The peer drives from one client process.
+    for point in POINTS.into_iter().filter(|p| p.clients == 1) {
+        match one(settings, options, point) {
             Ok(row) => rows.push(row),
             Err(e) => {
-                eprintln!("remote: no Pekko row for {}: {e}", shape.name());
+                eprintln!("remote: no Pekko row for {}: {e}", point.name());
             }
         }
     }
     Ok(rows)
 }
 
-fn one(settings: &Settings, options: &RunOptions, shape: Shape) -> Result<Row, WorkloadError> {
+fn one(settings: &Settings, options: &RunOptions, point: Point) -> Result<Row, WorkloadError> {
+    let shape = point.shape;
     let (mode, in_flight) = match shape {
         Shape::RoundTrips(n) => ("pingpong", n),
         Shape::Stream => ("stream", 1),
     };
-    let msgs = settings.msgs(shape).to_string();
+    let msgs = settings.msgs(point).to_string();
     let in_flight_arg = in_flight.to_string();
-    let size = settings.size.to_string();
+    let bytes = settings.size_of(point);
+    let size = bytes.to_string();
     let repeats = options.repeats.to_string();
+    // The stream's marks as far apart as troupe's at this size.
+    let every = settings.window(point).every.to_string();
     let args = [
         "remote",
         "--mode",
@@ -45,6 +50,8 @@ fn one(settings: &Settings, options: &RunOptions, shape: Shape) -> Result<Row, W
         &size,
         "--repeats",
         &repeats,
+        "--every",
+        &every,
     ];
     let r = run(&args)?;
     let mut p = params(
@@ -62,14 +69,15 @@ fn one(settings: &Settings, options: &RunOptions, shape: Shape) -> Result<Row, W
     );
     // The same workload keys as troupe's rows, so they pair.
     p.insert("workload".into(), json!(shape.workload()));
-    p.insert("in_flight".into(), json!(shape.in_flight(settings.window)));
-    p.insert("size".into(), json!(settings.size as u64));
+    p.insert("in_flight".into(), json!(shape.in_flight(settings.window(point))));
+    p.insert("size".into(), json!(bytes as u64));
+    p.insert("clients".into(), json!(1));
     p.entry("threads").or_insert(json!(THREADS));
     let _ = r.get("mode").and_then(Value::as_str);
     row(
         EXPERIMENT,
-        &format!("pekko-{}", shape.name()),
-        &format!("troupe-{}", shape.name()),
+        &format!("pekko-{}", point.name()),
+        &format!("troupe-{}", point.name()),
         num(&r, "msgs") as u64,
         p,
     )

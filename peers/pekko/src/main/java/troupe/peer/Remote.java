@@ -180,8 +180,9 @@ final class Remote {
 
     /** The one-way stream with its window of marks. */
     static final class Streamer extends AbstractActor {
-        static final long EVERY = 1_000;
         static final int MARKS = 8;
+        /** Messages between marks (1,000; fewer for large payloads). */
+        private final long every;
         private final ActorRef echo;
         private final long n;
         private final byte[] payload;
@@ -190,7 +191,8 @@ final class Remote {
         private int outstanding;
         private boolean finalSent;
 
-        Streamer(ActorRef echo, long n, byte[] payload, CompletableFuture<Received> done) {
+        Streamer(ActorRef echo, long n, long every, byte[] payload, CompletableFuture<Received> done) {
+            this.every = every;
             this.echo = echo;
             this.n = n;
             this.payload = payload;
@@ -202,7 +204,7 @@ final class Remote {
             while (next < n && outstanding <= MARKS) {
                 echo.tell(new Data(next, payload), getSelf());
                 next++;
-                if (next % EVERY == 0) {
+                if (next % every == 0) {
                     echo.tell(new Mark(), getSelf());
                     outstanding++;
                 }
@@ -240,6 +242,7 @@ final class Remote {
         int inFlight = (int) a.num("in-flight", 1);
         long msgs = a.num("msgs", mode.equals("stream") ? 1_000_000 : inFlight == 1 ? 20_000 : 200_000);
         byte[] payload = new byte[(int) a.num("size", 100)];
+        long every = a.num("every", 1_000);
         Arrays.fill(payload, (byte) 0x5a);
         Process echoJvm = startEchoJvm();
         ActorSystem system = ActorSystem.create("remote-driver", config());
@@ -253,7 +256,7 @@ final class Remote {
                 long start = System.nanoTime();
                 if (mode.equals("stream")) {
                     CompletableFuture<Received> done = new CompletableFuture<>();
-                    ActorRef s = system.actorOf(Props.create(Streamer.class, () -> new Streamer(echo, msgs, payload, done)));
+                    ActorRef s = system.actorOf(Props.create(Streamer.class, () -> new Streamer(echo, msgs, every, payload, done)));
                     Received r = done.get(120, TimeUnit.SECONDS);
                     double ns = (System.nanoTime() - start) / (double) msgs;
                     system.stop(s);

@@ -1,0 +1,160 @@
+//! The extra client processes of the rows with several clients
+//! (`rtt-64-3c`): `troupe-bench remote-client --transport T --url U --name N`
+//! connects as the bench process does, says `ready`, then runs the round
+//! trips each `run N IN_FLIGHT BYTES` line on its standard input asks for
+//! and answers `done` (or `failed: why`), until its standard input closes.
+//!
+//! The bench process starts them with the row's echo process, tells all of
+//! them to go at the start of a run, drives its own share meanwhile, and
+//! stops the clock once every client has answered: a run's rate is every
+//! client's round trips over that wall time, so it counts what the echo
+//! side keeps up with when three processes press it at once.
+
+use std::error::Error;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::drive::Driver;
+use super::Transport;
+use crate::runner::WorkloadError;
+
+/// How long a client may take to connect, or to finish a run.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// A running client process; dropping it closes its stdin and reaps it.
+pub struct ClientProcess {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    name: String,
+}
+
+impl ClientProcess {
+    /// Starts a client named `name` (its node's name) and waits until it
+    /// has found the echo.
+    pub fn start(transport: Transport, url: &str, name: &str) -> Result<ClientProcess, WorkloadError> {
+        let exe = std::env::current_exe().map_err(|e| WorkloadError::new(e.to_string()))?;
+        let mut child = Command::new(exe)
+            .args(["remote-client", "--transport", transport.name(), "--url", url, "--name", name])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| WorkloadError::new(format!("cannot start client {name}: {e}")))?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut client = ClientProcess {
+            child,
+            stdin,
+            lines,
+            name: name.to_string(),
+        };
+        client.expect("ready")?;
+        Ok(client)
+    }
+
+    /// Tells the client to run `n` round trips with `in_flight`
+    /// outstanding, `bytes` of payload each.
+    pub fn go(&mut self, n: u64, in_flight: usize, bytes: usize) -> Result<(), WorkloadError> {
+        let stdin = self.stdin.as_mut().expect("open until dropped");
+        writeln!(stdin, "run {n} {in_flight} {bytes}")
+            .and_then(|()| stdin.flush())
+            .map_err(|e| WorkloadError::new(format!("client {}: {e}", self.name)))
+    }
+
+    /// Waits for the client's answer to the last `go`.
+    pub fn done(&mut self) -> Result<(), WorkloadError> {
+        self.expect("done")
+    }
+
+    fn expect(&mut self, word: &str) -> Result<(), WorkloadError> {
+        match self.lines.recv_timeout(PATIENCE) {
+            Ok(line) if line == word => Ok(()),
+            Ok(line) => Err(WorkloadError::new(format!("client {}: {line}", self.name))),
+            Err(_) => Err(WorkloadError::new(format!(
+                "client {} did not say {word} within {PATIENCE:?}",
+                self.name
+            ))),
+        }
+    }
+}
+
+impl Drop for ClientProcess {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        // It leaves when its stdin closes; one that hangs is killed.
+        for _ in 0..100 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs in the client process: connects, then serves `run` lines until
+/// stdin closes.
+pub fn serve(transport: Transport, url: &str, name: &str) -> Result<(), Box<dyn Error>> {
+    let runtime = transport.runtime()?;
+    let mut driver = runtime.block_on(Driver::connect(transport, url, name))?;
+    let mut out = std::io::stdout();
+    writeln!(out, "ready")?;
+    out.flush()?;
+    let mut times = Vec::new();
+    for line in std::io::stdin().lock().lines() {
+        let line = line?;
+        let answer = match parse_run(&line) {
+            Some((n, in_flight, bytes)) => {
+                times.clear();
+                let payload = vec![0x5a; bytes];
+                match runtime.block_on(driver.round_trips(n, in_flight, &payload, &mut times)) {
+                    Ok(()) => "done".to_string(),
+                    Err(e) => format!("failed: {e}"),
+                }
+            }
+            None => format!("failed: not a run line: {line:?}"),
+        };
+        writeln!(out, "{answer}")?;
+        out.flush()?;
+    }
+    runtime.block_on(driver.close());
+    Ok(())
+}
+
+/// `run N IN_FLIGHT BYTES`.
+fn parse_run(line: &str) -> Option<(u64, usize, usize)> {
+    let mut words = line.split_whitespace();
+    if words.next()? != "run" {
+        return None;
+    }
+    let n = words.next()?.parse().ok()?;
+    let in_flight = words.next()?.parse().ok()?;
+    let bytes = words.next()?.parse().ok()?;
+    words.next().is_none().then_some((n, in_flight, bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_run;
+
+    #[test]
+    fn run_lines_are_read_strictly() {
+        assert_eq!(parse_run("run 64000 64 100"), Some((64_000, 64, 100)));
+        assert_eq!(parse_run("run 1 2"), None);
+        assert_eq!(parse_run("run 1 2 3 4"), None);
+        assert_eq!(parse_run("walk 1 2 3"), None);
+        assert_eq!(parse_run("run x 2 3"), None);
+    }
+}
