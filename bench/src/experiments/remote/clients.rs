@@ -11,11 +11,10 @@
 //! side keeps up with when three processes press it at once.
 
 use std::error::Error;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::io::{BufRead, Write};
 use std::time::Duration;
 
+use super::child::Child;
 use super::drive::Driver;
 use super::Transport;
 use crate::runner::WorkloadError;
@@ -26,81 +25,39 @@ const PATIENCE: Duration = Duration::from_secs(120);
 /// A running client process; dropping it closes its stdin and reaps it.
 pub struct ClientProcess {
     child: Child,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<String>,
-    name: String,
 }
 
 impl ClientProcess {
     /// Starts a client named `name` (its node's name) and waits until it
     /// has found the echo.
-    pub fn start(transport: Transport, url: &str, name: &str) -> Result<ClientProcess, WorkloadError> {
-        let exe = std::env::current_exe().map_err(|e| WorkloadError::new(e.to_string()))?;
-        let mut child = Command::new(exe)
-            .args(["remote-client", "--transport", transport.name(), "--url", url, "--name", name])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| WorkloadError::new(format!("cannot start client {name}: {e}")))?;
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        let mut client = ClientProcess {
-            child,
-            stdin,
-            lines,
-            name: name.to_string(),
-        };
-        client.expect("ready")?;
-        Ok(client)
+    pub fn start(
+        transport: Transport,
+        url: &str,
+        name: &str,
+    ) -> Result<ClientProcess, WorkloadError> {
+        let args = [
+            "remote-client",
+            "--transport",
+            transport.name(),
+            "--url",
+            url,
+            "--name",
+            name,
+        ];
+        let mut child = Child::start(&args, &format!("client {name}"))?;
+        child.expect("ready", PATIENCE)?;
+        Ok(ClientProcess { child })
     }
 
     /// Tells the client to run `n` round trips with `in_flight`
     /// outstanding, `bytes` of payload each.
     pub fn go(&mut self, n: u64, in_flight: usize, bytes: usize) -> Result<(), WorkloadError> {
-        let stdin = self.stdin.as_mut().expect("open until dropped");
-        writeln!(stdin, "run {n} {in_flight} {bytes}")
-            .and_then(|()| stdin.flush())
-            .map_err(|e| WorkloadError::new(format!("client {}: {e}", self.name)))
+        self.child.say(&format!("run {n} {in_flight} {bytes}"))
     }
 
     /// Waits for the client's answer to the last `go`.
     pub fn done(&mut self) -> Result<(), WorkloadError> {
-        self.expect("done")
-    }
-
-    fn expect(&mut self, word: &str) -> Result<(), WorkloadError> {
-        match self.lines.recv_timeout(PATIENCE) {
-            Ok(line) if line == word => Ok(()),
-            Ok(line) => Err(WorkloadError::new(format!("client {}: {line}", self.name))),
-            Err(_) => Err(WorkloadError::new(format!(
-                "client {} did not say {word} within {PATIENCE:?}",
-                self.name
-            ))),
-        }
-    }
-}
-
-impl Drop for ClientProcess {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        // It leaves when its stdin closes; one that hangs is killed.
-        for _ in 0..100 {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.child.expect("done", PATIENCE)
     }
 }
 

@@ -8,9 +8,7 @@
 //! system; raw NATS a two-worker tokio runtime.
 
 use std::error::Error;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::io::{Read, Write};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -19,56 +17,25 @@ use troupe_remote::{Node, RemoteConfig};
 
 use troupe_cluster::sharding::{ShardRegion, ShardingSettings};
 
+use super::child::Child;
 use super::protocol::{raw, BenchMsg, StreamCheck, ECHO, SHARDED, SUBJECT};
 use super::Transport;
 use crate::runner::WorkloadError;
 
 /// A running echo process; dropping it closes its stdin and reaps it.
 pub struct EchoProcess {
-    child: Child,
+    _child: Child,
 }
 
 impl EchoProcess {
     /// Starts the echo process for `transport` on the server at `url` and
     /// waits (up to a minute) until it serves.
     pub fn start(transport: Transport, url: &str) -> Result<EchoProcess, WorkloadError> {
-        let exe = std::env::current_exe().map_err(|e| WorkloadError::new(e.to_string()))?;
-        let mut child = Command::new(exe)
-            .args(["remote-echo", "--transport", transport.name(), "--url", url])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| WorkloadError::new(format!("cannot start the echo process: {e}")))?;
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let line = BufReader::new(stdout).lines().next();
-            let _ = tx.send(line.and_then(Result::ok));
-        });
-        let process = EchoProcess { child };
-        match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(Some(line)) if line == "ready" => Ok(process),
-            other => Err(WorkloadError::new(format!(
-                "the {} echo process did not report ready: {other:?}",
-                transport.name()
-            ))),
-        }
-    }
-}
-
-impl Drop for EchoProcess {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        // It leaves when its stdin closes; one that hangs is killed.
-        for _ in 0..100 {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let args = ["remote-echo", "--transport", transport.name(), "--url", url];
+        let what = format!("the {} echo process", transport.name());
+        let mut child = Child::start(&args, &what)?;
+        child.expect("ready", Duration::from_secs(60))?;
+        Ok(EchoProcess { _child: child })
     }
 }
 

@@ -1,0 +1,85 @@
+//! A helper process of the remote experiment (the echo, the extra
+//! clients): this binary again with a hidden subcommand, talked to in lines
+//! on its standard input and output, and told to leave by closing its
+//! standard input, so it never outlives the bench.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crate::runner::WorkloadError;
+
+/// A running helper; dropping it closes its stdin and reaps it (killing
+/// it if it has not left within five seconds).
+pub struct Child {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    /// How errors name it ("the troupe echo process").
+    what: String,
+}
+
+impl Child {
+    /// Starts this binary with `args`.
+    pub fn start(args: &[&str], what: &str) -> Result<Child, WorkloadError> {
+        let exe = std::env::current_exe().map_err(|e| WorkloadError::new(e.to_string()))?;
+        let mut child = Command::new(exe)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| WorkloadError::new(format!("cannot start {what}: {e}")))?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Child {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            what: what.to_string(),
+        })
+    }
+
+    /// Writes `line` to its stdin.
+    pub fn say(&mut self, line: &str) -> Result<(), WorkloadError> {
+        let stdin = self.stdin.as_mut().expect("open until dropped");
+        writeln!(stdin, "{line}")
+            .and_then(|()| stdin.flush())
+            .map_err(|e| WorkloadError::new(format!("{}: {e}", self.what)))
+    }
+
+    /// Waits up to `patience` for its next line, which must be `word`.
+    pub fn expect(&mut self, word: &str, patience: Duration) -> Result<(), WorkloadError> {
+        match self.lines.recv_timeout(patience) {
+            Ok(line) if line == word => Ok(()),
+            Ok(line) => Err(WorkloadError::new(format!("{}: {line}", self.what))),
+            Err(_) => Err(WorkloadError::new(format!(
+                "{} did not say {word} within {patience:?}",
+                self.what
+            ))),
+        }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        // It leaves when its stdin closes; one that hangs is killed.
+        for _ in 0..100 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
