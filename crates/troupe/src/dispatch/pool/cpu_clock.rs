@@ -22,8 +22,9 @@ impl CpuClock {
     #[cfg(all(target_os = "linux", not(miri)))]
     pub(super) fn of_current_thread() -> Option<CpuClock> {
         let mut id: libc::clockid_t = 0;
-        // SAFETY: `pthread_self()` is the calling thread's own handle, alive
-        // for this call, and `id` is a valid place for the answer.
+        // `pthread_self()` is the calling thread's own handle, alive for this
+        // call, and `id` is a valid place for the answer.
+        // SAFETY: by the argument just above.
         let rc = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut id) };
         (rc == 0).then_some(CpuClock { id })
     }
@@ -42,8 +43,9 @@ impl CpuClock {
             tv_sec: 0,
             tv_nsec: 0,
         };
-        // SAFETY: `now` is a valid place for the answer; a clock whose
-        // thread has exited makes the call fail with EINVAL, not misbehave.
+        // `now` is a valid place for the answer; a clock whose thread has
+        // exited makes the call fail with EINVAL, not misbehave.
+        // SAFETY: by the argument just above.
         let rc = unsafe { libc::clock_gettime(self.id, &mut now) };
         (rc == 0).then(|| Duration::new(now.tv_sec as u64, now.tv_nsec as u32))
     }
