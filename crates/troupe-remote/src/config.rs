@@ -79,6 +79,18 @@ pub struct RemoteConfig {
     /// it declares that node down. Keep it several of the other nodes'
     /// heartbeat intervals.
     pub heartbeat_timeout: Duration,
+    /// How long the writer may hold a frame for company before it
+    /// publishes it: frames queued behind it for the same subject within
+    /// this time go in the same NATS message (up to 64 KiB and 128 asks).
+    /// Adaptive: the writer lingers only when traffic is dense (its last
+    /// message went out less than 8 lingers ago), and after a linger that
+    /// gathered nothing it sends the next 8 messages at once. So a frame
+    /// after a quiet spell goes at once, a burst goes in one message
+    /// behind its first frame, and a frame waits at most this long (plus
+    /// one turn of the other tasks ready on the node's runtime). Zero turns
+    /// lingering off. [`Node::batch_stats`](crate::Node::batch_stats)
+    /// shows the batches it makes.
+    pub batch_linger: Duration,
 }
 
 impl RemoteConfig {
@@ -87,7 +99,7 @@ impl RemoteConfig {
     /// Defaults: no auth, no TLS, connect timeout 5 s, lookup timeout 2 s,
     /// frames up to 1 MiB, 65,536 buffered outbound messages, reply handles
     /// kept 60 s, shutdown waits up to 5 s, a heartbeat every 500 ms, a
-    /// node silent for 3 s is down.
+    /// node silent for 3 s is down, a frame lingers up to 5 us for company.
     pub fn new(url: impl Into<String>, node_name: impl Into<String>) -> RemoteConfig {
         RemoteConfig {
             urls: vec![url.into()],
@@ -103,6 +115,7 @@ impl RemoteConfig {
             shutdown_timeout: Duration::from_secs(5),
             heartbeat_interval: Duration::from_millis(500),
             heartbeat_timeout: Duration::from_secs(3),
+            batch_linger: Duration::from_micros(5),
         }
     }
 

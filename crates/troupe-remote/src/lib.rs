@@ -78,6 +78,8 @@ pub mod actor_ref {
 #[cfg(feature = "node")]
 mod address;
 #[cfg(feature = "node")]
+mod batching;
+#[cfg(feature = "node")]
 mod config;
 mod dead_letters;
 #[cfg(feature = "node")]
@@ -96,6 +98,8 @@ pub mod reply_to;
 pub mod testing;
 pub mod wire;
 
+#[cfg(feature = "node")]
+pub use batching::BatchStats;
 #[cfg(feature = "node")]
 pub use config::{Auth, RemoteConfig, Tls};
 pub use dead_letters::{DeadLetter, DeadLetterReason};

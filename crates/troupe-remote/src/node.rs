@@ -57,6 +57,7 @@ use troupe::transport::{with_codec, Codec};
 use troupe::{ActorId, ActorRef, ActorSystem};
 
 use crate::address::{Address, Kind};
+use crate::batching::{BatchCounters, BatchStats};
 use crate::config::{valid_token, RemoteConfig};
 use crate::dead_letters::{DeadLetter, DeadLetterReason, DeadLetters};
 use crate::error::RemoteError;
@@ -119,6 +120,8 @@ struct Shared {
     stopped: AtomicBool,
     /// The longest stall of this process the heartbeat task saw.
     stall: Mutex<Option<Stall>>,
+    /// Frames per published message, counted by the writer.
+    batches: BatchCounters,
 }
 
 /// A stall of this node's process: its heartbeat task ran this late (the
@@ -330,6 +333,7 @@ impl Node {
         let shared = Arc::new(Shared {
             membership: Membership::new(&config.node_name),
             stall: Mutex::new(None),
+            batches: BatchCounters::default(),
             system: system.clone(),
             client,
             dead_letters,
@@ -775,6 +779,15 @@ impl Node {
     /// Asks sent from here whose reply handle is still registered.
     pub fn pending_replies(&self) -> usize {
         self.shared().pending.len()
+    }
+
+    /// How this node's frames went out so far: how many NATS messages
+    /// carried how many frames (see
+    /// [`RemoteConfig::batch_linger`](crate::RemoteConfig::batch_linger)).
+    /// Take one before and one after a run and subtract with
+    /// [`BatchStats::since`].
+    pub fn batch_stats(&self) -> BatchStats {
+        self.shared().batches.snapshot()
     }
 
     /// Leaves the cluster: stops serving every published name, waits up to

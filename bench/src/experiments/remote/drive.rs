@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use troupe::{ActorRef, ActorSystem};
 use troupe_cluster::sharding::ShardRegion;
-use troupe_remote::{Node, RemoteConfig};
+use troupe_remote::{BatchStats, Node, RemoteConfig};
 
 use super::echo::sharded_settings;
 
@@ -30,6 +30,38 @@ pub struct Window {
     pub every: u64,
     /// Marks in flight at most.
     pub marks: usize,
+}
+
+/// Both troupe nodes' batch statistics at one moment.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Batches {
+    /// The bench node's: requests and the stream.
+    pub sent: BatchStats,
+    /// The echo node's: the answers.
+    pub answers: BatchStats,
+}
+
+impl Batches {
+    /// What was counted after `earlier`.
+    pub fn since(&self, earlier: &Batches) -> Batches {
+        Batches {
+            sent: self.sent.since(&earlier.sent),
+            answers: self.answers.since(&earlier.answers),
+        }
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &Batches) {
+        for (mine, theirs) in [
+            (&mut self.sent, &other.sent),
+            (&mut self.answers, &other.answers),
+        ] {
+            mine.frames += theirs.frames;
+            for (a, b) in mine.buckets.iter_mut().zip(theirs.buckets) {
+                *a += b;
+            }
+        }
+    }
 }
 
 /// A connection to the echo process.
@@ -152,6 +184,29 @@ impl Driver {
             Driver::Troupe { echo, .. } => troupe_stream(echo, n, payload, window).await,
             Driver::Nats { client, .. } => nats_stream(client, n, payload, window).await,
         }
+    }
+
+    /// How the frames went out so far (troupe only): this node's (the
+    /// requests and the stream) and the echo node's (the answers).
+    pub async fn batches(&self) -> Result<Option<Batches>, WorkloadError> {
+        let Driver::Troupe { node, echo, .. } = self else {
+            return Ok(None);
+        };
+        let (frames, counts) = echo
+            .ask(BenchMsg::Batches, ANSWER)
+            .await
+            .map_err(|e| WorkloadError::new(format!("the echo's batch statistics: {e}")))?;
+        let mut answers = BatchStats {
+            frames,
+            ..BatchStats::default()
+        };
+        for (bucket, count) in answers.buckets.iter_mut().zip(counts) {
+            *bucket = count;
+        }
+        Ok(Some(Batches {
+            sent: node.batch_stats(),
+            answers,
+        }))
     }
 
     /// Leaves the cluster (troupe) or closes the connection.

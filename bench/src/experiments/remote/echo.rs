@@ -9,6 +9,7 @@
 
 use std::error::Error;
 use std::io::{Read, Write};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -61,10 +62,20 @@ fn ready() -> Result<tokio::sync::oneshot::Receiver<()>, Box<dyn Error>> {
     Ok(on_closed)
 }
 
-/// The echo actor: answers pings and marks, checks the stream.
-#[derive(Default)]
+/// The echo actor: answers pings and marks, checks the stream, tells
+/// how its node batched the answers.
 struct Echo {
     check: StreamCheck,
+    node: Arc<Node>,
+}
+
+impl Echo {
+    fn new(node: &Arc<Node>) -> Echo {
+        Echo {
+            check: StreamCheck::default(),
+            node: node.clone(),
+        }
+    }
 }
 
 impl Actor for Echo {
@@ -80,6 +91,10 @@ impl Actor for Echo {
                 reply.reply(self.check.seen());
             }
             BenchMsg::Reset => self.check.reset(),
+            BenchMsg::Batches(reply) => {
+                let stats = self.node.batch_stats();
+                reply.reply((stats.frames, stats.buckets.to_vec()));
+            }
         }
     }
 }
@@ -91,8 +106,9 @@ fn serve_troupe(url: &str) -> Result<(), Box<dyn Error>> {
         .build()?;
     let system = ActorSystem::builder().threads(1).build()?;
     runtime.block_on(async {
-        let node = Node::start(&system, RemoteConfig::new(url, "bench-echo-node")).await?;
-        let echo = system.spawn(Props::new(Echo::default))?;
+        let node = Arc::new(Node::start(&system, RemoteConfig::new(url, "bench-echo-node")).await?);
+        let for_echo = node.clone();
+        let echo = system.spawn(Props::new(move || Echo::new(&for_echo)))?;
         node.publish(ECHO, &echo).await?;
         let closed = ready()?;
         let _ = closed.await;
@@ -113,14 +129,16 @@ fn serve_sharded(url: &str) -> Result<(), Box<dyn Error>> {
         .build()?;
     let system = ActorSystem::builder().threads(1).build()?;
     runtime.block_on(async {
-        let node = std::sync::Arc::new(
-            Node::start(&system, RemoteConfig::new(url, "bench-echo-node")).await?,
-        );
+        let node = Arc::new(Node::start(&system, RemoteConfig::new(url, "bench-echo-node")).await?);
+        let for_echo = node.clone();
         let region = ShardRegion::<BenchMsg>::start(
             node.clone(),
             &system,
             sharded_settings(),
-            |_| Props::new(Echo::default),
+            move |_| {
+                let node = for_echo.clone();
+                Props::new(move || Echo::new(&node))
+            },
         )
         .await?;
         let closed = ready()?;

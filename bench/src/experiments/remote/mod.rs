@@ -36,12 +36,13 @@ use std::rc::Rc;
 
 use serde_json::json;
 use troupe_remote::launcher::NatsServer;
+use troupe_remote::BatchStats;
 
 use crate::report::Row;
 use crate::runner::{RunOptions, Scale, Stopwatch, Workload, WorkloadError};
 use crate::shared::run_experiment;
 use clients::ClientProcess;
-use drive::{Driver, Window};
+use drive::{Batches, Driver, Window};
 use echo::EchoProcess;
 use protocol::StreamCheck;
 
@@ -268,6 +269,21 @@ impl Settings {
 /// Every round trip's time (ns) of every run of a row, in run order.
 type Latencies = Rc<RefCell<Vec<Vec<u64>>>>;
 
+/// The troupe nodes' batches of every run of a row, in run order.
+type BatchLog = Rc<RefCell<Vec<Batches>>>;
+
+/// What the rows show of a batch distribution: frames per NATS message,
+/// mean and the bucket (a power of two) of its median and 90th
+/// percentile.
+fn describe(stats: &BatchStats) -> String {
+    format!(
+        "{:.1} (p50 {}, p90 {})",
+        stats.mean(),
+        stats.percentile(0.5),
+        stats.percentile(0.9)
+    )
+}
+
 /// Runs the troupe and raw-NATS rows through one nats-server.
 pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
     let server = match crate::nats::binary().and_then(|b| NatsServer::launch(&b, &[])) {
@@ -279,7 +295,7 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
         Err(why) => return Err(WorkloadError::new(format!("no nats-server: {why}"))),
     };
     let mut workloads = Vec::new();
-    let mut latencies: Vec<(String, Latencies)> = Vec::new();
+    let mut latencies: Vec<(String, Latencies, BatchLog)> = Vec::new();
     for transport in [Transport::Troupe, Transport::Sharded, Transport::Nats] {
         for point in POINTS {
             // What routing through shards adds does not depend on the
@@ -287,17 +303,29 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
             if transport == Transport::Sharded && !point.is_basic() {
                 continue;
             }
-            let times = Latencies::default();
+            let (times, batches) = (Latencies::default(), BatchLog::default());
             let variant = format!("{}-{}", transport.name(), point.name());
-            latencies.push((variant.clone(), times.clone()));
-            workloads.push(workload(transport, point, settings, &server.url(), times));
+            latencies.push((variant.clone(), times.clone(), batches.clone()));
+            let logs = (times, batches);
+            workloads.push(workload(transport, point, settings, &server.url(), logs));
         }
     }
     let mut rows = run_experiment(EXPERIMENT, workloads, options)?;
     for row in &mut rows {
-        let Some((_, times)) = latencies.iter().find(|(v, _)| *v == row.variant) else {
+        let Some((_, times, batches)) = latencies.iter().find(|(v, ..)| *v == row.variant) else {
             continue;
         };
+        let logged = batches.borrow();
+        if logged.len() >= row.repeats && row.repeats > 0 {
+            let mut measured = Batches::default();
+            for run in &logged[logged.len() - row.repeats..] {
+                measured.add(run);
+            }
+            row.params
+                .insert("batch_sent".into(), json!(describe(&measured.sent)));
+            row.params
+                .insert("batch_answers".into(), json!(describe(&measured.answers)));
+        }
         // The measured runs are the last `repeats` (the warm-up came first).
         let runs = times.borrow();
         let measured = &runs[runs.len().saturating_sub(row.repeats)..];
@@ -340,7 +368,7 @@ fn workload(
     point: Point,
     settings: &Settings,
     url: &str,
-    latencies: Latencies,
+    (latencies, batch_log): (Latencies, BatchLog),
 ) -> Workload {
     let settings = *settings;
     let url = url.to_string();
@@ -373,7 +401,8 @@ fn workload(
                 ..
             } = &mut session;
             let driver = driver.as_mut().expect("open until dropped");
-            match shape {
+            let before = runtime.block_on(driver.batches())?;
+            let sample = match shape {
                 Shape::RoundTrips(in_flight) => {
                     // Each client its share; the run ends when all are done.
                     let each = n / point.clients as u64;
@@ -388,21 +417,26 @@ fn workload(
                     }
                     let sample = clock.stop(each * point.clients as u64);
                     latencies.borrow_mut().push(times);
-                    Ok(sample)
+                    sample
                 }
                 Shape::Stream => {
                     let clock = Stopwatch::start();
                     let seen = runtime.block_on(driver.stream(n, &payload, window))?;
                     let sample = clock.stop(n);
-                    match StreamCheck::verdict(seen, n) {
-                        None => Ok(sample),
-                        Some(why) => Err(WorkloadError::new(format!(
+                    if let Some(why) = StreamCheck::verdict(seen, n) {
+                        return Err(WorkloadError::new(format!(
                             "{why}; dead letters on the sending node: {}",
                             driver.dead_letters()
-                        ))),
+                        )));
                     }
+                    sample
                 }
+            };
+            let after = runtime.block_on(driver.batches())?;
+            if let (Some(before), Some(after)) = (before, after) {
+                batch_log.borrow_mut().push(after.since(&before));
             }
+            Ok(sample)
         })
     })
     .param(

@@ -36,6 +36,9 @@ pub enum BenchMsg {
     Mark(ReplyTo<Received>),
     /// Start a new stream.
     Reset,
+    /// Answer with the echo node's batch statistics so far: frames, then
+    /// the messages of each bucket (`troupe_remote::BatchStats`).
+    Batches(ReplyTo<(u64, Vec<u64>)>),
 }
 
 impl RemoteMessage for BenchMsg {

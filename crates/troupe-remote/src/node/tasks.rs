@@ -5,7 +5,7 @@
 //! `node/watch.rs`.)
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_nats::Subject;
 use bytes::Bytes;
@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::locals::LocalActor;
 use super::{watch, Outbound, Outgoing, Shared, Stall};
 use crate::address::Kind;
+use crate::batching::Linger;
 use crate::config::valid_token;
 use crate::dead_letters::DeadLetterReason;
 use crate::reply_to::{Answer, ReplySink};
@@ -30,12 +31,15 @@ const MAX_BATCH_ASKS: usize = 128;
 /// `stop`; then every frame still queued (and one the client had not yet
 /// taken) is a `NodeStopped` dead letter, so none is lost silently.
 ///
-/// Batching: when the writer takes a frame, the frames queued right behind
-/// it for the same subject go with it in one batch message, up to
-/// [`MAX_BATCH_BYTES`] and [`MAX_BATCH_ASKS`] asks. It never waits for
-/// more: an idle node sends a frame the moment it is queued, a busy one
-/// sends what piled up while the previous publish was being handed to the
-/// client. A message carrying asks is published with the reply subject
+/// Batching: when the writer takes a frame, the frames queued behind it
+/// for the same subject go with it in one batch message, up to
+/// [`MAX_BATCH_BYTES`] and [`MAX_BATCH_ASKS`] asks. If the queue runs dry
+/// first, the writer may linger for company, yielding to the runtime's
+/// other tasks, until `batch_linger` has passed since it found the queue
+/// empty; when it may is [`Linger`]'s rule (dense traffic, and no linger
+/// that found nobody just before). Each published message is counted in
+/// the node's batch statistics. A
+/// message carrying asks is published with the reply subject
 /// `troupe.<cluster>.noreply.<node>.<id>.<id>…`, so that the server's
 /// "no responders" answer names every ask to fail.
 pub(super) async fn write(
@@ -53,6 +57,7 @@ pub(super) async fn write(
     let limit = MAX_BATCH_BYTES.min(shared.config.max_frame_size);
     // A frame taken from the channel that did not fit the last batch.
     let mut held: Option<Outgoing> = None;
+    let mut linger = Linger::new(shared.config.batch_linger);
     loop {
         let out = match held.take() {
             Some(out) => out,
@@ -80,8 +85,13 @@ pub(super) async fn write(
                 payload,
             } => {
                 let mut asks: Vec<u64> = ask.into_iter().collect();
-                let (payload, frames) =
-                    pack(&mut rx, &subject, payload, limit, &mut asks, &mut held);
+                let wait = linger.wait(Instant::now());
+                let (payload, frames) = pack(
+                    &mut rx, &subject, payload, limit, wait, &mut asks, &mut held,
+                )
+                .await;
+                linger.sent(Instant::now(), wait, frames);
+                shared.batches.record(frames);
                 let reply = (!asks.is_empty()).then(|| {
                     let ids: Vec<String> = asks.iter().map(u64::to_string).collect();
                     Subject::from(format!("{}{}", shared.no_responders_prefix, ids.join(".")))
@@ -148,19 +158,36 @@ async fn until_connected(shared: &Shared, stop: &mut oneshot::Receiver<()>) -> b
 }
 
 /// Packs `first` with the frames queued behind it for `subject` (see
-/// [`write()`]), adding the asks they carry to `asks`; returns the message
-/// and how many frames it holds. The first frame that cannot join is left
-/// in `held`.
-fn pack(
+/// [`write()`]), waiting up to `linger` for more once the queue is empty,
+/// and adds the asks they carry to `asks`; returns the message and how
+/// many frames it holds. The first frame that cannot join is left in
+/// `held`.
+async fn pack(
     rx: &mut mpsc::Receiver<Outgoing>,
     subject: &str,
     first: Bytes,
     limit: usize,
+    linger: Duration,
     asks: &mut Vec<u64>,
     held: &mut Option<Outgoing>,
 ) -> (Bytes, usize) {
     let mut batch: Option<wire::BatchWriter> = None;
-    while let Ok(next) = rx.try_recv() {
+    // When the queue was first found empty.
+    let mut dry: Option<Instant> = None;
+    loop {
+        let next = match rx.try_recv() {
+            Ok(next) => next,
+            Err(mpsc::error::TryRecvError::Empty) if !linger.is_zero() => {
+                if dry.get_or_insert_with(Instant::now).elapsed() >= linger {
+                    break;
+                }
+                // Lets the tasks on this runtime that may send run first; a
+                // sender on another thread (an actor) gets the time.
+                tokio::task::yield_now().await;
+                continue;
+            }
+            Err(_) => break,
+        };
         let fits = match &next {
             Outgoing::Frame {
                 subject: next_subject,
