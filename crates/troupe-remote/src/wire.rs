@@ -173,6 +173,30 @@ impl Default for BatchWriter {
 }
 
 impl BatchWriter {
+    /// An empty batch with room for `bytes` bytes of frames, so that
+    /// filling it does not grow (and copy) its buffer.
+    ///
+    /// ```
+    /// use troupe_remote::wire::{frames, BatchWriter, Frame};
+    ///
+    /// let mut batch = BatchWriter::with_capacity(64);
+    /// batch.push(&troupe_remote::wire::encode_no_reply(7));
+    /// batch.push(&troupe_remote::wire::encode_no_reply(8));
+    /// let bytes = batch.finish();
+    /// let ids: Vec<_> = frames(&bytes, 1024)
+    ///     .map(|frame| match frame {
+    ///         Ok(Frame::NoReply { id }) => id,
+    ///         other => panic!("{other:?}"),
+    ///     })
+    ///     .collect();
+    /// assert_eq!(ids, [7, 8]);
+    /// ```
+    pub fn with_capacity(bytes: usize) -> BatchWriter {
+        let mut out = Vec::with_capacity(bytes.max(2));
+        out.extend_from_slice(&[VERSION, KIND_BATCH]);
+        BatchWriter { out, frames: 0 }
+    }
+
     /// Appends one encoded frame.
     pub fn push(&mut self, frame: &[u8]) {
         put_varint(&mut self.out, frame.len() as u64);
@@ -214,9 +238,21 @@ pub fn encode_tell_as<T: Serialize + ?Sized>(
     tag: &str,
     msg: &T,
 ) -> Result<Vec<u8>, postcard::Error> {
+    encode_tell_sized(0, incarnation, name, tag, msg)
+}
+
+/// [`encode_tell_as`] into a vector made with room for `capacity` bytes
+/// at least (a sender's guess from its last frame).
+pub(crate) fn encode_tell_sized<T: Serialize + ?Sized>(
+    capacity: usize,
+    incarnation: u64,
+    name: &str,
+    tag: &str,
+    msg: &T,
+) -> Result<Vec<u8>, postcard::Error> {
     // Room for a small message's payload too, so that encoding it does not
     // grow the vector (a reallocation per message showed in profiles).
-    let mut out = Vec::with_capacity(202 + name.len() + tag.len());
+    let mut out = Vec::with_capacity(capacity.max(202 + name.len() + tag.len()));
     out.push(VERSION);
     out.push(KIND_TELL);
     put_varint(&mut out, incarnation);

@@ -34,7 +34,7 @@ async fn a_burst_of_tells_goes_in_few_messages_in_order() {
     let history = remote.ask(EchoMsg::History, ASK).await.unwrap();
     assert_eq!(history, sent);
     let burst = b.batch_stats().since(&before);
-    // 500 tells and the ask: about 20 bytes each, all in one 64 KiB
+    // 500 tells and the ask: about 20 bytes each, all in one 32 KiB
     // batch but for the first frame, which the writer may take alone.
     assert_eq!(burst.frames, 501, "{burst:?}");
     assert!(burst.messages() <= 2, "{burst:?}");

@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use futures_util::StreamExt;
 use troupe::{ActorRef, ActorSystem};
 use troupe_cluster::sharding::ShardRegion;
@@ -243,7 +244,7 @@ async fn troupe_round_trips(
     let mut tasks = tokio::task::JoinSet::new();
     for lane in 0..lanes {
         let echo = echo.clone();
-        let payload = payload.to_vec();
+        let payload = Bytes::copy_from_slice(payload);
         tasks.spawn(async move {
             let mut times = Vec::with_capacity((n / lanes) as usize);
             let mut seq = lane;
@@ -278,9 +279,10 @@ async fn troupe_stream(
     window: Window,
 ) -> Result<Received, WorkloadError> {
     echo.tell(BenchMsg::Reset);
+    let payload = Bytes::copy_from_slice(payload);
     let mut marks = VecDeque::new();
     for seq in 0..n {
-        echo.tell(BenchMsg::Data(seq, payload.to_vec()));
+        echo.tell(BenchMsg::Data(seq, payload.clone()));
         if (seq + 1) % window.every == 0 {
             marks.push_back(echo.ask(BenchMsg::Mark, ANSWER));
             if marks.len() > window.marks {

@@ -5,6 +5,7 @@
 //! subject, [`SUBJECT`], whose messages are `[kind] [seq: u64 LE] [payload]`
 //! ([`raw`]); answers go to the message's reply subject.
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use troupe::ReplyTo;
 use troupe_remote::RemoteMessage;
@@ -18,19 +19,16 @@ pub const SHARDED: &str = "bench-echo";
 /// The raw-NATS subject the echo process serves.
 pub const SUBJECT: &str = "bench.echo";
 
-/// What the echo actor takes. Payloads are `serde_bytes`, so that postcard
-/// copies them whole instead of byte by byte (what a user would do for
-/// any byte payload).
+/// What the echo actor takes. Payloads are `bytes::Bytes`, written by
+/// postcard as one byte string and shared, not copied, between the
+/// messages that carry the same one (what a user would do for any byte
+/// payload sent many times).
 #[derive(Debug, Serialize, Deserialize)]
 pub enum BenchMsg {
     /// Answer with `seq` (a round trip).
-    Ping(
-        u64,
-        #[serde(with = "serde_bytes")] Vec<u8>,
-        ReplyTo<u64>,
-    ),
+    Ping(u64, Bytes, ReplyTo<u64>),
     /// One message of the one-way stream.
-    Data(u64, #[serde(with = "serde_bytes")] Vec<u8>),
+    Data(u64, Bytes),
     /// Answer with what the stream delivered so far (flow control and the
     /// final check).
     Mark(ReplyTo<Received>),

@@ -28,6 +28,7 @@
 
 use std::marker::PhantomData;
 use std::rc::Rc;
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -194,6 +195,7 @@ fn endpoint(outbound: &Outbound, address: Address, tag: &'static str) -> Endpoin
         liveness,
         outbound: outbound.clone(),
         tag,
+        last_frame: AtomicUsize::new(0),
     }
 }
 

@@ -11,6 +11,7 @@
 use std::any::Any;
 use std::marker::PhantomData;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_nats::Subject;
@@ -33,6 +34,10 @@ pub(crate) struct Endpoint {
     pub(super) outbound: Outbound,
     /// The message type's tag.
     pub(super) tag: &'static str,
+    /// The size of the last frame encoded here: the next one's buffer is
+    /// made that big, so that a large message is not encoded into a
+    /// vector that grows (and copies itself) several times.
+    pub(super) last_frame: AtomicUsize,
 }
 
 impl Endpoint {
@@ -47,9 +52,13 @@ impl Endpoint {
             &shared.reply_subject,
             &self.liveness,
         ));
+        let capacity = self.last_frame.load(Ordering::Relaxed);
         let frame = self.outbound.scope_with(exporter.clone(), || {
-            wire::encode_tell_as(address.incarnation, &address.id, self.tag, msg)
+            wire::encode_tell_sized(capacity, address.incarnation, &address.id, self.tag, msg)
         });
+        if let Ok(frame) = &frame {
+            self.last_frame.store(frame.len(), Ordering::Relaxed);
+        }
         let registered = exporter.registered();
         // Known gone: nothing is sent. The message was encoded all the
         // same, only so that the asks inside it learn why (a dead ref is

@@ -22,7 +22,12 @@ use crate::reply_to::{Answer, ReplySink};
 use crate::wire::{self, Frame};
 
 /// The largest batch the writer packs (less if `max_frame_size` is less).
-const MAX_BATCH_BYTES: usize = 64 * 1024;
+/// Half of the 64 KiB the nats-server reads a connection in at most: a
+/// message near that size spans reads, and with 64 KiB batches the
+/// server spent half as much CPU again per byte (16 KiB round trips:
+/// 1.7 s against 1.1 s of server CPU for 40,000), and the 1 KiB stream ran
+/// at 0.6-0.75x its speed with 32 KiB batches.
+const MAX_BATCH_BYTES: usize = 32 * 1024;
 
 /// The most asks one batch carries (their ids make its reply subject).
 const MAX_BATCH_ASKS: usize = 128;
@@ -197,7 +202,10 @@ async fn pack(
                 && (ask.is_none() || asks.len() < MAX_BATCH_ASKS) =>
             {
                 let batch = batch.get_or_insert_with(|| {
-                    let mut batch = wire::BatchWriter::default();
+                    // Room for the frames queued now, if they are like
+                    // the first (at most the limit).
+                    let like_first = (first.len() + 4) * (2 + rx.len());
+                    let mut batch = wire::BatchWriter::with_capacity(like_first.min(limit));
                     batch.push(&first);
                     batch
                 });
