@@ -259,6 +259,11 @@ pub(crate) fn encode_tell_sized<T: Serialize + ?Sized>(
     put_str(&mut out, name);
     put_str(&mut out, tag);
     postcard::to_io(msg, &mut out)?;
+    // A guess from a big frame must not keep a small one's memory: the
+    // frame waits in the outbound buffer with its whole allocation.
+    if out.capacity() > 2 * out.len() + 256 {
+        out.shrink_to_fit();
+    }
     Ok(out)
 }
 
