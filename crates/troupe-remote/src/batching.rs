@@ -23,7 +23,9 @@ const BACKOFF: u32 = 8;
 /// went out less than [`DENSE`] lingers ago), unless a recent linger found
 /// nobody. So a lone frame after a quiet spell goes at once, a burst is
 /// packed behind its first frame, and strictly one-at-a-time traffic
-/// pays a linger once in [`BACKOFF`] + 1 messages at most.
+/// pays a linger once in [`BACKOFF`] + 1 messages at most. The writer
+/// spins while it lingers (it yields to the runtime's other tasks, never
+/// sleeps): a linger is meant to be microseconds.
 pub(crate) struct Linger {
     linger: Duration,
     last_sent: Option<Instant>,
@@ -43,9 +45,9 @@ impl Linger {
     /// How long the frame taken at `now` may wait for company (zero: not
     /// at all).
     pub(crate) fn wait(&self, now: Instant) -> Duration {
-        let dense = self
-            .last_sent
-            .is_some_and(|at| now.saturating_duration_since(at) < self.linger * DENSE);
+        let dense = self.last_sent.is_some_and(|at| {
+            now.saturating_duration_since(at) < self.linger.saturating_mul(DENSE)
+        });
         if dense && self.skip == 0 {
             self.linger
         } else {
@@ -53,10 +55,10 @@ impl Linger {
         }
     }
 
-    /// Records a message of `frames` frames sent at `now`, after waiting
-    /// up to `waited` for company.
-    pub(crate) fn sent(&mut self, now: Instant, waited: Duration, frames: usize) {
-        if !waited.is_zero() && frames == 1 {
+    /// Records a message sent at `now`; `found_nobody`: the writer
+    /// lingered for it and no frame came while it did.
+    pub(crate) fn sent(&mut self, now: Instant, found_nobody: bool) {
+        if found_nobody {
             self.skip = BACKOFF;
         } else {
             self.skip = self.skip.saturating_sub(1);
@@ -65,8 +67,9 @@ impl Linger {
     }
 }
 
-/// Buckets of the histogram: 1, 2-3, 4-7, ..., 256-511, 512 and more.
-pub const BUCKETS: usize = 10;
+/// Buckets of [`BatchStats::buckets`]: 1, 2-3, 4-7, ..., 256-511, 512 and
+/// more frames.
+const BUCKETS: usize = 10;
 
 /// The writer's counters (shared with the node's readers).
 #[derive(Default)]
@@ -76,7 +79,8 @@ pub(crate) struct BatchCounters {
 }
 
 impl BatchCounters {
-    /// Counts one published message of `frames` frames (at least 1).
+    /// Counts one message of `frames` frames (at least 1) the NATS client
+    /// took.
     pub(crate) fn record(&self, frames: usize) {
         self.frames.fetch_add(frames as u64, Ordering::Relaxed);
         self.buckets[bucket(frames)].fetch_add(1, Ordering::Relaxed);
@@ -96,8 +100,9 @@ fn bucket(frames: usize) -> usize {
     (frames.max(1).ilog2() as usize).min(BUCKETS - 1)
 }
 
-/// How a node's frames went out: how many NATS messages carried how many
-/// frames (a tell, an ask or an answer is one frame). Counted since the
+/// How a node's frames went out: how many NATS messages the NATS client
+/// took from the node's writer carried how many frames (a tell, an ask or
+/// an answer is one frame). Counted since the
 /// node started; [`since`](BatchStats::since) gives the part of one run.
 ///
 /// ```
@@ -120,6 +125,9 @@ pub struct BatchStats {
 }
 
 impl BatchStats {
+    /// How many buckets [`buckets`](BatchStats::buckets) has.
+    pub const BUCKETS: usize = BUCKETS;
+
     /// NATS messages published with frames.
     pub fn messages(&self) -> u64 {
         self.buckets.iter().sum()
@@ -171,7 +179,7 @@ mod tests {
         let start = Instant::now();
         let mut linger = Linger::new(LINGER);
         assert_eq!(linger.wait(start), Duration::ZERO, "nothing sent yet");
-        linger.sent(start, Duration::ZERO, 1);
+        linger.sent(start, false);
         let quiet = start + LINGER * DENSE;
         assert_eq!(linger.wait(quiet), Duration::ZERO);
         assert_eq!(linger.wait(quiet - LINGER), LINGER, "dense traffic lingers");
@@ -181,18 +189,18 @@ mod tests {
     fn a_linger_that_finds_nobody_backs_off() {
         let mut now = Instant::now();
         let mut linger = Linger::new(LINGER);
-        linger.sent(now, Duration::ZERO, 1);
+        linger.sent(now, false);
         now += LINGER;
         assert_eq!(linger.wait(now), LINGER);
-        linger.sent(now, LINGER, 1);
+        linger.sent(now, true);
         for _ in 0..BACKOFF {
             now += LINGER;
             assert_eq!(linger.wait(now), Duration::ZERO, "backing off");
-            linger.sent(now, Duration::ZERO, 1);
+            linger.sent(now, false);
         }
         now += LINGER;
         assert_eq!(linger.wait(now), LINGER, "tries again");
-        linger.sent(now, LINGER, 40);
+        linger.sent(now, false);
         now += LINGER;
         assert_eq!(
             linger.wait(now),
@@ -205,8 +213,12 @@ mod tests {
     fn zero_never_lingers() {
         let now = Instant::now();
         let mut linger = Linger::new(Duration::ZERO);
-        linger.sent(now, Duration::ZERO, 3);
+        linger.sent(now, false);
         assert_eq!(linger.wait(now), Duration::ZERO);
+        // No overflow for the longest linger there is.
+        let mut longest = Linger::new(Duration::MAX);
+        longest.sent(now, false);
+        assert_eq!(longest.wait(now), Duration::MAX);
     }
 
     #[test]

@@ -81,7 +81,8 @@ pub struct RemoteConfig {
     pub heartbeat_timeout: Duration,
     /// How long the writer may hold a frame for company before it
     /// publishes it: frames queued behind it for the same subject within
-    /// this time go in the same NATS message (up to 32 KiB and 128 asks).
+    /// this time go in the same NATS message (up to 32 KiB, or
+    /// `max_frame_size` if less, and 128 asks).
     /// Adaptive: the writer lingers only when traffic is dense (its last
     /// message went out less than 8 lingers ago), and after a linger that
     /// gathered nothing it sends the next 8 messages at once. So a frame

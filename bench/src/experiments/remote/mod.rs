@@ -432,6 +432,8 @@ fn workload(
                     sample
                 }
             };
+            // Each window also holds the ask for the echo's statistics and
+            // its answer: one frame each side, against thousands.
             let after = runtime.block_on(driver.batches())?;
             if let (Some(before), Some(after)) = (before, after) {
                 batch_log.borrow_mut().push(after.since(&before));
