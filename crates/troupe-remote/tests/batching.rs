@@ -10,9 +10,9 @@ use std::time::Duration;
 use troupe::ActorRef;
 use troupe::Props;
 use troupe_remote::testing::echo::{Echo, EchoMsg};
-use troupe_remote::{BatchStats, Node, RemoteConfig};
+use troupe_remote::{BatchStats, Node};
 
-use support::{node, server, stop, system};
+use support::{node, node_lingering, server, stop, system};
 
 const ASK: Duration = Duration::from_secs(5);
 
@@ -55,9 +55,7 @@ async fn one_at_a_time_asks_are_counted_one_frame_a_message() {
     let server = server();
     let (sys_a, sys_b) = (system(), system());
     let a = node(&sys_a, &server, "a").await;
-    let mut config = RemoteConfig::new(server.url(), "b");
-    config.batch_linger = Duration::ZERO;
-    let b = Node::start(&sys_b, config).await.unwrap();
+    let b = node_lingering(&sys_b, &server, "b", Duration::ZERO).await;
     let echo = sys_a.spawn(Props::new(Echo::default)).unwrap();
     a.publish("echo", &echo).await.unwrap();
     let remote = b.lookup::<EchoMsg>("echo").await.unwrap();
@@ -124,13 +122,10 @@ async fn a_frame_held_for_company_takes_the_frames_sent_while_it_waits() {
     let server = server();
     let systems = [system(), system(), system()];
     let a = node(&systems[0], &server, "a").await;
-    let mut lingering = RemoteConfig::new(server.url(), "lingering");
     // Long enough that the other task always comes within it.
-    lingering.batch_linger = Duration::from_millis(200);
-    let lingering = Node::start(&systems[1], lingering).await.unwrap();
-    let mut eager = RemoteConfig::new(server.url(), "eager");
-    eager.batch_linger = Duration::ZERO;
-    let eager = Node::start(&systems[2], eager).await.unwrap();
+    let linger = Duration::from_millis(200);
+    let lingering = node_lingering(&systems[1], &server, "lingering", linger).await;
+    let eager = node_lingering(&systems[2], &server, "eager", Duration::ZERO).await;
     for (name, node) in [("echo-1", &lingering), ("echo-2", &eager)] {
         let echo = systems[0].spawn(Props::new(Echo::default)).unwrap();
         a.publish(name, &echo).await.unwrap();

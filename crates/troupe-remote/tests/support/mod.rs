@@ -28,6 +28,20 @@ pub async fn node(system: &ActorSystem, server: &NatsServer, name: &str) -> Node
         .unwrap_or_else(|e| panic!("node {name}: {e}"))
 }
 
+/// A node on `server` whose writer lingers up to `linger` for company.
+pub async fn node_lingering(
+    system: &ActorSystem,
+    server: &NatsServer,
+    name: &str,
+    linger: Duration,
+) -> Node {
+    let mut config = RemoteConfig::new(server.url(), name);
+    config.batch_linger = linger;
+    Node::start(system, config)
+        .await
+        .unwrap_or_else(|e| panic!("node {name}: {e}"))
+}
+
 /// A probe that receives every dead-letter reason of `node`.
 pub fn dead_letter_probe(node: &Node) -> mpsc::Receiver<DeadLetterReason> {
     let (tx, rx) = mpsc::channel();
