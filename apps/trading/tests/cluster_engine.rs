@@ -6,7 +6,8 @@
 //! gone acknowledges only once the lease lets it go on alone; one-way,
 //! primary and standby each tell the client, a retry included; with a
 //! log, a primary restarts from its latest snapshot and the events after
-//! it, and a standby from the state it caught up from.
+//! it, and a standby from the state it caught up from; a batch of orders
+//! is answered as one message per client.
 
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -16,7 +17,9 @@ use tokio::sync::mpsc::unbounded_channel;
 use trading::cluster::engine::{ClusterEngine, LogPlan};
 use trading::cluster::lease::LeaseRequest;
 use trading::cluster::state::{self, Event};
-use trading::cluster::wire::{AckMode, ClientMsg, EngineCmd, EngineReport, StandbyAck, WireOrder};
+use trading::cluster::wire::{
+    AckMode, ClientMsg, EngineCmd, EngineReport, Replica, StandbyAck, WireOrder,
+};
 use trading::topology::{scenario_order, Pattern, Scenario};
 use trading::TxLog;
 use troupe::{Actor, ActorRef, ActorSystem, Context, Props};
@@ -28,8 +31,10 @@ struct Probe(mpsc::Sender<u64>);
 impl Actor for Probe {
     type Msg = ClientMsg;
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: ClientMsg) {
-        if let ClientMsg::Ack { id } = msg {
-            let _ = self.0.send(id);
+        if let ClientMsg::Acks { ids } = msg {
+            for id in ids {
+                let _ = self.0.send(id);
+            }
         }
     }
 }
@@ -91,8 +96,8 @@ fn place(engine: &ActorRef<EngineCmd>, client: &ActorRef<ClientMsg>, n: usize) {
 }
 
 fn place_as(engine: &ActorRef<EngineCmd>, client: &ActorRef<ClientMsg>, n: usize, mode: AckMode) {
-    engine.tell(EngineCmd::Order {
-        order: WireOrder::from(scenario_order(0, n)),
+    engine.tell(EngineCmd::Orders {
+        orders: vec![WireOrder::from(scenario_order(0, n))],
         client: client.clone(),
         mode,
     });
@@ -126,11 +131,11 @@ fn a_retried_order_is_answered_not_applied_again_and_the_standby_stays_equal() {
     place(&primary, &client, 5);
     // An order no engine can read (a side byte out of range) is dropped
     // without holding up the ones behind it.
-    primary.tell(EngineCmd::Order {
-        order: WireOrder {
+    primary.tell(EngineCmd::Orders {
+        orders: vec![WireOrder {
             side: 7,
             ..WireOrder::from(scenario_order(0, 99))
-        },
+        }],
         client: client.clone(),
         mode: AckMode::RequestReply,
     });
@@ -178,9 +183,12 @@ fn replication_of_another_revision_is_dropped() {
     // A primary of an older revision still forwarding: ignored.
     standby.tell(EngineCmd::Replicate {
         epoch: 3,
-        seq: 0,
-        order: WireOrder::from(scenario_order(1, 0)),
-        ack: StandbyAck::Primary,
+        replicas: vec![Replica {
+            seq: 0,
+            order: WireOrder::from(scenario_order(1, 0)),
+            ack: StandbyAck::Primary,
+        }],
+        clients: Vec::new(),
     });
     // A join at a revision the primary never held: ignored, nothing sent.
     let (late, _l) = engine(&system, "c");
@@ -245,13 +253,18 @@ impl Actor for Recorder {
 
 /// The next `n` answers, as (id, who said it, the standby revision).
 fn answers(rx: &mpsc::Receiver<ClientMsg>, n: usize) -> Vec<(u64, &'static str, Option<u64>)> {
-    let mut got: Vec<_> = (0..n)
-        .map(|_| match rx.recv_timeout(WAIT).expect("an answer") {
-            ClientMsg::PrimaryDone { id, standby } => (id, "primary", standby),
-            ClientMsg::StandbyDone { id, epoch } => (id, "standby", Some(epoch)),
+    let mut got = Vec::new();
+    while got.len() < n {
+        match rx.recv_timeout(WAIT).expect("an answer") {
+            ClientMsg::PrimaryDone { ids, standby } => {
+                got.extend(ids.into_iter().map(|id| (id, "primary", standby)))
+            }
+            ClientMsg::StandbyDone { ids, epoch } => {
+                got.extend(ids.into_iter().map(|id| (id, "standby", Some(epoch))))
+            }
             other => panic!("not a one-way answer: {other:?}"),
-        })
-        .collect();
+        }
+    }
     // Primary and standby answer independently: compare as a set.
     got.sort();
     got
@@ -345,9 +358,12 @@ fn engines_restart_from_their_snapshots_and_a_standby_from_the_state_it_caught_u
         |system: &ActorSystem, engine: &ActorRef<EngineCmd>, range: std::ops::Range<usize>| {
             let tx = ack_tx.clone();
             let client = system.spawn(Props::new(move || Probe(tx.clone()))).unwrap();
-            for n in range {
-                engine.tell(EngineCmd::Order {
-                    order: order(n),
+            // In batches of 8, so that appends of several events, and
+            // snapshots inside them, are on the path.
+            let all: Vec<usize> = range.collect();
+            for batch in all.chunks(8) {
+                engine.tell(EngineCmd::Orders {
+                    orders: batch.iter().map(|&n| order(n)).collect(),
                     client: client.clone(),
                     mode: AckMode::RequestReply,
                 });
@@ -419,5 +435,60 @@ fn engines_restart_from_their_snapshots_and_a_standby_from_the_state_it_caught_u
     assert_eq!(acks(&ack_rx, 1), [scenario.order(0, 10).id]);
     let retried = report(&primary);
     assert_eq!((retried.orders, retried.duplicates), (60, 1));
+    system.shutdown();
+}
+
+#[test]
+fn a_batch_is_answered_as_one_message_per_client_in_order() {
+    let system = ActorSystem::builder().threads(2).build().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let first = system
+        .spawn(Props::new(move || Recorder(tx.clone())))
+        .unwrap();
+    let (tx2, rx2) = mpsc::channel();
+    let second = system
+        .spawn(Props::new(move || Recorder(tx2.clone())))
+        .unwrap();
+    let (primary, _p) = engine(&system, "a");
+    let (standby, _s) = engine(&system, "b");
+    primary.tell(EngineCmd::Promote { epoch: 1 });
+    standby.tell(EngineCmd::Follow {
+        epoch: 1,
+        primary: primary.clone(),
+    });
+    until_role(&standby, "standby");
+    let orders = |client: u32, range: std::ops::Range<usize>| -> Vec<WireOrder> {
+        range
+            .map(|n| WireOrder::from(scenario_order(client as usize, n)))
+            .collect()
+    };
+    // Two clients' batches, the second with a retry of the first's order
+    // inside: every order forwarded in one `Replicate`, one `Replicated`
+    // covers them all, and each client hears once.
+    primary.tell(EngineCmd::Orders {
+        orders: orders(0, 0..10),
+        client: first.clone(),
+        mode: AckMode::RequestReply,
+    });
+    let mut second_batch = orders(1, 0..3);
+    second_batch.insert(1, WireOrder::from(scenario_order(1, 0)));
+    primary.tell(EngineCmd::Orders {
+        orders: second_batch.clone(),
+        client: second.clone(),
+        mode: AckMode::RequestReply,
+    });
+    let ids = |orders: &[WireOrder]| orders.iter().map(|o| o.id).collect::<Vec<_>>();
+    match rx.recv_timeout(WAIT).expect("an answer") {
+        ClientMsg::Acks { ids: got } => assert_eq!(got, ids(&orders(0, 0..10))),
+        other => panic!("not an acknowledgement: {other:?}"),
+    }
+    match rx2.recv_timeout(WAIT).expect("an answer") {
+        ClientMsg::Acks { ids: got } => assert_eq!(got, ids(&second_batch)),
+        other => panic!("not an acknowledgement: {other:?}"),
+    }
+    let (p, s) = (report(&primary), report(&standby));
+    assert_eq!((p.orders, p.duplicates, s.orders), (13, 1, 13));
+    assert_eq!((p.fingerprint, &p.digests), (s.fingerprint, &s.digests));
+    assert!(rx.try_recv().is_err() && rx2.try_recv().is_err());
     system.shutdown();
 }

@@ -2,9 +2,14 @@
 //!
 //! A receiver routes each order to the primary of the engine that owns its
 //! book, by the engine's published name: when the lease moves, the name
-//! moves with it, so receivers need not be told.
+//! moves with it, so receivers need not be told. A client's batch leaves a
+//! receiver as one message per engine it touches.
 //!
-//! A client keeps up to a window of orders in flight (1: one at a time).
+//! A client keeps up to a window of orders in flight (1: one at a time),
+//! and sends what it can send at once as one batch: after answers, it
+//! refills its window once the answers already in its mailbox are taken
+//! (a `Refill` it tells itself goes behind them), and a scan's resends go
+//! together.
 //! An order not acknowledged within the retry timeout is sent again with
 //! the same id, until it is acknowledged or the client gives up on it after
 //! `give_up_after`. Latency is measured per order from its first send.
@@ -42,13 +47,24 @@ impl Actor for ClusterReceiver {
     type Msg = ReceiverMsg;
 
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: ReceiverMsg) {
-        let engine = engine_of(trading_engine::BookId(msg.order.book));
-        if let Some(primary) = self.engines.get(engine) {
-            primary.tell(EngineCmd::Order {
-                order: msg.order,
-                client: msg.client,
-                mode: msg.mode,
-            });
+        // Split by engine, each part in the client's order; an order of a
+        // book no engine owns goes nowhere (the client gives it up).
+        let mut parts: Vec<(usize, Vec<WireOrder>)> = Vec::new();
+        for order in msg.orders {
+            let engine = engine_of(trading_engine::BookId(order.book));
+            match parts.iter_mut().find(|(e, _)| *e == engine) {
+                Some((_, orders)) => orders.push(order),
+                None => parts.push((engine, vec![order])),
+            }
+        }
+        for (engine, orders) in parts {
+            if let Some(primary) = self.engines.get(engine) {
+                primary.tell(EngineCmd::Orders {
+                    orders,
+                    client: msg.client.clone(),
+                    mode: msg.mode,
+                });
+            }
         }
     }
 }
@@ -136,6 +152,8 @@ pub struct ClusterClient {
     mode: AckMode,
     sent: usize,
     in_flight: BTreeMap<u64, InFlight>,
+    /// A `Refill` is on its way to this client.
+    refill_due: bool,
     report: Option<ClusterClientReport>,
     to: Sender<ClusterClientReport>,
     progress: Arc<Progress>,
@@ -167,6 +185,7 @@ impl ClusterClient {
             mode,
             sent: 0,
             in_flight: BTreeMap::new(),
+            refill_due: false,
             report: Some(ClusterClientReport {
                 index,
                 latency_ns: new_histogram(),
@@ -182,16 +201,22 @@ impl ClusterClient {
         }
     }
 
-    /// Sends `order` with the client's settled mark as of now: every
-    /// sequence number below the oldest order in flight (or below the
-    /// next to send, if none is) has its answer or was given up.
-    fn send(&self, ctx: &mut Context<'_, Self>, mut order: WireOrder) {
-        order.settled_below = match self.in_flight.keys().next() {
+    /// Sends `orders` as one batch, each with the client's settled mark as
+    /// of now: every sequence number below the oldest order in flight (or
+    /// below the next to send, if none is) has its answer or was given up.
+    fn send(&self, ctx: &mut Context<'_, Self>, mut orders: Vec<WireOrder>) {
+        if orders.is_empty() {
+            return;
+        }
+        let settled_below = match self.in_flight.keys().next() {
             Some(&oldest) => seq_of(oldest),
             None => self.sent as u32,
         };
+        for order in &mut orders {
+            order.settled_below = settled_below;
+        }
         self.receiver.tell(ReceiverMsg {
-            order,
+            orders,
             client: ctx.myself(),
             mode: self.mode,
         });
@@ -200,6 +225,7 @@ impl ClusterClient {
     /// Sends new orders until the window is full or none is left; reports
     /// and stops once every order is acknowledged or given up.
     fn fill(&mut self, ctx: &mut Context<'_, Self>) {
+        let mut batch = Vec::new();
         while self.in_flight.len() < self.window && self.sent < self.scenario.orders_per_client() {
             let order = WireOrder::from(self.scenario.order(self.index, self.sent));
             self.sent += 1;
@@ -219,8 +245,9 @@ impl ClusterClient {
                     standby_said: Vec::new(),
                 },
             );
-            self.send(ctx, order);
+            batch.push(order);
         }
+        self.send(ctx, batch);
         if self.in_flight.is_empty() {
             ctx.timers().cancel("retry");
             if let Some(mut report) = self.report.take() {
@@ -245,14 +272,13 @@ impl ClusterClient {
                 resend.push(f.order);
             }
         }
-        for order in &resend {
-            self.send(ctx, *order);
-        }
         for id in &given_up {
             self.in_flight.remove(id);
         }
+        let resent = resend.len() as u64;
+        self.send(ctx, resend);
         if let Some(r) = self.report.as_mut() {
-            r.retries += resend.len() as u64;
+            r.retries += resent;
             r.given_up.extend(given_up);
         }
         self.fill(ctx);
@@ -276,35 +302,59 @@ impl Actor for ClusterClient {
                         .start_periodic("retry", every, ClientMsg::RetryScan);
                     self.fill(ctx);
                 }
+                return;
             }
-            ClientMsg::Ack { id } => self.complete(ctx, id),
-            ClientMsg::PrimaryDone { id, standby } => {
-                let Some(f) = self.in_flight.get_mut(&id) else {
-                    return self.late();
-                };
-                match standby {
-                    Some(epoch) if !f.standby_said.contains(&epoch) => f.primary_named.push(epoch),
-                    _ => self.complete(ctx, id),
+            ClientMsg::Acks { ids } => {
+                for id in ids {
+                    self.complete(id);
                 }
             }
-            ClientMsg::StandbyDone { id, epoch } => {
-                let Some(f) = self.in_flight.get_mut(&id) else {
-                    return self.late();
-                };
-                if f.primary_named.contains(&epoch) {
-                    self.complete(ctx, id);
-                } else {
-                    f.standby_said.push(epoch);
+            ClientMsg::PrimaryDone { ids, standby } => {
+                for id in ids {
+                    let Some(f) = self.in_flight.get_mut(&id) else {
+                        self.late();
+                        continue;
+                    };
+                    match standby {
+                        Some(epoch) if !f.standby_said.contains(&epoch) => {
+                            f.primary_named.push(epoch)
+                        }
+                        _ => self.complete(id),
+                    }
                 }
             }
-            ClientMsg::RetryScan => self.scan(ctx),
+            ClientMsg::StandbyDone { ids, epoch } => {
+                for id in ids {
+                    let Some(f) = self.in_flight.get_mut(&id) else {
+                        self.late();
+                        continue;
+                    };
+                    if f.primary_named.contains(&epoch) {
+                        self.complete(id);
+                    } else {
+                        f.standby_said.push(epoch);
+                    }
+                }
+            }
+            ClientMsg::RetryScan => return self.scan(ctx),
+            ClientMsg::Refill => {
+                self.refill_due = false;
+                return self.fill(ctx);
+            }
+        }
+        // Refill once the answers already queued are taken too: the
+        // refill goes behind them, and the window leaves as one batch.
+        if !self.refill_due {
+            self.refill_due = true;
+            ctx.myself().tell(ClientMsg::Refill);
         }
     }
 }
 
 impl ClusterClient {
-    /// Order `id` is acknowledged (if it is still in flight).
-    fn complete(&mut self, ctx: &mut Context<'_, Self>, id: u64) {
+    /// Order `id` is acknowledged (if it is still in flight); a `Refill`
+    /// refills the window.
+    fn complete(&mut self, id: u64) {
         let Some(f) = self.in_flight.remove(&id) else {
             return self.late();
         };
@@ -314,7 +364,6 @@ impl ClusterClient {
             r.acked += 1;
         }
         self.progress.acked();
-        self.fill(ctx);
     }
 
     /// An answer for an order no longer in flight (a retry's twin).

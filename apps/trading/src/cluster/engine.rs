@@ -9,7 +9,19 @@
 //! Acknowledgements leave in processing order from a queue.
 //!
 //! A **standby** applies what its primary forwards, in order, and answers
-//! each once its record is durable. A joining engine starts with an empty
+//! once its records are durable: one answer covers every order up to a
+//! sequence number.
+//!
+//! **Batches.** Orders come a client's batch at a time, and what the
+//! engine produces is gathered ([`super::batches`]) and leaves at a
+//! `Flush` it tells itself when it gathers the first of it: the `Flush`
+//! goes behind the messages already in its mailbox, so what they produce
+//! leaves with it, the events logged as one append, the orders forwarded
+//! as one `Replicate`, the answers as one message per client. An idle
+//! engine flushes after the message it took; a busy one batches as much as
+//! arrived while it worked. A message that can change the engine's role or
+//! standby flushes what was gathered before it is handled, so everything
+//! gathered goes where it was meant to. A joining engine starts with an empty
 //! log (one left by its node's earlier life is dropped), first receives
 //! the primary's whole state (`CatchUp`: books, counters, digests and the
 //! ids applied; [`super::state`]), records it as its log's first event,
@@ -51,10 +63,12 @@ use troupe::{Actor, ActorRef, Context, Signal};
 use troupe_cluster::persistence::{Durability, Journal, LocalJournal, LogOptions, Snapshot};
 
 use super::applied::Applied;
+use super::batches::{Answer, Answers, Forward, Forwarded};
 use super::lease::{engine_name, LeaseRequest};
 use super::state::{self, EngineState, Event};
 use super::wire::{
-    client_of, AckMode, ClientMsg, EngineCmd, EngineReport, Recovery, StandbyAck, WireOrder,
+    client_of, AckMode, ClientMsg, EngineCmd, EngineReport, Recovery, Replica, StandbyAck,
+    WireOrder,
 };
 use crate::engine_core::EngineCore;
 use crate::txlog::TxLog;
@@ -128,7 +142,7 @@ struct Pending {
 }
 
 /// A standby's answer, sent once its log is durable up to the order.
-enum Answer {
+enum Owed {
     /// To the primary: its sequence number (request-reply).
     Primary(u64),
     /// To the order's client: the order's id (one-way).
@@ -162,6 +176,15 @@ pub struct ClusterEngine {
     /// Events appended to the log so far (its last sequence number), and
     /// how many of them are durable (the journal completes them in order).
     lsn: u64,
+    /// Events since the last flush, appended as one unit then; the last of
+    /// them is `lsn`.
+    unappended: Vec<Vec<u8>>,
+    /// Primary: orders forwarded since the last flush, for the standby.
+    forward: Forward,
+    /// Answers to clients since the last flush.
+    answers: Answers,
+    /// A `Flush` is on its way to this engine.
+    flush_due: bool,
     durable: u64,
     /// The log position of the latest durable event: a snapshot's replay
     /// starts there.
@@ -178,7 +201,7 @@ pub struct ClusterEngine {
     first_pending: u64,
     next_seq: u64,
     /// Standby: what to answer once the log is durable up to the lsn.
-    to_answer: VecDeque<(u64, Answer)>,
+    to_answer: VecDeque<(u64, Owed)>,
     duplicates: u64,
     /// Counts the standbys attached; a pending order remembers which one
     /// it waits for, so going on alone releases only the lost one's.
@@ -215,6 +238,10 @@ impl ClusterEngine {
             applied: Applied::default(),
             role: Role::Idle,
             lsn: 0,
+            unappended: Vec::new(),
+            forward: Forward::default(),
+            answers: Answers::default(),
+            flush_due: false,
             durable: 0,
             durable_position: 0,
             snapshot_lsn: 0,
@@ -331,7 +358,7 @@ impl ClusterEngine {
 
     /// Applies `order` (not applied before) and appends its event; the
     /// returned lsn is durable once `durable` reaches it.
-    fn apply(&mut self, ctx: &mut Context<'_, Self>, order: WireOrder) -> u64 {
+    fn apply(&mut self, order: WireOrder) -> u64 {
         let Some(new) = order.to_order() else {
             // Not a valid order: never acknowledged, never applied.
             return u64::MAX;
@@ -340,33 +367,62 @@ impl ClusterEngine {
         self.applied.insert(order.id);
         let mut event = Vec::with_capacity(48);
         state::order_event(&new, &self.core, &mut event);
-        let lsn = self.append(ctx, event);
+        let lsn = self.append(event);
         self.maybe_snapshot();
         lsn
     }
 
-    /// Appends one event (already applied) as the next lsn; `Durable`
-    /// comes back once it is on disk as the log mode says.
-    fn append(&mut self, ctx: &mut Context<'_, Self>, event: Vec<u8>) -> u64 {
+    /// Appends one event (already applied) as the next lsn: to the
+    /// journal at the next flush ([`flush_log`](Self::flush_log)),
+    /// durable once `Durable` comes back. Without a log it is durable at
+    /// once.
+    fn append(&mut self, event: Vec<u8>) -> u64 {
         self.lsn += 1;
-        let lsn = self.lsn;
         match &self.journal {
-            Some(journal) => {
-                let me = ctx.myself();
-                journal.append(
-                    &self.persistence_id,
-                    self.token,
-                    lsn,
-                    vec![event],
-                    Box::new(move |result| match result {
-                        Ok(position) => me.tell(EngineCmd::Durable { lsn, position }),
-                        Err(e) => me.tell(EngineCmd::LogFailed(e.to_string())),
-                    }),
-                );
-            }
-            None => self.durable = lsn,
+            Some(_) => self.unappended.push(event),
+            None => self.durable = self.lsn,
         }
-        lsn
+        self.lsn
+    }
+
+    /// Hands the events gathered to the journal as one unit (all or none
+    /// survive a crash; one `Durable` for them all).
+    fn flush_log(&mut self, ctx: &mut Context<'_, Self>) {
+        let Some(journal) = &self.journal else {
+            return;
+        };
+        if self.unappended.is_empty() {
+            return;
+        }
+        let events = std::mem::take(&mut self.unappended);
+        let lsn = self.lsn;
+        let first = lsn + 1 - events.len() as u64;
+        let me = ctx.myself();
+        journal.append(
+            &self.persistence_id,
+            self.token,
+            first,
+            events,
+            Box::new(move |result| match result {
+                Ok(position) => me.tell(EngineCmd::Durable { lsn, position }),
+                Err(e) => me.tell(EngineCmd::LogFailed(e.to_string())),
+            }),
+        );
+    }
+
+    /// Sends the orders gathered to the standby they were forwarded to
+    /// (still the primary's standby: a change of standby flushes first).
+    fn flush_forward(&mut self) {
+        if self.forward.is_empty() {
+            return;
+        }
+        match &self.role {
+            Role::Primary {
+                standby: Some((standby, joined)),
+                ..
+            } => self.forward.send(standby, *joined),
+            _ => self.forward.clear(),
+        }
     }
 
     /// Takes a snapshot of the state if `snapshot_every` events were
@@ -417,73 +473,56 @@ impl ClusterEngine {
         );
     }
 
-    fn take_order(
-        &mut self,
-        ctx: &mut Context<'_, Self>,
-        order: WireOrder,
-        client: ActorRef<ClientMsg>,
-        mode: AckMode,
-    ) {
+    /// Takes a client's orders (a receiver's batch for this engine).
+    fn take_orders(&mut self, orders: Vec<WireOrder>, client: ActorRef<ClientMsg>, mode: AckMode) {
         let Role::Primary { standby, .. } = &self.role else {
-            // Only the lease holder serves the engine's name; an order here
-            // is one routed before a change of hands. The client retries.
+            // Only the lease holder serves the engine's name; orders here
+            // were routed before a change of hands. The client retries.
             return;
         };
-        if order.to_order().is_none() {
-            // A field out of range (a peer of another version): neither
-            // applied nor acknowledged, and kept out of the queue, where
-            // it would hold up every order behind it.
-            return;
-        }
-        let standby = standby.clone();
+        let has_standby = standby.is_some();
         if self.promoted_at_ns.is_some() && self.first_order_after_promotion_ns.is_none() {
             self.first_order_after_promotion_ns = Some(now_ns());
         }
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.applied
-            .settle_below(client_of(order.id), order.settled_below);
-        if self.applied.contains(order.id) {
-            // A retry: the original acknowledgement, once everything
-            // applied so far (the original included) is durable and
-            // replicated. One-way, the standby confirms it to the client
-            // itself.
-            self.duplicates += 1;
-            if let (AckMode::OneWay, Some((standby, epoch))) = (mode, &standby) {
-                standby.tell(EngineCmd::Reconfirm {
-                    epoch: *epoch,
-                    id: order.id,
-                    client: client.clone(),
-                });
+        for order in orders {
+            if order.to_order().is_none() {
+                // A field out of range (a peer of another version): neither
+                // applied nor acknowledged, and kept out of the queue,
+                // where it would hold up every order behind it.
+                continue;
             }
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            self.applied
+                .settle_below(client_of(order.id), order.settled_below);
+            let (lsn, standby_done) = if self.applied.contains(order.id) {
+                // A retry: the original acknowledgement, once everything
+                // applied so far (the original included) is durable and
+                // replicated. One-way, the standby confirms it to the
+                // client itself.
+                self.duplicates += 1;
+                if has_standby && mode == AckMode::OneWay {
+                    self.forward.push(seq, order, Forwarded::Reconfirm(&client));
+                }
+                (self.lsn, true)
+            } else {
+                let lsn = self.apply(order);
+                if has_standby {
+                    let to = match mode {
+                        AckMode::RequestReply => Forwarded::Primary,
+                        AckMode::OneWay => Forwarded::Client(&client),
+                    };
+                    self.forward.push(seq, order, to);
+                }
+                // One-way, the standby answers the client, not us.
+                (lsn, !has_standby || mode == AckMode::OneWay)
+            };
             self.pending.push_back(Pending {
-                client,
-                id: order.id,
-                mode,
-                lsn: self.lsn,
-                standby_done: true,
-                gen: self.standby_gen,
-            });
-        } else {
-            let lsn = self.apply(ctx, order);
-            if let Some((standby, epoch)) = &standby {
-                standby.tell(EngineCmd::Replicate {
-                    epoch: *epoch,
-                    seq,
-                    order,
-                    ack: match mode {
-                        AckMode::RequestReply => StandbyAck::Primary,
-                        AckMode::OneWay => StandbyAck::Client(client.clone()),
-                    },
-                });
-            }
-            self.pending.push_back(Pending {
-                client,
+                client: client.clone(),
                 id: order.id,
                 mode,
                 lsn,
-                // One-way, the standby answers the client, not us.
-                standby_done: standby.is_none() || mode == AckMode::OneWay,
+                standby_done,
                 gen: self.standby_gen,
             });
         }
@@ -510,13 +549,11 @@ impl ClusterEngine {
             }
             let front = self.pending.pop_front().expect("front exists");
             self.first_pending += 1;
-            front.client.tell(match front.mode {
-                AckMode::RequestReply => ClientMsg::Ack { id: front.id },
-                AckMode::OneWay => ClientMsg::PrimaryDone {
-                    id: front.id,
-                    standby,
-                },
-            });
+            let answer = match front.mode {
+                AckMode::RequestReply => Answer::Ack,
+                AckMode::OneWay => Answer::PrimaryDone(standby),
+            };
+            self.answers.add(&front.client, front.id, answer);
         }
     }
 
@@ -525,16 +562,23 @@ impl ClusterEngine {
         else {
             return;
         };
+        let mut through = None;
         while let Some((lsn, _)) = self.to_answer.front() {
             if *lsn > self.durable {
                 break;
             }
             match self.to_answer.pop_front().expect("front exists").1 {
-                Answer::Primary(seq) => primary.tell(EngineCmd::Replicated { epoch: *epoch, seq }),
-                Answer::Client(client, id) => {
-                    client.tell(ClientMsg::StandbyDone { id, epoch: *epoch })
+                Owed::Primary(seq) => through = Some(seq),
+                Owed::Client(client, id) => {
+                    self.answers.add(&client, id, Answer::StandbyDone(*epoch))
                 }
             }
+        }
+        if let Some(through) = through {
+            primary.tell(EngineCmd::Replicated {
+                epoch: *epoch,
+                through,
+            });
         }
     }
 
@@ -574,65 +618,163 @@ impl Actor for ClusterEngine {
 
     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: EngineCmd) {
         match msg {
-            EngineCmd::Order {
-                order,
+            EngineCmd::Flush => {
+                self.flush_due = false;
+                self.flush(ctx);
+            }
+            EngineCmd::Orders { .. }
+            | EngineCmd::Replicate { .. }
+            | EngineCmd::Replicated { .. }
+            | EngineCmd::Durable { .. } => {
+                self.handle(ctx, msg);
+                if !self.flush_due && self.gathered() {
+                    self.flush_due = true;
+                    ctx.myself().tell(EngineCmd::Flush);
+                }
+            }
+            // Rare, and may change the role or the standby.
+            other => {
+                self.flush(ctx);
+                self.handle(ctx, other);
+                self.flush(ctx);
+            }
+        }
+    }
+
+    fn signal(&mut self, ctx: &mut Context<'_, Self>, signal: Signal) {
+        self.flush(ctx);
+        let Signal::Terminated(id, _) = signal else {
+            return;
+        };
+        let Role::Primary {
+            epoch,
+            standby,
+            going_solo,
+            ..
+        } = &mut self.role
+        else {
+            return;
+        };
+        if standby.as_ref().is_some_and(|(s, _)| s.id() == id) {
+            // The standby is gone (stopped, or its node declared down). Its
+            // acknowledgements will not come; go on alone only once the
+            // lease says so (see the module docs).
+            *standby = None;
+            *going_solo = true;
+            self.lost_gen = self.standby_gen;
+            let _ = self.keeper.send(LeaseRequest::Solo { epoch: *epoch });
+        }
+    }
+}
+
+impl ClusterEngine {
+    /// Whether anything waits for a flush.
+    fn gathered(&self) -> bool {
+        !(self.unappended.is_empty() && self.forward.is_empty() && self.answers.is_empty())
+    }
+
+    /// Sends everything gathered: the log's events, the standby's orders,
+    /// the clients' answers.
+    fn flush(&mut self, ctx: &mut Context<'_, Self>) {
+        self.flush_log(ctx);
+        self.flush_forward();
+        std::mem::take(&mut self.answers).send();
+    }
+
+    /// A standby takes what its primary forwarded, in order.
+    fn take_replicas(
+        &mut self,
+        epoch: u64,
+        replicas: Vec<Replica>,
+        clients: Vec<ActorRef<ClientMsg>>,
+    ) {
+        if !self.follows(epoch) {
+            return; // from a primary we no longer follow
+        }
+        for Replica { seq, order, ack } in replicas {
+            let client = match ack {
+                StandbyAck::Primary => None,
+                StandbyAck::Client(i) | StandbyAck::Reconfirm(i) => {
+                    match clients.get(i as usize) {
+                        Some(client) => Some(client.clone()),
+                        // Names no client it carries: a malformed frame.
+                        None => continue,
+                    }
+                }
+            };
+            if let StandbyAck::Reconfirm(_) = ack {
+                // Applied at the primary before: everything applied so
+                // far here, the original included, is covered once the
+                // log is durable up to now. Never applied here.
+                if let (Some(client), true) = (client, self.applied.contains(order.id)) {
+                    self.to_answer
+                        .push_back((self.lsn, Owed::Client(client, order.id)));
+                }
+                continue;
+            }
+            // The client's mark as the primary saw it: the primary
+            // settled the same ids before this order.
+            self.applied
+                .settle_below(client_of(order.id), order.settled_below);
+            let lsn = if self.applied.contains(order.id) {
+                self.lsn
+            } else {
+                self.apply(order)
+            };
+            self.to_answer.push_back((
+                lsn,
+                match client {
+                    None => Owed::Primary(seq),
+                    Some(client) => Owed::Client(client, order.id),
+                },
+            ));
+        }
+        self.answer();
+    }
+
+    /// A primary hears that its standby holds every order it was sent up
+    /// to sequence number `through`.
+    fn replicated(&mut self, epoch: u64, through: u64) {
+        let Role::Primary {
+            standby: Some((_, joined)),
+            ..
+        } = &self.role
+        else {
+            return;
+        };
+        if epoch != *joined {
+            return; // from a standby replaced since
+        }
+        let covered = through
+            .checked_sub(self.first_pending)
+            .map_or(0, |i| i.saturating_add(1));
+        let gen = self.standby_gen;
+        // Only what was forwarded to this standby: orders that waited for
+        // one lost before are released by the lease (`Solo`) alone.
+        for p in self
+            .pending
+            .iter_mut()
+            .take(usize::try_from(covered).unwrap_or(usize::MAX))
+            .filter(|p| p.gen == gen)
+        {
+            p.standby_done = true;
+        }
+        self.complete_front();
+    }
+
+    fn handle(&mut self, ctx: &mut Context<'_, Self>, msg: EngineCmd) {
+        match msg {
+            EngineCmd::Orders {
+                orders,
                 client,
                 mode,
-            } => self.take_order(ctx, order, client, mode),
+            } => self.take_orders(orders, client, mode),
             EngineCmd::Replicate {
                 epoch,
-                seq,
-                order,
-                ack,
-            } => {
-                if !self.follows(epoch) {
-                    return; // from a primary we no longer follow
-                }
-                // The client's mark as the primary saw it: the primary
-                // settled the same ids before this order.
-                self.applied
-                    .settle_below(client_of(order.id), order.settled_below);
-                let lsn = if self.applied.contains(order.id) {
-                    self.lsn
-                } else {
-                    self.apply(ctx, order)
-                };
-                self.to_answer.push_back((
-                    lsn,
-                    match ack {
-                        StandbyAck::Primary => Answer::Primary(seq),
-                        StandbyAck::Client(client) => Answer::Client(client, order.id),
-                    },
-                ));
-                self.answer();
-            }
-            EngineCmd::Reconfirm { epoch, id, client } => {
-                // Everything applied so far, the original included, is
-                // covered once the log is durable up to now.
-                if self.follows(epoch) && self.applied.contains(id) {
-                    self.to_answer
-                        .push_back((self.lsn, Answer::Client(client, id)));
-                    self.answer();
-                }
-            }
-            EngineCmd::Replicated { epoch, seq } => {
-                let Role::Primary {
-                    standby: Some((_, joined)),
-                    ..
-                } = &self.role
-                else {
-                    return;
-                };
-                if epoch != *joined {
-                    return; // from a standby replaced since
-                }
-                let index = seq.checked_sub(self.first_pending);
-                if let Some(p) = index.and_then(|i| self.pending.get_mut(usize::try_from(i).ok()?))
-                {
-                    p.standby_done = true;
-                }
-                self.complete_front();
-            }
+                replicas,
+                clients,
+            } => self.take_replicas(epoch, replicas, clients),
+            EngineCmd::Replicated { epoch, through } => self.replicated(epoch, through),
             EngineCmd::Join { epoch, standby } => {
                 let Role::Primary {
                     epoch: mine,
@@ -696,7 +838,7 @@ impl Actor for ClusterEngine {
                 self.install(restored);
                 // Recorded before anything after it, so the log replays to
                 // these books (answers wait for durability in log order).
-                self.append(ctx, state::state_event(&bytes));
+                self.append(state::state_event(&bytes));
                 self.role = Role::Standby { epoch, primary };
             }
             EngineCmd::Promote { epoch } => {
@@ -753,34 +895,12 @@ impl Actor for ClusterEngine {
                 self.complete_front();
                 self.answer();
             }
+            // Handled in `receive`.
+            EngineCmd::Flush => {}
             EngineCmd::LogFailed(e) => panic!("engine {}: group commit failed: {e}", self.index),
             EngineCmd::Report(reply) => {
                 reply.reply(self.report());
             }
-        }
-    }
-
-    fn signal(&mut self, _ctx: &mut Context<'_, Self>, signal: Signal) {
-        let Signal::Terminated(id, _) = signal else {
-            return;
-        };
-        let Role::Primary {
-            epoch,
-            standby,
-            going_solo,
-            ..
-        } = &mut self.role
-        else {
-            return;
-        };
-        if standby.as_ref().is_some_and(|(s, _)| s.id() == id) {
-            // The standby is gone (stopped, or its node declared down). Its
-            // acknowledgements will not come; go on alone only once the
-            // lease says so (see the module docs).
-            *standby = None;
-            *going_solo = true;
-            self.lost_gen = self.standby_gen;
-            let _ = self.keeper.send(LeaseRequest::Solo { epoch: *epoch });
         }
     }
 }

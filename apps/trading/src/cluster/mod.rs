@@ -10,11 +10,12 @@
 //! why two primaries cannot both acknowledge.
 //!
 //! Modules, from the bottom up (each imports only modules above it):
-//! `wire`; `applied`; `engine`; `lease`; `client`; `interrupt`; `node`;
+//! `wire`; `applied`; `batches`; `engine`; `lease`; `client`; `interrupt`; `node`;
 //! `args`; `procs`; `netns`; `verify`; `launch`.
 
 pub mod applied;
 pub mod args;
+pub mod batches;
 pub mod client;
 pub mod engine;
 pub mod interrupt;

@@ -87,43 +87,47 @@ pub fn seq_of(id: u64) -> u32 {
     id as u32
 }
 
-/// To a client actor.
+/// To a client actor. Engines answer a client's orders in batches: the
+/// orders one message handling of an engine completed, per client.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum ClientMsg {
     /// Begin placing orders.
     Start,
-    /// Order `id` is applied exactly once and logged by every engine that
-    /// counts (the primary and, if it has one, its standby). A retried
+    /// Orders `ids` are applied exactly once and logged by every engine
+    /// that counts (the primary and, if it has one, its standby). A retried
     /// order is answered with the same acknowledgement.
-    Ack {
-        /// The order.
-        id: u64,
+    Acks {
+        /// The orders, in the engine's processing order.
+        ids: Vec<u64>,
     },
-    /// One-way: the primary applied order `id` (once) and its record is
-    /// durable. With `standby: None` the primary holds the lease alone and
-    /// this completes the order; with `Some(epoch)` the order completes
-    /// when the standby that joined at `epoch` says [`ClientMsg::StandbyDone`]
-    /// for it too.
+    /// One-way: the primary applied orders `ids` (once each) and their
+    /// records are durable. With `standby: None` the primary holds the
+    /// lease alone and this completes the orders; with `Some(epoch)` an
+    /// order completes when the standby that joined at `epoch` says
+    /// [`ClientMsg::StandbyDone`] for it too.
     PrimaryDone {
-        /// The order.
-        id: u64,
+        /// The orders.
+        ids: Vec<u64>,
         /// The lease revision the primary's standby joined at, if it has one.
         standby: Option<u64>,
     },
     /// One-way: the standby following the primary's lease revision `epoch`
-    /// applied order `id` and its record is durable.
+    /// applied orders `ids` and their records are durable.
     StandbyDone {
-        /// The order.
-        id: u64,
+        /// The orders.
+        ids: Vec<u64>,
         /// The revision it follows.
         epoch: u64,
     },
     /// Time to resend what waited too long (a timer of the client's own).
     RetryScan,
+    /// Time to refill the window (from the client itself, behind the
+    /// answers that were queued when it took one).
+    Refill,
 }
 
 impl RemoteMessage for ClientMsg {
-    const TAG: &'static str = "trading.client.v2";
+    const TAG: &'static str = "trading.client.v3";
 }
 
 /// How a client learns that its order is complete.
@@ -149,28 +153,48 @@ impl AckMode {
     }
 }
 
-/// Whom a standby answers for a replicated order.
-#[derive(Debug, Serialize, Deserialize)]
+/// Whom a standby answers for a replicated order, and whether it applies
+/// it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StandbyAck {
-    /// Its primary (request-reply), with [`EngineCmd::Replicated`].
+    /// Apply it (if not applied yet) and answer the primary (request-reply),
+    /// with [`EngineCmd::Replicated`].
     Primary,
-    /// The order's client (one-way), with [`ClientMsg::StandbyDone`].
-    Client(ActorRef<ClientMsg>),
+    /// Apply it (if not applied yet) and answer its client (one-way), with
+    /// [`ClientMsg::StandbyDone`]: the client is `clients[i]` of the
+    /// [`EngineCmd::Replicate`] it came in.
+    Client(u32),
+    /// Do not apply it: it arrived at the primary again after it was
+    /// applied there (one-way). If it is applied here, answer its client
+    /// (`clients[i]`) once everything applied so far is durable here.
+    Reconfirm(u32),
 }
 
-/// To an order receiver: an order and who placed it.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct ReceiverMsg {
+/// One order as the primary forwards it to its standby.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Replica {
+    /// The primary's sequence number for the order (request-reply answers
+    /// name it).
+    pub seq: u64,
     /// The order.
     pub order: WireOrder,
-    /// Who to acknowledge it to.
+    /// What the standby does with it.
+    pub ack: StandbyAck,
+}
+
+/// To an order receiver: a client's orders, as many as it sends at once.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ReceiverMsg {
+    /// The orders, in the client's order.
+    pub orders: Vec<WireOrder>,
+    /// Who to acknowledge them to.
     pub client: ActorRef<ClientMsg>,
     /// How.
     pub mode: AckMode,
 }
 
 impl RemoteMessage for ReceiverMsg {
-    const TAG: &'static str = "trading.receiver.v2";
+    const TAG: &'static str = "trading.receiver.v3";
 }
 
 /// What an engine reports about itself, for verification and the failover
@@ -225,46 +249,34 @@ pub struct Recovery {
 /// To a matching engine of the distributed system.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum EngineCmd {
-    /// From a receiver, to the primary.
-    Order {
-        /// The order.
-        order: WireOrder,
-        /// Who placed it.
+    /// From a receiver, to the primary: orders of one client for this
+    /// engine's books, in the client's order.
+    Orders {
+        /// The orders.
+        orders: Vec<WireOrder>,
+        /// Who placed them.
         client: ActorRef<ClientMsg>,
-        /// How the client wants it acknowledged.
+        /// How the client wants them acknowledged.
         mode: AckMode,
     },
-    /// From the primary to its standby, in the primary's processing order.
+    /// From the primary to its standby: the orders one message handling of
+    /// the primary forwarded, in its processing order.
     Replicate {
         /// The primary's lease revision: a standby that follows another
         /// (newer) primary ignores it.
         epoch: u64,
-        /// The primary's sequence number for the order.
-        seq: u64,
-        /// The order.
-        order: WireOrder,
-        /// Whom the standby answers once its record is durable.
-        ack: StandbyAck,
+        /// The orders.
+        replicas: Vec<Replica>,
+        /// The clients the replicas answer (one-way), each once.
+        clients: Vec<ActorRef<ClientMsg>>,
     },
-    /// From the primary to its standby (one-way): order `id` arrived again
-    /// after it was applied; tell `client` once everything applied so far
-    /// is durable here (the standby applied it before, in the primary's
-    /// order).
-    Reconfirm {
-        /// As in `Replicate`.
-        epoch: u64,
-        /// The order.
-        id: u64,
-        /// Its client.
-        client: ActorRef<ClientMsg>,
-    },
-    /// From the standby to its primary: order `seq` is applied and logged
-    /// there.
+    /// From the standby to its primary: every order it was sent up to the
+    /// primary's sequence number `through` is applied and logged there.
     Replicated {
         /// The lease revision the standby follows.
         epoch: u64,
-        /// The primary's sequence number.
-        seq: u64,
+        /// The primary's sequence number of the last order covered.
+        through: u64,
     },
     /// From a fresh engine to the primary: make me your standby.
     Join {
@@ -311,6 +323,9 @@ pub enum EngineCmd {
         /// The log position of the last of them.
         position: u64,
     },
+    /// From the engine itself: send what was gathered (see `engine.rs`,
+    /// batches). From anyone else it only sends a batch early.
+    Flush,
     /// From the engine's own log: a group commit failed.
     LogFailed(String),
     /// Report counters and digests.
@@ -318,7 +333,7 @@ pub enum EngineCmd {
 }
 
 impl RemoteMessage for EngineCmd {
-    const TAG: &'static str = "trading.engine.v2";
+    const TAG: &'static str = "trading.engine.v3";
 }
 
 #[cfg(test)]
