@@ -302,6 +302,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
                 nats_server,
                 restart_killed,
                 restart_all,
+                dispatcher: common.dispatcher,
                 threads: common.threads,
                 snapshot_every: common.snapshot_every,
                 retry: common.retry(),

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use trading::cluster::client::RetryPolicy;
+use trading::cluster::node::NodeDispatcher;
 use trading::cluster::wire::AckMode;
 use trading::cluster::{Cluster, ClusterOptions, NodeCommand};
 use trading::{Pattern, Scenario, TxLog};
@@ -123,6 +124,7 @@ fn a_node_alive_that_does_not_answer_fails_the_verifier() {
         nats_server: Some(nats_server()),
         restart_killed: false,
         restart_all: false,
+        dispatcher: NodeDispatcher::Shared,
         threads: 1,
         snapshot_every: trading::cluster::engine::SNAPSHOT_EVERY,
         retry: RetryPolicy {

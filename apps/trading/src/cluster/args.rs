@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::client::RetryPolicy;
-use super::node::{NodeOptions, NodeRole};
+use super::node::{NodeDispatcher, NodeOptions, NodeRole};
 use super::wire::AckMode;
 use crate::topology::Pattern;
 use crate::txlog::TxLog;
@@ -43,7 +43,13 @@ pub struct ClusterWork {
 /// Settings every node of a cluster shares.
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct NodeTuning {
-    /// Dispatcher threads per node.
+    /// Where each node's actors run: `shared` (as tasks on the node's
+    /// tokio runtime, beside its NATS connection) or `pool` (threads of
+    /// their own).
+    #[arg(long, value_enum, default_value_t = NodeDispatcher::Shared)]
+    pub dispatcher: NodeDispatcher,
+    /// Threads per node for its actors (with `shared`, the runtime's
+    /// workers).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// A client resends an order not acknowledged for this long.
@@ -120,6 +126,7 @@ impl NodeArgs {
             name: self.name,
             cluster: "trading".into(),
             role: self.role,
+            dispatcher: self.tuning.dispatcher,
             threads: self.tuning.threads,
             txlog: self.work.txlog,
             log_dir: self.work.log_dir,
@@ -139,8 +146,12 @@ impl NodeArgs {
 
     /// Runs the node on a runtime of its own until it is done.
     pub fn run(self) -> Result<(), Box<dyn std::error::Error>> {
+        let workers = match self.tuning.dispatcher {
+            NodeDispatcher::Shared => self.tuning.threads.max(1),
+            NodeDispatcher::Pool => 1,
+        };
         tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
+            .worker_threads(workers)
             .enable_all()
             .build()?
             .block_on(super::node::run_node(self.options()))

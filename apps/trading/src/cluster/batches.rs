@@ -60,8 +60,9 @@ impl Answers {
         self.batches.is_empty()
     }
 
-    /// Sends every batch, one message each.
-    pub fn send(self) {
+    /// Sends every batch, one message each; returns how many.
+    pub fn send(self) -> u64 {
+        let sent = self.batches.len() as u64;
         for Batch {
             answer, to, ids, ..
         } in self.batches
@@ -72,6 +73,7 @@ impl Answers {
                 Answer::StandbyDone(epoch) => ClientMsg::StandbyDone { ids, epoch },
             });
         }
+        sent
     }
 }
 
@@ -177,7 +179,7 @@ mod tests {
         ] {
             answers.add(&sink, id(client, seq), answer);
         }
-        answers.send();
+        assert_eq!(answers.send(), 3);
         let got: Vec<String> = (0..3)
             .map(|_| format!("{:?}", rx.recv().unwrap()))
             .collect();

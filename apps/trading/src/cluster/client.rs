@@ -124,6 +124,8 @@ pub struct ClusterClientReport {
     pub retries: u64,
     /// Acknowledgements for an order no longer current (a retry's twin).
     pub late_acks: u64,
+    /// Batches of orders sent (each one message).
+    pub batches_sent: u64,
     /// When the first order was sent and the last one ended.
     pub first_sent: Instant,
     /// See `first_sent`.
@@ -193,6 +195,7 @@ impl ClusterClient {
                 given_up: Vec::new(),
                 retries: 0,
                 late_acks: 0,
+                batches_sent: 0,
                 first_sent: now,
                 finished: now,
             }),
@@ -204,9 +207,12 @@ impl ClusterClient {
     /// Sends `orders` as one batch, each with the client's settled mark as
     /// of now: every sequence number below the oldest order in flight (or
     /// below the next to send, if none is) has its answer or was given up.
-    fn send(&self, ctx: &mut Context<'_, Self>, mut orders: Vec<WireOrder>) {
+    fn send(&mut self, ctx: &mut Context<'_, Self>, mut orders: Vec<WireOrder>) {
         if orders.is_empty() {
             return;
+        }
+        if let Some(r) = self.report.as_mut() {
+            r.batches_sent += 1;
         }
         let settled_below = match self.in_flight.keys().next() {
             Some(&oldest) => seq_of(oldest),

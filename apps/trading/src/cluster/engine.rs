@@ -67,8 +67,8 @@ use super::batches::{Answer, Answers, Forward, Forwarded};
 use super::lease::{engine_name, LeaseRequest};
 use super::state::{self, EngineState, Event};
 use super::wire::{
-    client_of, AckMode, ClientMsg, EngineCmd, EngineReport, Recovery, Replica, StandbyAck,
-    WireOrder,
+    client_of, AckMode, ClientMsg, EngineCmd, EngineMessages, EngineReport, Recovery, Replica,
+    StandbyAck, WireOrder,
 };
 use crate::engine_core::EngineCore;
 use crate::txlog::TxLog;
@@ -185,6 +185,8 @@ pub struct ClusterEngine {
     answers: Answers,
     /// A `Flush` is on its way to this engine.
     flush_due: bool,
+    /// Order traffic, for the report.
+    messages: EngineMessages,
     durable: u64,
     /// The log position of the latest durable event: a snapshot's replay
     /// starts there.
@@ -242,6 +244,7 @@ impl ClusterEngine {
             forward: Forward::default(),
             answers: Answers::default(),
             flush_due: false,
+            messages: EngineMessages::default(),
             durable: 0,
             durable_position: 0,
             snapshot_lsn: 0,
@@ -420,7 +423,10 @@ impl ClusterEngine {
             Role::Primary {
                 standby: Some((standby, joined)),
                 ..
-            } => self.forward.send(standby, *joined),
+            } => {
+                self.forward.send(standby, *joined);
+                self.messages.replicate_out += 1;
+            }
             _ => self.forward.clear(),
         }
     }
@@ -481,6 +487,7 @@ impl ClusterEngine {
             return;
         };
         let has_standby = standby.is_some();
+        self.messages.orders_in += 1;
         if self.promoted_at_ns.is_some() && self.first_order_after_promotion_ns.is_none() {
             self.first_order_after_promotion_ns = Some(now_ns());
         }
@@ -579,6 +586,7 @@ impl ClusterEngine {
                 epoch: *epoch,
                 through,
             });
+            self.messages.replicated_out += 1;
         }
     }
 
@@ -609,6 +617,7 @@ impl ClusterEngine {
             first_order_after_promotion_ns: self.first_order_after_promotion_ns,
             recovery: self.recovery,
             applied_digest: self.applied.digest(),
+            messages: self.messages,
         }
     }
 }
@@ -678,7 +687,7 @@ impl ClusterEngine {
     fn flush(&mut self, ctx: &mut Context<'_, Self>) {
         self.flush_log(ctx);
         self.flush_forward();
-        std::mem::take(&mut self.answers).send();
+        self.messages.answers_out += std::mem::take(&mut self.answers).send();
     }
 
     /// A standby takes what its primary forwarded, in order.

@@ -35,6 +35,7 @@ use super::interrupt;
 use super::lease::{engine_at, engine_name, open_bucket};
 use super::netns::Sandbox;
 use super::node::ClientsResult;
+use super::node::NodeDispatcher;
 use super::procs::{NodeCommand, Proc};
 use super::verify::{check, ClusterOutcome, EngineState, FailStopped, Placed};
 use super::wire::{AckMode, EngineCmd};
@@ -91,7 +92,9 @@ pub struct ClusterOptions {
     /// (a power cut, a redeploy), then start each again under its name,
     /// from its log: the whole-cluster restart. Needs a log mode.
     pub restart_all: bool,
-    /// Dispatcher threads per node.
+    /// Where each node's actors run.
+    pub dispatcher: NodeDispatcher,
+    /// Threads per node for its actors.
     pub threads: usize,
     /// Each engine's snapshot interval, in logged events (0: never).
     pub snapshot_every: u64,
@@ -290,6 +293,8 @@ impl Cluster {
             self.servers[host_of(name, self.servers.len())].url(),
             "--lease-replicas".into(),
             o.lease_replicas().to_string(),
+            "--dispatcher".into(),
+            o.dispatcher.name().into(),
             "--threads".into(),
             o.threads.to_string(),
             "--txlog".into(),

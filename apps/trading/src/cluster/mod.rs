@@ -30,6 +30,6 @@ pub mod wire;
 
 pub use args::{ClusterWork, NodeArgs, NodeTuning};
 pub use launch::{run_cluster, Cluster, ClusterOptions};
-pub use node::{run_node, NodeOptions, NodeRole};
+pub use node::{run_node, NodeDispatcher, NodeOptions, NodeRole};
 pub use procs::NodeCommand;
 pub use verify::{print_outcome, ClusterOutcome};

@@ -34,7 +34,7 @@ use super::applied::{mix, Applied};
 use super::lease::engine_name;
 use super::node::ClientsResult;
 use super::state::{self, Event};
-use super::wire::EngineReport;
+use super::wire::{EngineMessages, EngineReport};
 use crate::engine_core::EngineCore;
 use crate::topology::{engine_of, Scenario, ENGINES};
 
@@ -90,6 +90,37 @@ impl ClusterOutcome {
     /// True if every check held.
     pub fn verified(&self) -> bool {
         self.problems.is_empty()
+    }
+
+    /// Messages per acknowledged order over every round, each counted
+    /// once (by its sender, or by the primary for a receiver's batch):
+    /// client to receiver, receiver to primary, primary to standby,
+    /// standby to primary, engines to clients, and their sum. Counts what
+    /// the live engines report, so a run that lost an engine undercounts;
+    /// `None` before any order is acknowledged.
+    pub fn messages_per_order(&self) -> Option<[f64; 6]> {
+        let acked: u64 = self.rounds.iter().map(|r| r.acked).sum();
+        if acked == 0 {
+            return None;
+        }
+        let mut m = EngineMessages::default();
+        for e in &self.engines {
+            let r = e.report.messages;
+            m.orders_in += r.orders_in;
+            m.replicate_out += r.replicate_out;
+            m.replicated_out += r.replicated_out;
+            m.answers_out += r.answers_out;
+        }
+        let batches: u64 = self.rounds.iter().map(|r| r.batches_sent).sum();
+        let per = |n: u64| n as f64 / acked as f64;
+        Some([
+            per(batches),
+            per(m.orders_in),
+            per(m.replicate_out),
+            per(m.replicated_out),
+            per(m.answers_out),
+            per(batches + m.total()),
+        ])
     }
 }
 
@@ -358,6 +389,16 @@ pub fn print_outcome(outcome: &ClusterOutcome, out: &mut dyn Write) -> std::io::
         writeln!(
             out,
             "latency us: p50 {p50:.1} p90 {p90:.1} p99 {p99:.1} p99.9 {p999:.1} max {max:.1}"
+        )?;
+    }
+    if let Some([client, receiver, replicate, replicated, answers, total]) =
+        outcome.messages_per_order()
+    {
+        writeln!(
+            out,
+            "messages per order: {total:.3} (client to receiver {client:.3}, receiver to primary \
+             {receiver:.3}, primary to standby {replicate:.3}, standby to primary {replicated:.3}, \
+             engine to client {answers:.3})"
         )?;
     }
     let dups: u64 = outcome.engines.iter().map(|e| e.report.duplicates).sum();

@@ -233,6 +233,30 @@ pub struct EngineReport {
     pub recovery: Recovery,
     /// The count and digest of the ids it applied (`applied.rs`).
     pub applied_digest: (u64, u64),
+    /// Messages it took and sent for orders, since it started.
+    pub messages: EngineMessages,
+}
+
+/// An engine's order traffic, in messages (each a batch of orders or
+/// answers), since it started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineMessages {
+    /// `Orders` taken as primary.
+    pub orders_in: u64,
+    /// `Replicate` sent as primary.
+    pub replicate_out: u64,
+    /// `Replicated` sent as standby.
+    pub replicated_out: u64,
+    /// Answers sent to clients (`Acks`, `PrimaryDone`, `StandbyDone`).
+    pub answers_out: u64,
+}
+
+impl EngineMessages {
+    /// Every message counted (the ones taken and the ones sent are each
+    /// one frame on the wire).
+    pub fn total(&self) -> u64 {
+        self.orders_in + self.replicate_out + self.replicated_out + self.answers_out
+    }
 }
 
 /// How an engine recovered when it opened its log.

@@ -56,6 +56,7 @@ impl Experiment for TradingCluster {
             Column::param("window", "window"),
             Column::param("p50 µs", "p50_us"),
             Column::param("p99 µs", "p99_us"),
+            Column::param("msgs/order", "msgs_per_order"),
             Column::param("failover p50 ms", "failover_p50_ms"),
             Column::param("failover max ms", "failover_max_ms"),
         ]);
@@ -66,7 +67,7 @@ impl Experiment for TradingCluster {
     }
     fn notes(&self) -> Vec<String> {
         vec![
-            "Five processes and a nats-server on this machine, one dispatcher thread per node; clients keep one order in flight, or 64 in the `/w64` rows. ns/msg is per acknowledged order; p50/p99 are the medians over the measured runs of each run's percentile. The failover row's ns/msg is the time from a SIGKILL of the primaries' process to the first order a new primary accepted (one kill per run).".into(),
+            "Five processes and a nats-server on this machine, one dispatcher thread per node; clients keep one order in flight, or 64 in the `/w64` rows. ns/msg is per acknowledged order; p50/p99 are the medians over the measured runs of each run's percentile; msgs/order counts every message of the order path once (client batches, receivers' batches, replication, the standby's answers, answers to clients), median over the measured runs. The failover row's ns/msg is the time from a SIGKILL of the primaries' process to the first order a new primary accepted (one kill per run).".into(),
         ]
     }
     fn keys(&self) -> &'static [&'static str] {
@@ -98,11 +99,12 @@ fn line(row: &Row) -> String {
         );
     }
     format!(
-        "{}: {:.0} orders/s (median of {} runs), latency p50 {:.0} µs, p99 {:.0} µs",
+        "{}: {:.0} orders/s (median of {} runs), latency p50 {:.0} µs, p99 {:.0} µs, {:.2} messages per order",
         row.variant,
         row.msgs_per_s,
         row.repeats,
         row.num("p50_us").unwrap_or(f64::NAN),
-        row.num("p99_us").unwrap_or(f64::NAN)
+        row.num("p99_us").unwrap_or(f64::NAN),
+        row.num("msgs_per_order").unwrap_or(f64::NAN)
     )
 }

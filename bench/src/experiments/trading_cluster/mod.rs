@@ -32,6 +32,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use serde_json::json;
+use trading::cluster::node::NodeDispatcher;
 use trading::cluster::{run_cluster, Cluster, ClusterOptions, ClusterOutcome, NodeCommand};
 use trading::cluster::client::RetryPolicy;
 use trading::cluster::wire::AckMode;
@@ -153,6 +154,7 @@ fn options(txlog: TxLog) -> Result<ClusterOptions, WorkloadError> {
         nats_server: Some(crate::nats::binary().map_err(WorkloadError::new)?),
         restart_killed: false,
         restart_all: false,
+        dispatcher: NodeDispatcher::Shared,
         threads: 1,
         snapshot_every: trading::cluster::engine::SNAPSHOT_EVERY,
         retry: RetryPolicy {
@@ -174,8 +176,9 @@ fn verdict(outcome: &ClusterOutcome) -> Result<(), WorkloadError> {
     }
 }
 
-/// Every run's latency percentiles (µs: p50, p90, p99, p99.9, max).
-type Latencies = Rc<RefCell<Vec<[f64; 5]>>>;
+/// Every run's latency percentiles (µs: p50, p90, p99, p99.9, max) and
+/// its messages per acknowledged order.
+type Latencies = Rc<RefCell<Vec<([f64; 5], f64)>>>;
 
 fn throughput(point: Point, settings: &Settings, latencies: Latencies) -> Workload {
     let scenario = Scenario::new(point.clients, point.clients * settings.orders_per_client)
@@ -185,11 +188,17 @@ fn throughput(point: Point, settings: &Settings, latencies: Latencies) -> Worklo
         let options = options(point.txlog)?;
         let mut cluster =
             Cluster::start(&options, &mut |_| {}).map_err(WorkloadError::new)?;
+        // The engines count their messages since they started: a run's
+        // share is the difference.
+        let mut engine_messages = 0u64;
         Ok(move || {
             let clients = cluster
                 .start_round(scenario, point.window, point.mode)
                 .map_err(WorkloadError::new)?;
-            let result = cluster.finish_round(clients).map_err(WorkloadError::new)?;
+            let result = cluster
+                .finish_round(clients)
+                .map_err(WorkloadError::new)?
+                .clone();
             if result.acked != scenario.orders() {
                 return Err(WorkloadError::new(format!(
                     "{} of {} orders acknowledged ({} given up)",
@@ -202,8 +211,18 @@ fn throughput(point: Point, settings: &Settings, latencies: Latencies) -> Worklo
                 msgs: result.acked,
                 elapsed: Duration::from_secs_f64(result.seconds),
             };
-            latencies.borrow_mut().push(result.latency_us);
-            verdict(&cluster.verify().map_err(WorkloadError::new)?)?;
+            let outcome = cluster.verify().map_err(WorkloadError::new)?;
+            verdict(&outcome)?;
+            let now: u64 = outcome
+                .engines
+                .iter()
+                .map(|e| e.report.messages.total())
+                .sum();
+            let messages = result.batches_sent + now.saturating_sub(engine_messages);
+            engine_messages = now;
+            latencies
+                .borrow_mut()
+                .push((result.latency_us, messages as f64 / result.acked.max(1) as f64));
             Ok(sample)
         })
     })
@@ -299,10 +318,14 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
             .iter()
             .enumerate()
         {
-            let values: Vec<f64> = measured.iter().map(|p| p[i]).collect();
+            let values: Vec<f64> = measured.iter().map(|p| p.0[i]).collect();
             if let Some(s) = summarize(&values) {
                 row.params.insert((*key).into(), json!(s.median));
             }
+        }
+        let per_order: Vec<f64> = measured.iter().map(|p| p.1).collect();
+        if let Some(s) = summarize(&per_order) {
+            row.params.insert("msgs_per_order".into(), json!(s.median));
         }
     }
     let wanted = options
