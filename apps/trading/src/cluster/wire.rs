@@ -134,7 +134,7 @@ impl RemoteMessage for ClientMsg {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 pub enum AckMode {
     /// The primary acknowledges once its own record is durable and its
-    /// standby answered that it logged the order ([`ClientMsg::Ack`]).
+    /// standby answered that it logged the order ([`ClientMsg::Acks`]).
     #[default]
     RequestReply,
     /// Primary and standby each tell the client themselves once their own
