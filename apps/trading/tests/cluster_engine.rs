@@ -74,6 +74,27 @@ fn engine_with(
     (engine, rx)
 }
 
+/// Engine "a" primary at `epoch` and engine "b" its caught-up standby,
+/// with the primary's lease requests.
+fn pair(
+    system: &ActorSystem,
+    epoch: u64,
+) -> (
+    ActorRef<EngineCmd>,
+    ActorRef<EngineCmd>,
+    tokio::sync::mpsc::UnboundedReceiver<LeaseRequest>,
+) {
+    let (primary, lease) = engine(system, "a");
+    let (standby, _) = engine(system, "b");
+    primary.tell(EngineCmd::Promote { epoch });
+    standby.tell(EngineCmd::Follow {
+        epoch,
+        primary: primary.clone(),
+    });
+    assert_eq!(until_role(&standby, "standby").role, "standby");
+    (primary, standby, lease)
+}
+
 fn report(engine: &ActorRef<EngineCmd>) -> EngineReport {
     engine.ask(EngineCmd::Report, WAIT).wait().unwrap()
 }
@@ -172,14 +193,7 @@ fn a_retried_order_is_answered_not_applied_again_and_the_standby_stays_equal() {
 #[test]
 fn replication_of_another_revision_is_dropped() {
     let system = ActorSystem::builder().threads(2).build().unwrap();
-    let (primary, _p) = engine(&system, "a");
-    let (standby, _s) = engine(&system, "b");
-    primary.tell(EngineCmd::Promote { epoch: 4 });
-    standby.tell(EngineCmd::Follow {
-        epoch: 4,
-        primary: primary.clone(),
-    });
-    assert_eq!(until_role(&standby, "standby").role, "standby");
+    let (primary, standby, _lease) = pair(&system, 4);
     // A primary of an older revision still forwarding: ignored.
     standby.tell(EngineCmd::Replicate {
         epoch: 3,
@@ -210,14 +224,7 @@ fn without_its_standby_a_primary_acknowledges_only_after_the_lease_says_so() {
     let client = system
         .spawn(Props::new(move || Probe(ack_tx.clone())))
         .unwrap();
-    let (primary, mut lease) = engine(&system, "a");
-    let (standby, _s) = engine(&system, "b");
-    primary.tell(EngineCmd::Promote { epoch: 1 });
-    standby.tell(EngineCmd::Follow {
-        epoch: 1,
-        primary: primary.clone(),
-    });
-    until_role(&standby, "standby");
+    let (primary, standby, mut lease) = pair(&system, 1);
     place(&primary, &client, 0);
     acks(&ack_rx, 1);
     // The standby dies; the primary asks its keeper to go on alone.
@@ -449,14 +456,7 @@ fn a_batch_is_answered_as_one_message_per_client_in_order() {
     let second = system
         .spawn(Props::new(move || Recorder(tx2.clone())))
         .unwrap();
-    let (primary, _p) = engine(&system, "a");
-    let (standby, _s) = engine(&system, "b");
-    primary.tell(EngineCmd::Promote { epoch: 1 });
-    standby.tell(EngineCmd::Follow {
-        epoch: 1,
-        primary: primary.clone(),
-    });
-    until_role(&standby, "standby");
+    let (primary, standby, _lease) = pair(&system, 1);
     let orders = |client: u32, range: std::ops::Range<usize>| -> Vec<WireOrder> {
         range
             .map(|n| WireOrder::from(scenario_order(client as usize, n)))
