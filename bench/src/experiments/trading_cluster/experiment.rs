@@ -67,7 +67,7 @@ impl Experiment for TradingCluster {
     }
     fn notes(&self) -> Vec<String> {
         vec![
-            "Five processes and a nats-server on this machine, one dispatcher thread per node; clients keep one order in flight, or 64 in the `/w64` rows. ns/msg is per acknowledged order; p50/p99 are the medians over the measured runs of each run's percentile; msgs/order counts every message of the order path once (client batches, receivers' batches, replication, the standby's answers, answers to clients), median over the measured runs. The failover row's ns/msg is the time from a SIGKILL of the primaries' process to the first order a new primary accepted (one kill per run).".into(),
+            "Five processes and a nats-server on this machine, each node's actors on its one-worker tokio runtime beside its NATS connection; clients keep one order in flight, or 64 in the `/w64` rows. ns/msg is per acknowledged order; p50/p99 are the medians over the measured runs of each run's percentile; msgs/order counts every message of the order path once (client batches, receivers' batches, replication, the standby's answers, answers to clients), median over the measured runs. The failover row's ns/msg is the time from a SIGKILL of the primaries' process to the first order a new primary accepted (one kill per run).".into(),
         ]
     }
     fn keys(&self) -> &'static [&'static str] {
