@@ -92,8 +92,8 @@ pub enum Forwarded<'a> {
 #[derive(Default)]
 pub struct Forward {
     replicas: Vec<Replica>,
-    clients: Vec<ActorRef<ClientMsg>>,
-    client_ids: Vec<u32>,
+    /// The clients named so far, by client id, in the order first named.
+    clients: Vec<(u32, ActorRef<ClientMsg>)>,
 }
 
 impl Forward {
@@ -111,11 +111,10 @@ impl Forward {
 
     fn client_index(&mut self, id: u64, client: &ActorRef<ClientMsg>) -> u32 {
         let key = client_of(id);
-        match self.client_ids.iter().position(|&c| c == key) {
+        match self.clients.iter().position(|(c, _)| *c == key) {
             Some(i) => i as u32,
             None => {
-                self.client_ids.push(key);
-                self.clients.push(client.clone());
+                self.clients.push((key, client.clone()));
                 (self.clients.len() - 1) as u32
             }
         }
@@ -129,11 +128,10 @@ impl Forward {
     /// Sends what was gathered to `standby` as one `Replicate` of
     /// revision `epoch`, and starts over.
     pub fn send(&mut self, standby: &ActorRef<EngineCmd>, epoch: u64) {
-        self.client_ids.clear();
         standby.tell(EngineCmd::Replicate {
             epoch,
             replicas: std::mem::take(&mut self.replicas),
-            clients: std::mem::take(&mut self.clients),
+            clients: self.clients.drain(..).map(|(_, client)| client).collect(),
         });
     }
 
@@ -141,7 +139,6 @@ impl Forward {
     pub fn clear(&mut self) {
         self.replicas.clear();
         self.clients.clear();
-        self.client_ids.clear();
     }
 }
 

@@ -103,14 +103,7 @@ impl ClusterOutcome {
         if acked == 0 {
             return None;
         }
-        let mut m = EngineMessages::default();
-        for e in &self.engines {
-            let r = e.report.messages;
-            m.orders_in += r.orders_in;
-            m.replicate_out += r.replicate_out;
-            m.replicated_out += r.replicated_out;
-            m.answers_out += r.answers_out;
-        }
+        let m: EngineMessages = self.engines.iter().map(|e| e.report.messages).sum();
         let batches: u64 = self.rounds.iter().map(|r| r.batches_sent).sum();
         let per = |n: u64| n as f64 / acked as f64;
         Some([

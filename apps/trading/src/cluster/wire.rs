@@ -251,6 +251,17 @@ pub struct EngineMessages {
     pub answers_out: u64,
 }
 
+impl std::iter::Sum for EngineMessages {
+    fn sum<I: Iterator<Item = EngineMessages>>(iter: I) -> EngineMessages {
+        iter.fold(EngineMessages::default(), |a, b| EngineMessages {
+            orders_in: a.orders_in + b.orders_in,
+            replicate_out: a.replicate_out + b.replicate_out,
+            replicated_out: a.replicated_out + b.replicated_out,
+            answers_out: a.answers_out + b.answers_out,
+        })
+    }
+}
+
 impl EngineMessages {
     /// Every message counted (the ones taken and the ones sent are each
     /// one frame on the wire).
