@@ -6,15 +6,16 @@
 //! gone acknowledges only once the lease lets it go on alone; one-way,
 //! primary and standby each tell the client, a retry included; with a
 //! log, a primary restarts from its latest snapshot and the events after
-//! it, and a standby from the state it caught up from; a batch of orders
-//! is answered as one message per client.
+//! it, and a standby from the state it caught up from, even when its
+//! journal holds an earlier life; a batch of orders is answered as one
+//! message per client.
 
-use std::path::PathBuf;
-use std::sync::mpsc;
+use std::path::Path;
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use tokio::sync::mpsc::unbounded_channel;
-use trading::cluster::engine::{ClusterEngine, LogPlan};
+use trading::cluster::engine::{open_node_log, ClusterEngine, LogPlan};
 use trading::cluster::lease::LeaseRequest;
 use trading::cluster::state::{self, Event};
 use trading::cluster::wire::{
@@ -48,12 +49,7 @@ fn engine(
     ActorRef<EngineCmd>,
     tokio::sync::mpsc::UnboundedReceiver<LeaseRequest>,
 ) {
-    let plan = LogPlan {
-        mode: TxLog::Off,
-        dir: Default::default(),
-        snapshot_every: 0,
-    };
-    engine_with(system, name, plan)
+    engine_with(system, name, LogPlan::off())
 }
 
 fn engine_with(
@@ -330,11 +326,27 @@ fn one_way_primary_and_standby_each_tell_the_client_a_retry_too() {
     system.shutdown();
 }
 
-/// An engine logging to `dir` (buffered), a snapshot every 7 events.
-fn logged_engine(system: &ActorSystem, name: &str, dir: PathBuf) -> ActorRef<EngineCmd> {
+/// A node's journal in `dir`, buffered.
+fn node_log(dir: &Path) -> Arc<LocalJournal> {
+    open_node_log(dir, TxLog::Buffered).unwrap().unwrap()
+}
+
+/// Closes a node's journal once the engines that shared it are gone:
+/// what was appended is written, the snapshots saved are on disk.
+fn close(journal: Arc<LocalJournal>) {
+    let journal = Arc::try_unwrap(journal)
+        .unwrap_or_else(|_| panic!("an engine of a stopped system still holds the journal"));
+    journal.flush_snapshots();
+}
+
+/// An engine logging to `journal`, a snapshot every 7 events.
+fn logged_engine(
+    system: &ActorSystem,
+    name: &str,
+    journal: &Arc<LocalJournal>,
+) -> ActorRef<EngineCmd> {
     let plan = LogPlan {
-        mode: TxLog::Buffered,
-        dir,
+        journal: Some(journal.clone()),
         snapshot_every: 7,
     };
     engine_with(system, name, plan).0
@@ -378,8 +390,9 @@ fn engines_restart_from_their_snapshots_and_a_standby_from_the_state_it_caught_u
         };
 
     let system = ActorSystem::builder().threads(2).build().unwrap();
-    let primary = logged_engine(&system, "a", dir_a.clone());
-    let standby = logged_engine(&system, "b", dir_b.clone());
+    let (log_a, log_b) = (node_log(&dir_a), node_log(&dir_b));
+    let primary = logged_engine(&system, "a", &log_a);
+    let standby = logged_engine(&system, "b", &log_b);
     primary.tell(EngineCmd::Promote { epoch: 1 });
     place_on(&system, &primary, 0..40);
     acks(&ack_rx, 40);
@@ -394,9 +407,10 @@ fn engines_restart_from_their_snapshots_and_a_standby_from_the_state_it_caught_u
     let (before, standby_before) = (report(&primary), report(&standby));
     assert!(before.resting > 0, "the test needs resting orders");
     assert_eq!(books(&standby_before), books(&before));
-    // Stopping the system closes the journals: pending snapshots written.
     system.shutdown();
     system.await_termination().unwrap();
+    close(log_a);
+    close(log_b);
 
     // The standby's log: the state it caught up from, then 20 orders.
     let mut events = Vec::new();
@@ -411,8 +425,9 @@ fn engines_restart_from_their_snapshots_and_a_standby_from_the_state_it_caught_u
 
     // Both restarted, each from its own log (a whole-cluster restart).
     let system = ActorSystem::builder().threads(2).build().unwrap();
-    let primary = logged_engine(&system, "a", dir_a);
-    let standby = logged_engine(&system, "b", dir_b);
+    let (log_a, log_b) = (node_log(&dir_a), node_log(&dir_b));
+    let primary = logged_engine(&system, "a", &log_a);
+    let standby = logged_engine(&system, "b", &log_b);
     primary.tell(EngineCmd::Promote { epoch: 2 });
     standby.tell(EngineCmd::Promote { epoch: 2 });
     let (after, standby_after) = (
@@ -442,6 +457,55 @@ fn engines_restart_from_their_snapshots_and_a_standby_from_the_state_it_caught_u
     assert_eq!(acks(&ack_rx, 1), [scenario.order(0, 10).id]);
     let retried = report(&primary);
     assert_eq!((retried.orders, retried.duplicates), (60, 1));
+    system.shutdown();
+    system.await_termination().unwrap();
+    close(log_a);
+    close(log_b);
+
+    // A third life: `a` leads again and `b` joins it. `b`'s journal
+    // still holds its earlier life (a state, 20 orders, a snapshot at
+    // 21): it reads none of it, catches up from `a`, and a later replay
+    // of its log ends at `a`'s books, not at what it held before.
+    let system = ActorSystem::builder().threads(2).build().unwrap();
+    let (log_a, log_b) = (node_log(&dir_a), node_log(&dir_b));
+    let primary = logged_engine(&system, "a", &log_a);
+    let standby = logged_engine(&system, "b", &log_b);
+    primary.tell(EngineCmd::Promote { epoch: 3 });
+    until_role(&primary, "primary");
+    // An order `b` never saw, so its old books differ from `a`'s.
+    place_on(&system, &primary, 60..70);
+    acks(&ack_rx, 10);
+    standby.tell(EngineCmd::Follow {
+        epoch: 3,
+        primary: primary.clone(),
+    });
+    until_role(&standby, "standby");
+    place_on(&system, &primary, 70..80);
+    acks(&ack_rx, 10);
+    let (before, standby_before) = (report(&primary), report(&standby));
+    assert_eq!(before.orders, 80);
+    assert_eq!(books(&standby_before), books(&before));
+    system.shutdown();
+    system.await_termination().unwrap();
+    close(log_a);
+    close(log_b);
+
+    let system = ActorSystem::builder().threads(2).build().unwrap();
+    let log_b = node_log(&dir_b);
+    let standby = logged_engine(&system, "b", &log_b);
+    standby.tell(EngineCmd::Promote { epoch: 4 });
+    let after = until_role(&standby, "primary");
+    assert_eq!(books(&after), books(&before));
+    // Its sequence went on from its earlier life (21): the state at 22,
+    // then 10 orders to 32; recovery from the new life's snapshot at 28
+    // (7 events on) and the 4 events after it.
+    assert_eq!(
+        (
+            after.recovery.snapshot_seq_nr,
+            after.recovery.replayed_events
+        ),
+        (28, 4)
+    );
     system.shutdown();
 }
 

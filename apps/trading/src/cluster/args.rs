@@ -34,7 +34,7 @@ pub struct ClusterWork {
     /// off, buffered or group-commit.
     #[arg(long, default_value = "buffered")]
     pub txlog: TxLog,
-    /// Where the engines' logs go (`DIR/<node>/engine-<i>`; for `cluster`,
+    /// Where the engines' logs go (`DIR/<node>`, one journal a node; for `cluster`,
     /// a temporary directory removed afterwards if not given).
     #[arg(long)]
     pub log_dir: Option<PathBuf>,

@@ -21,18 +21,20 @@
 //! engine flushes after the message it took; a busy one batches as much as
 //! arrived while it worked. A message that can change the engine's role or
 //! standby flushes what was gathered before it is handled, so everything
-//! gathered goes where it was meant to. A joining engine starts with an empty
-//! log (one left by its node's earlier life is dropped), first receives
-//! the primary's whole state (`CatchUp`: books, counters, digests and the
-//! ids applied; [`super::state`]), records it as its log's first event,
-//! and counts as a standby from then on. No engine keeps its history: what
+//! gathered goes where it was meant to. A joining engine reads nothing of
+//! its own log (events left by its node's earlier life count for
+//! nothing), first receives the primary's whole state (`CatchUp`: books,
+//! counters, digests and the ids applied; [`super::state`]), records it
+//! as the first event of its new life, and counts as a standby from then
+//! on. No engine keeps its history: what
 //! it holds in memory is its books and one entry per client, however many
 //! orders it has processed.
 //!
-//! **Storage** is troupe-cluster's local journal (persistence id
-//! `engine-<i>`, one journal per engine per node): each order an event,
-//! each catch-up a state event, and every `snapshot_every` events a
-//! snapshot of the state, so a restart reads the latest snapshot and the
+//! **Storage** is troupe-cluster's local journal, one per node shared by
+//! its engines (persistence id `engine-<i>`; under group commit one fsync
+//! covers a batch of all the node's engines): each order an event, each
+//! catch-up a state event, and every `snapshot_every` events a snapshot
+//! of the state, so a restart reads the latest snapshot and the
 //! log's tail after it, not the whole log. Each activation of the engine
 //! (each time it opens its log) takes the next fencing token of the
 //! journal, and every append carries it.
@@ -55,12 +57,14 @@
 //! (its books live on in the other process).
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::mpsc::UnboundedSender;
 use troupe::{Actor, ActorRef, Context, Signal};
-use troupe_cluster::persistence::{Durability, Journal, LocalJournal, LogOptions, Snapshot};
+use troupe_cluster::persistence::{
+    Durability, Journal, LocalJournal, LogOptions, PersistenceError, Snapshot,
+};
 
 use super::applied::Applied;
 use super::batches::{Answer, Answers, Forward, Forwarded};
@@ -149,16 +153,52 @@ enum Owed {
     Client(ActorRef<ClientMsg>, u64),
 }
 
-/// How an engine logs: the mode, the directory it opens when it first
-/// takes a role, and how often it saves a snapshot.
-#[derive(Clone, Debug)]
+/// How an engine logs: its node's journal (shared by the node's engines,
+/// opened by [`open_node_log`]; `None` when the log is off) and how often
+/// it saves a snapshot. The engine takes its place in the journal (its
+/// fencing token, its recovery) when it first takes a role.
+#[derive(Clone)]
 pub struct LogPlan {
-    /// The mode.
-    pub mode: TxLog,
-    /// Its directory (unused when off).
-    pub dir: PathBuf,
+    /// The node's journal, or `None` when the log is off.
+    pub journal: Option<Arc<LocalJournal>>,
     /// A snapshot every this many events (0: never).
     pub snapshot_every: u64,
+}
+
+impl LogPlan {
+    /// No log: every event counts as durable at once.
+    pub fn off() -> LogPlan {
+        LogPlan {
+            journal: None,
+            snapshot_every: 0,
+        }
+    }
+}
+
+/// Opens the journal a node's engines share, in `dir`, for `mode` (`None`
+/// when the log is off). One journal per node, not per engine: under group
+/// commit its one writer thread makes the appends of all the node's
+/// engines durable with one fsync per batch, where a journal per engine
+/// ran one fsync stream per engine on the same disk.
+///
+/// # Errors
+///
+/// As [`LocalJournal::open_with`]: the directory cannot be created or
+/// locked (another process holds it), or the log in it is damaged.
+pub fn open_node_log(
+    dir: &std::path::Path,
+    mode: TxLog,
+) -> Result<Option<Arc<LocalJournal>>, PersistenceError> {
+    let durability = match mode {
+        TxLog::Off => return Ok(None),
+        TxLog::GroupCommit => Durability::GroupCommit,
+        TxLog::Buffered => Durability::None,
+    };
+    let options = LogOptions {
+        durability,
+        ..LogOptions::default()
+    };
+    LocalJournal::open_with(dir, options).map(|j| Some(Arc::new(j)))
 }
 
 /// One engine of the distributed system.
@@ -167,7 +207,7 @@ pub struct ClusterEngine {
     node: String,
     plan: LogPlan,
     /// The journal, its persistence id, and this activation's token.
-    journal: Option<LocalJournal>,
+    journal: Option<Arc<LocalJournal>>,
     persistence_id: String,
     token: u64,
     core: EngineCore,
@@ -263,32 +303,27 @@ impl ClusterEngine {
         }
     }
 
-    /// Opens the log (once), takes the next fencing token, and recovers
-    /// what it holds: the latest snapshot, then the events after it.
-    fn open_log(&mut self, ctx: &mut Context<'_, Self>) {
-        if self.journal.is_some() || self.plan.mode == TxLog::Off {
+    /// Takes this engine's place in the node's journal (once): the next
+    /// fencing token, then, with `recover`, what the journal holds of it:
+    /// the latest snapshot, then the events after it.
+    fn open_log(&mut self, ctx: &mut Context<'_, Self>, recover: bool) {
+        if self.journal.is_some() {
             return;
         }
+        let Some(journal) = self.plan.journal.clone() else {
+            return;
+        };
         let started = std::time::Instant::now();
         let index = self.index;
         let fail = |what: &str, e: &dyn std::fmt::Display| -> ! {
             panic!("engine {index}: cannot {what} its log: {e}")
         };
-        let durability = match self.plan.mode {
-            TxLog::GroupCommit => Durability::GroupCommit,
-            _ => Durability::None,
-        };
-        let options = LogOptions {
-            durability,
-            ..LogOptions::default()
-        };
-        let journal =
-            LocalJournal::open_with(&self.plan.dir, options).unwrap_or_else(|e| fail("open", &e));
         let id = self.persistence_id.clone();
-        // The only writer of this journal is this actor: the next token
-        // is free, and the fence record it writes orders every append of
-        // an earlier activation before this one's.
-        self.token = journal.position_of(&id).1 + 1;
+        // The only writer of this id is this actor: the next token is
+        // free, and the fence record it writes orders every append of an
+        // earlier activation before this one's.
+        let (last, token) = journal.position_of(&id);
+        self.token = token + 1;
         let me = ctx.myself();
         journal.acquire(
             &id,
@@ -299,6 +334,15 @@ impl ClusterEngine {
                 }
             }),
         );
+        if !recover {
+            // The sequence goes on from what is there; nothing of it is
+            // read (see `open_fresh_log`).
+            self.lsn = last;
+            self.durable = last;
+            self.snapshot_lsn = last;
+            self.journal = Some(journal);
+            return;
+        }
         let mut from = (0, 0);
         if let Some(snapshot) = journal
             .load_snapshot(&id)
@@ -340,23 +384,22 @@ impl ClusterEngine {
         self.applied = restored.applied;
     }
 
-    /// Opens an empty log for an engine that joins a primary: a standby's
-    /// books are its primary's state and what follows it, nothing else. A log left by an
-    /// earlier life of this node (a whole-cluster restart) may hold orders
-    /// its primary never logged, or the same orders in another order (the
-    /// primary applied a retry later than the standby had), and replaying
-    /// it would leave the standby's books different from the primary's.
-    /// Nothing acknowledged is lost by dropping it: an order counts only
-    /// once the primary's own record of it is durable.
+    /// Takes this engine's place in the journal for joining a primary,
+    /// without reading what the journal holds of it: a standby's books
+    /// are its primary's state and what follows it, nothing else. Events
+    /// left by an earlier life of this node (a whole-cluster restart) may
+    /// hold orders its primary never logged, or the same orders in
+    /// another order (the primary applied a retry later than the standby
+    /// had), and replaying them would leave the standby's books different
+    /// from the primary's. They stay in the shared log but count for
+    /// nothing: the first event the standby records is the primary's
+    /// whole state (`CatchUp`), and a replay installs a state event in
+    /// place of everything before it. Until that event is durable the
+    /// standby answers nothing (answers wait for durability in log
+    /// order), and an order counts only once the primary's own record of
+    /// it is durable, so nothing acknowledged rests on the events left.
     fn open_fresh_log(&mut self, ctx: &mut Context<'_, Self>) {
-        if self.journal.is_none() && self.plan.mode != TxLog::Off {
-            match std::fs::remove_dir_all(&self.plan.dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => panic!("engine {}: cannot clear its old log: {e}", self.index),
-            }
-        }
-        self.open_log(ctx);
+        self.open_log(ctx, false);
     }
 
     /// Applies `order` (not applied before) and appends its event; the
@@ -851,7 +894,7 @@ impl ClusterEngine {
                 self.role = Role::Standby { epoch, primary };
             }
             EngineCmd::Promote { epoch } => {
-                self.open_log(ctx);
+                self.open_log(ctx, true);
                 let was_following = !matches!(self.role, Role::Idle);
                 self.role = Role::Primary {
                     epoch,

@@ -18,7 +18,7 @@ use troupe::{Actor, ActorRef, ActorSystem, Context, Props, Signal, SupervisorStr
 use troupe_remote::{Node, RemoteConfig, RemoteMessage};
 
 use super::client::{ClusterClient, ClusterClientReport, ClusterReceiver, Progress, RetryPolicy};
-use super::engine::{ClusterEngine, LogPlan};
+use super::engine::{open_node_log, ClusterEngine, LogPlan};
 use super::interrupt;
 use super::lease::{engine_at, engine_name, open_bucket, Keeper};
 use super::wire::{AckMode, ClientMsg, EngineCmd, ReceiverMsg};
@@ -84,7 +84,8 @@ pub struct NodeOptions {
     pub threads: usize,
     /// The engines' log mode.
     pub txlog: TxLog,
-    /// Where engines keep their logs (`<dir>/<node>/engine-<i>`).
+    /// Where engines keep their logs (`<dir>/<node>`: one journal per
+    /// node, shared by its engines).
     pub log_dir: Option<PathBuf>,
     /// A snapshot every this many logged events (0: never).
     pub snapshot_every: u64,
@@ -248,20 +249,21 @@ async fn engines(
     options: &NodeOptions,
 ) -> Result<(), Box<dyn Error>> {
     let kv = open_bucket(node, &options.cluster, options.lease_replicas).await?;
-    let root = match (&options.log_dir, options.txlog) {
-        (Some(dir), mode) if mode != TxLog::Off => dir.join(&options.name),
-        (None, mode) if mode != TxLog::Off => {
-            return Err("a log mode other than off needs --log-dir".into())
+    let journal = match (&options.log_dir, options.txlog) {
+        (_, TxLog::Off) => None,
+        (Some(dir), mode) => {
+            let dir = dir.join(&options.name);
+            open_node_log(&dir, mode)
+                .map_err(|e| format!("cannot open the log in {}: {e}", dir.display()))?
         }
-        _ => PathBuf::new(),
+        (None, _) => return Err("a log mode other than off needs --log-dir".into()),
     };
     let mut engines = Vec::new();
     let mut keepers = Vec::new();
     for index in 0..ENGINES {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let plan = LogPlan {
-            mode: options.txlog,
-            dir: root.join(engine_name(index)),
+            journal: journal.clone(),
             snapshot_every: options.snapshot_every,
         };
         let name = options.name.clone();

@@ -274,7 +274,7 @@ pub fn check(outcome: &mut ClusterOutcome, placed: &[Placed], logs: Option<&Path
         let acked = &acked_by_engine[index];
         match logs {
             Some(root) => {
-                let dir = root.join(&primary.node).join(engine_name(index));
+                let dir = root.join(&primary.node);
                 let logged = match replay_log(&dir, &engine_name(index)) {
                     Ok(l) => l,
                     Err(e) => {
