@@ -265,6 +265,21 @@ fn main() -> ExitCode {
     }
 }
 
+/// Says so when troupe's runtime metrics are compiled in: the figures then
+/// include a sample per message (see `troupe::RUNTIME_METRICS`). Only for
+/// the commands that measure, not for the helper processes they start.
+fn warn_if_runtime_metrics() {
+    if troupe::RUNTIME_METRICS {
+        eprintln!(
+            "troupe-bench: warning: this binary was built with troupe's runtime metrics on (a \
+             build of the whole workspace turns them on through primes's default features): \
+             every handled message pays for a sample, and the report says so. For figures \
+             comparable with the published ones, build it alone: cargo build --release -p \
+             troupe-bench"
+        );
+    }
+}
+
 fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
     let started = SystemTime::now();
     // Read before anything runs: `--readme` and `--docs` rewrite tracked
@@ -276,6 +291,7 @@ fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
         .and_then(|(name, args)| Some((LIST.iter().find(|e| e.name() == name)?, args)));
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let (common, rows) = if let Some((entry, args)) = experiment {
+        warn_if_runtime_metrics();
         let common = CommonArgs::from_arg_matches(args)?;
         let rows = if common.processes > 1 {
             processes::run(common.processes, &argv, false)?
@@ -377,6 +393,7 @@ fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
                 report,
                 no_report,
             } => {
+                warn_if_runtime_metrics();
                 report_dir = (!no_report).then_some(report);
                 if common.processes > 1 {
                     let rows = processes::run(common.processes, &argv, true)?;

@@ -146,6 +146,12 @@ pub struct Machine {
     /// was built.
     #[serde(default)]
     pub build_dirty: Option<bool>,
+    /// Whether the binary was built with troupe's runtime metrics on
+    /// ([`troupe::RUNTIME_METRICS`]): a sample per handled message, a cost
+    /// the figures then include (a build of the whole workspace turns it
+    /// on through primes's default features).
+    #[serde(default)]
+    pub runtime_metrics: Option<bool>,
 }
 
 impl Machine {
@@ -164,7 +170,12 @@ impl Machine {
         } else {
             ""
         };
-        format!("commit {commit}{changes}")
+        let metrics = if self.runtime_metrics == Some(true) {
+            ", troupe's runtime metrics on"
+        } else {
+            ""
+        };
+        format!("commit {commit}{changes}{metrics}")
     }
 
     /// Finds out what it can about this machine; never fails.
@@ -203,6 +214,7 @@ impl Machine {
                 "false" => Some(false),
                 _ => None,
             },
+            runtime_metrics: Some(troupe::RUNTIME_METRICS),
         }
     }
 }

@@ -73,6 +73,20 @@ pub use system::{
     Stealing, TerminationReason,
 };
 
+/// Whether this build records runtime metrics (troupe's `metrics`
+/// feature): every handled message then adds a sample to the process's
+/// `metrics` recorder. Cargo turns a feature on for every package of one
+/// build that asks for it, so a build of several packages at once (say
+/// `cargo build --workspace`) can turn it on for a binary whose own
+/// manifest does not; a program that measures itself can check here.
+///
+/// ```
+/// if troupe::RUNTIME_METRICS {
+///     eprintln!("note: runtime metrics are on in this build");
+/// }
+/// ```
+pub const RUNTIME_METRICS: bool = cfg!(feature = "metrics");
+
 /// The names most programs need.
 pub mod prelude {
     pub use crate::{
