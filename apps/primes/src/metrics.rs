@@ -80,10 +80,16 @@ fn start_upkeep(handle: PrometheusHandle, every: Duration) {
             std::thread::sleep(every);
             handle.run_upkeep();
         });
-    if let Err(e) = started {
-        tracing::warn!("no metrics upkeep thread ({e}): histograms grow until scraped");
+    match started {
+        Ok(thread) => {
+            let _ = UPKEEP.set(thread);
+        }
+        Err(e) => tracing::warn!("no metrics upkeep thread ({e}): histograms grow until scraped"),
     }
 }
+
+/// The upkeep thread, once the exporter has started it.
+static UPKEEP: OnceLock<std::thread::JoinHandle<()>> = OnceLock::new();
 
 /// The Prometheus text exposition of the process (`GET /metrics`).
 pub fn render() -> String {
@@ -211,13 +217,13 @@ mod tests {
     #[test]
     fn the_exporter_runs_its_upkeep_without_a_scrape() {
         exporter();
-        // Linux lists the process's threads with their names.
-        let names: Vec<String> = std::fs::read_dir("/proc/self/task")
-            .expect("the process's threads are listed")
-            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-            .map(|n| n.trim().to_string())
-            .collect();
-        assert!(names.iter().any(|n| n == UPKEEP_THREAD), "{names:?}");
+        // Started with the exporter, whichever test made it first, and
+        // running for as long as the process does.
+        let upkeep = UPKEEP
+            .get()
+            .expect("the exporter started its upkeep thread");
+        assert_eq!(upkeep.thread().name(), Some(UPKEEP_THREAD));
+        assert!(!upkeep.is_finished());
     }
 
     #[test]
