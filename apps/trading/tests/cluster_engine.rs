@@ -326,6 +326,16 @@ fn one_way_primary_and_standby_each_tell_the_client_a_retry_too() {
     system.shutdown();
 }
 
+/// Tells `standby` to follow `primary` at `epoch` and waits until it has
+/// caught up.
+fn join(standby: &ActorRef<EngineCmd>, primary: &ActorRef<EngineCmd>, epoch: u64) {
+    standby.tell(EngineCmd::Follow {
+        epoch,
+        primary: primary.clone(),
+    });
+    until_role(standby, "standby");
+}
+
 /// A node's journal in `dir`, buffered.
 fn node_log(dir: &Path) -> Arc<LocalJournal> {
     open_node_log(dir, TxLog::Buffered).unwrap().unwrap()
@@ -397,11 +407,7 @@ fn engines_restart_from_their_snapshots_and_a_standby_from_the_state_it_caught_u
     place_on(&system, &primary, 0..40);
     acks(&ack_rx, 40);
     // The standby joins after 40 orders: it receives the state, not them.
-    standby.tell(EngineCmd::Follow {
-        epoch: 1,
-        primary: primary.clone(),
-    });
-    until_role(&standby, "standby");
+    join(&standby, &primary, 1);
     place_on(&system, &primary, 40..60);
     acks(&ack_rx, 20);
     let (before, standby_before) = (report(&primary), report(&standby));
@@ -475,11 +481,7 @@ fn engines_restart_from_their_snapshots_and_a_standby_from_the_state_it_caught_u
     // An order `b` never saw, so its old books differ from `a`'s.
     place_on(&system, &primary, 60..70);
     acks(&ack_rx, 10);
-    standby.tell(EngineCmd::Follow {
-        epoch: 3,
-        primary: primary.clone(),
-    });
-    until_role(&standby, "standby");
+    join(&standby, &primary, 3);
     place_on(&system, &primary, 70..80);
     acks(&ack_rx, 10);
     let (before, standby_before) = (report(&primary), report(&standby));
