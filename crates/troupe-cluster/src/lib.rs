@@ -43,6 +43,8 @@ pub mod singleton;
 pub mod testing;
 mod token;
 
+pub use token::MAX_ID_BYTES;
+
 /// The user guide's pages on this crate's blocks, compiled (and the
 /// persistence page run) as doctests here so their examples stay true.
 #[cfg(doctest)]

@@ -86,7 +86,7 @@ pub use effect::Effect;
 pub use error::PersistenceError;
 #[cfg(feature = "nats")]
 pub use jetstream::JetStreamJournal;
-pub use journal::{Counters, Done, EachEvent, Journal, Replayed, Snapshot};
+pub use journal::{Counters, Done, EachEvent, Journal, JournalScope, Replayed, Snapshot};
 pub use local::{Durability, LocalJournal, LogOptions};
 pub use runner::{
     Internal, Msg, Persistent, PersistentActor, PersistentContext, PersistentSettings,

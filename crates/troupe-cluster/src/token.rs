@@ -1,6 +1,25 @@
 //! Ids as NATS subject tokens and key-value keys: the journal's subject per
 //! persistence id and sharding's remembered entities both need any id in
-//! a form NATS accepts, and back.
+//! a form NATS accepts, and back; and the one limit on an id's length that
+//! every place an id is carried (a subject, a key, a file name) can hold.
+
+/// The longest persistence id or entity id, in bytes (UTF-8), that troupe
+/// accepts: 255.
+///
+/// Why this number: an id travels as a NATS subject token (escaped, up to
+/// three bytes per byte) inside a protocol line the server caps at 4,096
+/// bytes by default (`max_control_line`; a longer one closes the whole
+/// connection), as a key-value key, and as part of a file name on local
+/// disk (255 bytes on most file systems). 255 bytes escape to at most 765,
+/// which leaves room for every prefix and reply subject on the line. An id
+/// over it is refused where it enters (a journal call, a region's `tell`)
+/// with an error naming the limit, before anything is written or sent.
+pub const MAX_ID_BYTES: usize = 255;
+
+/// Whether `id` is one troupe accepts: 1 to [`MAX_ID_BYTES`] bytes.
+pub(crate) fn id_fits(id: &str) -> bool {
+    !id.is_empty() && id.len() <= MAX_ID_BYTES
+}
 
 /// The id's bytes outside `A-Z a-z 0-9 - _` as `=XX`: a subject token and
 /// a key-value key.

@@ -89,7 +89,8 @@ pub enum PersistenceError {
         /// The NATS client's message.
         reason: String,
     },
-    /// The persistence id is empty or longer than 65,535 bytes.
+    /// The persistence id is empty or longer than
+    /// [`MAX_ID_BYTES`](crate::MAX_ID_BYTES) (255 bytes).
     InvalidId {
         /// The id, cut to 100 characters.
         persistence_id: String,
@@ -160,7 +161,8 @@ impl fmt::Display for PersistenceError {
             PersistenceError::InvalidId { persistence_id } => write!(
                 f,
                 "persistence: invalid persistence id {persistence_id:?} \
-                 (it must be 1 to 65,535 bytes)"
+                 (it must be 1 to {} bytes)",
+                crate::MAX_ID_BYTES
             ),
         }
     }

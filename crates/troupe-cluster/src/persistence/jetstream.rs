@@ -47,7 +47,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use super::error::PersistenceError;
-use super::journal::{Counters, Done, EachEvent, Journal, Replayed, Snapshot};
+use super::journal::{Counters, Done, EachEvent, Journal, JournalScope, Replayed, Snapshot};
 use crate::token::escape;
 
 /// How often a write that failed without a verdict is tried again.
@@ -100,6 +100,7 @@ type Writer = (mpsc::UnboundedSender<Write>, Arc<Mutex<IdState>>);
 struct Inner {
     js: jetstream::Context,
     stream: stream::Stream,
+    stream_name: String,
     prefix: String,
     snapshots: kv::Store,
     runtime: tokio::runtime::Handle,
@@ -136,9 +137,10 @@ impl JetStreamJournal {
         }
         let js = jetstream::new(client);
         let prefix = format!("troupe.journal.{entity_type}");
+        let stream_name = format!("troupe-journal-{entity_type}");
         let stream = js
             .get_or_create_stream(stream::Config {
-                name: format!("troupe-journal-{entity_type}"),
+                name: stream_name.clone(),
                 subjects: vec![format!("{prefix}.>")],
                 num_replicas: replicas.clamp(1, 5),
                 allow_direct: true,
@@ -163,6 +165,7 @@ impl JetStreamJournal {
             inner: Arc::new(Inner {
                 js,
                 stream,
+                stream_name,
                 prefix,
                 snapshots,
                 runtime: tokio::runtime::Handle::current(),
@@ -557,6 +560,10 @@ impl Journal for JetStreamJournal {
 
     fn counters(&self) -> &Counters {
         &self.inner.counters
+    }
+
+    fn scope(&self) -> JournalScope {
+        JournalScope::Shared(format!("JetStream stream {}", self.inner.stream_name))
     }
 }
 

@@ -136,6 +136,36 @@ pub trait Journal: Send + Sync + 'static {
 
     /// What the actors using this journal have dropped or been refused.
     fn counters(&self) -> &Counters;
+
+    /// Where the journal's data lives, and so who can recover from it:
+    /// only this process ([`JournalScope::Node`], the default: a journal
+    /// has to say that it is shared), or every node of a cluster
+    /// ([`JournalScope::Shared`]). Sharding refuses to run persistent
+    /// entities on a node-scoped journal, since they move between nodes
+    /// and would recover from another node's disk.
+    fn scope(&self) -> JournalScope {
+        JournalScope::Node("a journal that does not say it is shared".into())
+    }
+}
+
+/// Who can read what a [`Journal`] wrote (see [`Journal::scope`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JournalScope {
+    /// Only the process that wrote it (a directory on local disk): an
+    /// entity recovered on another node would not see its events.
+    Node(String),
+    /// Every node that opens the same store (a replicated stream): an
+    /// entity recovers wherever it moves. The string names the store.
+    Shared(String),
+}
+
+impl std::fmt::Display for JournalScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JournalScope::Node(what) => write!(f, "node-local ({what})"),
+            JournalScope::Shared(what) => write!(f, "shared by the cluster ({what})"),
+        }
+    }
 }
 
 /// Counts of what persistent actors lost or were refused, for alerts: each

@@ -62,7 +62,7 @@ pub use troupe_journal::{Durability, Options as LogOptions};
 
 use self::record::Body;
 use super::error::PersistenceError;
-use super::journal::{Counters, Done, EachEvent, Journal, Replayed, Snapshot};
+use super::journal::{Counters, Done, EachEvent, Journal, JournalScope, Replayed, Snapshot};
 
 /// What the journal knows of one persistence id (module header).
 #[derive(Clone, Copy, Debug, Default)]
@@ -326,7 +326,7 @@ fn read_events_from(
 }
 
 fn check_id(id: &str) -> Result<(), PersistenceError> {
-    if id.is_empty() || id.len() > u16::MAX as usize {
+    if !crate::token::id_fits(id) {
         return Err(PersistenceError::InvalidId {
             persistence_id: id.chars().take(100).collect(),
         });
@@ -463,5 +463,9 @@ impl Journal for LocalJournal {
 
     fn counters(&self) -> &Counters {
         &self.counters
+    }
+
+    fn scope(&self) -> JournalScope {
+        JournalScope::Node(format!("LocalJournal in {}", self.log_dir.display()))
     }
 }
