@@ -7,9 +7,10 @@
 //! after the restart is given up: its client is told it failed and goes on
 //! with its next order (no token left waiting); if it was the standby that
 //! gave up, the standby lacks an order its primary has, and verification
-//! says so. With a real disk that refuses every write (the log's segment
-//! is `/dev/full`), every order of that engine is failed, in both log
-//! modes, and no client is left waiting. A late completion for a failed
+//! says so. With a file that refuses every write (the log's segment is a
+//! memory file sealed against growing, see `full_segment`), every order of
+//! that engine is failed, in both log modes, and no client is left
+//! waiting. A late completion for a failed
 //! order never counts towards the client's next order.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -69,8 +70,33 @@ struct Outcome {
 enum Fault {
     /// Its next `n` appends are refused (injected).
     Refuse(u32),
-    /// Its log's segment is `/dev/full`: every write fails, for good.
+    /// Its log's segment refuses every write, for good (`full_segment`).
     FullDisk,
+}
+
+/// Makes `dir` a journal whose only segment refuses every write, for good:
+/// a memory file holding a new segment's header, sealed against growing
+/// (the kernel refuses any write past its end, with `EPERM`, as a full
+/// disk refuses one with `ENOSPC`), linked in as segment 0 through
+/// `/proc/self/fd`. (`/dev/full` cannot be a segment: it reads as an empty
+/// file, and the journal refuses a segment without its header.)
+fn full_segment(dir: &std::path::Path) -> std::fs::File {
+    use rustix::fs::{fcntl_add_seals, memfd_create, MemfdFlags, SealFlags};
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+
+    let scratch = dir.with_extension("scratch");
+    let options = troupe_journal::Options::default();
+    drop(troupe_journal::Journal::open(&scratch, options).unwrap());
+    let header = std::fs::read(scratch.join("00000000000000000000.log")).unwrap();
+    std::fs::remove_dir_all(&scratch).unwrap();
+    let mut file =
+        std::fs::File::from(memfd_create("full-segment", MemfdFlags::ALLOW_SEALING).unwrap());
+    file.write_all(&header).unwrap();
+    fcntl_add_seals(&file, SealFlags::GROW | SealFlags::SHRINK | SealFlags::SEAL).unwrap();
+    let link = format!("/proc/self/fd/{}", file.as_raw_fd());
+    std::os::unix::fs::symlink(link, dir.join("00000000000000000000.log")).unwrap();
+    file
 }
 
 /// Runs `scenario` on one-way actors with engine 0's `victim` failing as
@@ -81,15 +107,18 @@ fn run(txlog: TxLog, victim: Victim, fault: Fault, scenario: Scenario) -> Outcom
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&root);
-    if let Fault::FullDisk = fault {
+    // Kept open until the run is over: the segment lives as long as it.
+    let _full_segment = if let Fault::FullDisk = fault {
         let half = match victim {
             Victim::Primary => "primary",
             Victim::Standby => "standby",
         };
         let dir = root.join(format!("engine-0-{half}"));
         std::fs::create_dir_all(&dir).unwrap();
-        std::os::unix::fs::symlink("/dev/full", dir.join("00000000000000000000.log")).unwrap();
-    }
+        Some(full_segment(&dir))
+    } else {
+        None
+    };
     let config = RunConfig {
         variant: Variant::OneWay,
         scenario,

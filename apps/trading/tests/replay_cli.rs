@@ -146,7 +146,8 @@ fn replay_rebuilds_books_from_an_engine_log_and_refuses_a_damaged_one() {
         "{stdout}"
     );
 
-    // Damage the first record: the replay names the segment and offset.
+    // Damage the first record (after the segment's 20-byte header): the
+    // replay names the segment and offset.
     let segment = std::fs::read_dir(&log)
         .unwrap()
         .map(|e| e.unwrap())
@@ -154,7 +155,7 @@ fn replay_rebuilds_books_from_an_engine_log_and_refuses_a_damaged_one() {
         .unwrap()
         .path();
     let mut bytes = std::fs::read(&segment).unwrap();
-    bytes[10] ^= 0xff;
+    bytes[20 + 10] ^= 0xff;
     std::fs::write(&segment, &bytes).unwrap();
     let out = Command::new(bin())
         .args(["replay", "--journal"])
@@ -164,7 +165,7 @@ fn replay_rebuilds_books_from_an_engine_log_and_refuses_a_damaged_one() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("corrupt record") && stderr.contains("at byte 0"),
+        stderr.contains("damaged log") && stderr.contains("at byte 20"),
         "{stderr}"
     );
     std::fs::remove_dir_all(&root).unwrap();

@@ -20,7 +20,8 @@ pub enum JournalError {
         source: Arc<io::Error>,
     },
     /// A record that is not the torn tail of the last segment failed its
-    /// check: the log is damaged and nothing after it can be trusted.
+    /// check, or a segment is missing, emptied or cut (see the crate docs):
+    /// the log is damaged and nothing after it can be trusted.
     Corrupt {
         /// The segment file.
         segment: PathBuf,
@@ -70,7 +71,7 @@ impl fmt::Display for JournalError {
                 reason,
             } => write!(
                 f,
-                "journal: corrupt record in {} at byte {offset}: {reason}",
+                "journal: damaged log: {} at byte {offset}: {reason}",
                 segment.display()
             ),
             JournalError::TooLarge { len, max } => {

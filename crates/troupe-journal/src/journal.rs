@@ -16,6 +16,7 @@
 //!   truncates the partial frame as a torn tail.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -24,9 +25,9 @@ use crate::committer::{self, Committer, Done};
 use crate::error::JournalError;
 use crate::frame::{self, MAX_RECORD};
 use crate::guard::lock;
-use crate::scan::scan;
-use crate::segment;
-use crate::tail::{create_segment, Tail};
+use crate::reader::walk;
+use crate::segment::{self, HEADER};
+use crate::tail::Tail;
 
 /// When an append counts as done.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -72,81 +73,59 @@ pub struct Journal {
 
 impl Journal {
     /// Opens (creating it if needed) the journal in `dir`, recovering from
-    /// a crash: a torn tail of the last segment is truncated away.
+    /// a crash: a torn tail of the last segment is truncated away, the
+    /// temporary file of a rotation that never got renamed is removed, and
+    /// a segment a rotation left unsealed gets its seal.
     ///
     /// # Errors
     ///
     /// If the directory cannot be created or read, a file cannot be opened
-    /// for writing (read-only directory), or a record in the middle of the
-    /// log is damaged ([`JournalError::Corrupt`]).
+    /// for writing (read-only directory), or the log is damaged: a record
+    /// in the middle, or a segment missing, emptied or cut
+    /// ([`JournalError::Corrupt`] names the file and byte offset; see the
+    /// crate docs for every case).
     pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Journal, JournalError> {
         let dir = dir.as_ref().to_path_buf();
         fs::create_dir_all(&dir).map_err(|e| JournalError::io("create directory", &dir, e))?;
         // Taken before recovery: a second writer must not truncate what the
         // first is appending to. The OS releases it if the process dies.
         let lock = lock_dir(&dir)?;
-        let segments = segment::list(&dir)?;
+        segment::remove_temporaries(&dir)?;
         let durable = options.durability != Durability::None;
-        let (path, len, next_seq) = match segments.last() {
-            None => {
-                let path = dir.join(segment::file_name(0));
-                create_segment(&path)?;
-                if durable {
-                    segment::sync_dir(&dir)?;
-                }
-                (path, 0, 0)
-            }
-            Some(last) => {
-                // Earlier segments were complete when the journal rotated
-                // away from them; check them now anyway, so a damaged log
-                // is refused at open rather than at replay.
-                let mut expected = segments[0].base;
-                for (i, s) in segments.iter().enumerate() {
-                    if s.base != expected {
-                        return Err(JournalError::Corrupt {
-                            segment: s.path.clone(),
-                            offset: 0,
-                            reason: format!(
-                                "segment starts at record {}, expected {expected}",
-                                s.base
-                            ),
-                        });
-                    }
-                    let bytes = segment::read(&s.path)?;
-                    let found = scan(&s.path, &bytes, i + 1 == segments.len(), |_| {})?;
-                    expected += found.records;
-                    if i + 1 == segments.len() && found.valid_len < bytes.len() as u64 {
-                        truncate(&s.path, found.valid_len)?;
-                    }
-                    if i + 1 == segments.len() {
-                        return Journal::start(
-                            dir,
-                            options,
-                            lock,
-                            last.path.clone(),
-                            found.valid_len,
-                            expected,
-                        );
-                    }
-                }
-                unreachable!("the loop returns at the last segment");
-            }
+        // Every segment is checked, so a damaged log is refused at open
+        // rather than at replay.
+        let Some(end) = walk(&dir, 0, |_, _| {})? else {
+            let (path, file) = segment::create(&dir, 0, durable)?;
+            return Journal::start(dir, options, lock, (path, file), HEADER as u64, 0);
         };
-        Journal::start(dir, options, lock, path, len, next_seq)
+        if end.scanned.valid_len < end.len {
+            truncate(&end.last.path, end.scanned.valid_len)?;
+        }
+        if let Some((path, at)) = &end.unsealed {
+            seal(path, *at, end.last.base, durable)?;
+        }
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&end.last.path)
+            .map_err(|e| JournalError::io("open for append", &end.last.path, e))?;
+        Journal::start(
+            dir,
+            options,
+            lock,
+            (end.last.path, file),
+            end.scanned.valid_len,
+            end.next_seq,
+        )
     }
 
     fn start(
         dir: PathBuf,
         options: Options,
         lock: File,
-        path: PathBuf,
+        (path, file): (PathBuf, File),
         len: u64,
         next_seq: u64,
     ) -> Result<Journal, JournalError> {
-        let file = OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(|e| JournalError::io("open for append", &path, e))?;
         let tail = Arc::new(Mutex::new(Tail {
             dir,
             file,
@@ -270,6 +249,23 @@ fn check_size(payload: &[u8]) -> Result<(), JournalError> {
             len: payload.len(),
             max: MAX_RECORD,
         });
+    }
+    Ok(())
+}
+
+/// Seals the segment `path` at byte `at` (its end): a rotation to the
+/// segment starting at `next` was interrupted before it did.
+fn seal(path: &Path, at: u64, next: u64, durable: bool) -> Result<(), JournalError> {
+    let mut file = OpenOptions::new()
+        .append(true)
+        .open(path)
+        .map_err(|e| JournalError::io("open for sealing", path, e))?;
+    debug_assert_eq!(file.metadata().map(|m| m.len()).ok(), Some(at));
+    file.write_all(&frame::seal(next))
+        .map_err(|e| JournalError::io("seal", path, e))?;
+    if durable {
+        file.sync_data()
+            .map_err(|e| JournalError::io("fsync", path, e))?;
     }
     Ok(())
 }

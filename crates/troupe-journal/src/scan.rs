@@ -1,5 +1,5 @@
-//! Walking the records of one segment's bytes, and telling a torn tail from
-//! damage.
+//! Walking the records of one segment's bytes (after its header, see
+//! `segment.rs`), and telling a torn tail from damage.
 //!
 //! Only the last segment can have a torn tail: appends only ever go to it,
 //! and a crash can leave it ending inside a record (cut short, or pages
@@ -14,7 +14,9 @@
 //!
 //! The bad frame's own header cannot be trusted to say where the next
 //! record starts (its length may be the damaged part, and the record after
-//! it may be damaged too), so every later byte position is tried. Trying a
+//! it may be damaged too), so every later byte position is tried. A valid
+//! seal found there counts like a valid record: it was written after every
+//! record before it. Trying a
 //! position means checking a CRC over as many bytes as its length field
 //! claims, which done directly costs O(n²) on a large torn region full of
 //! plausible lengths. Long candidates are instead checked in constant time
@@ -32,27 +34,47 @@
 use std::path::Path;
 
 use crate::error::JournalError;
-use crate::frame::{decode, Decoded, HEADER, MAX_RECORD};
+use crate::frame::{decode, Decoded, HEADER, MAX_RECORD, SEAL};
+use crate::segment;
 
 /// How a segment's bytes end.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Scanned {
     /// Records found.
     pub records: u64,
-    /// Bytes up to the end of the last valid record.
+    /// Bytes up to the end of the last valid record (or of the seal).
     pub valid_len: u64,
+    /// The segment's seal, if it has one: its byte offset, and the record
+    /// it says the next segment starts at.
+    pub sealed: Option<(u64, u64)>,
 }
 
-/// Walks the records in `bytes` (the contents of `path`), handing each
-/// payload to `each`. `last` says whether a torn tail is allowed.
+/// Checks the header of the segment `path` starting at record `base`, then
+/// walks its records, handing each payload to `each`. `last` says whether
+/// a torn tail is allowed.
 pub fn scan(
     path: &Path,
     bytes: &[u8],
+    base: u64,
+    last: bool,
+    each: impl FnMut(&[u8]),
+) -> Result<Scanned, JournalError> {
+    segment::check_header(path, bytes, base)?;
+    scan_frames(path, bytes, segment::HEADER, last, each)
+}
+
+/// Walks the frames in `bytes` from `start` on (see [`scan`]). A seal ends
+/// the walk; any byte after it is damage.
+fn scan_frames(
+    path: &Path,
+    bytes: &[u8],
+    start: usize,
     last: bool,
     mut each: impl FnMut(&[u8]),
 ) -> Result<Scanned, JournalError> {
-    let mut offset = 0usize;
+    let mut offset = start;
     let mut records = 0u64;
+    let mut sealed = None;
     while offset < bytes.len() {
         let mut reason = match decode(&bytes[offset..]) {
             Decoded::Record(payload, frame) => {
@@ -60,6 +82,24 @@ pub fn scan(
                 records += 1;
                 offset += frame;
                 continue;
+            }
+            Decoded::Seal { next } => {
+                sealed = Some((offset as u64, next));
+                offset += SEAL;
+                if offset == bytes.len() {
+                    break;
+                }
+                // Not a torn tail even in the last segment: a sealed
+                // segment is never written again.
+                return Err(JournalError::Corrupt {
+                    segment: path.to_path_buf(),
+                    offset: offset as u64,
+                    reason: format!(
+                        "{} bytes after the segment's seal (a sealed segment is never \
+                         written again)",
+                        bytes.len() - offset
+                    ),
+                });
             }
             Decoded::Truncated => "the record runs past the end of the file".to_string(),
             Decoded::BadLength(len) => format!("impossible record length {len}"),
@@ -81,6 +121,7 @@ pub fn scan(
     Ok(Scanned {
         records,
         valid_len: offset as u64,
+        sealed,
     })
 }
 
@@ -118,6 +159,16 @@ fn next_valid_frame(bytes: &[u8], from: usize) -> Search {
     // Positions with room for at least a header.
     for p in from..bytes.len().saturating_sub(HEADER - 1) {
         let len = u32::from_le_bytes(bytes[p..p + 4].try_into().expect("4 bytes")) as usize;
+        if len == u32::MAX as usize {
+            hashed += SEAL - 4;
+            if matches!(decode(&bytes[p..]), Decoded::Seal { .. }) {
+                return Search {
+                    found: Some(p),
+                    hashed,
+                };
+            }
+            continue;
+        }
         if len > MAX_RECORD || len > bytes.len() - p - HEADER {
             // Not a complete frame: decode would say BadLength or Truncated.
             continue;
@@ -281,7 +332,7 @@ mod tests {
     /// The offset and reason of the corruption `scan` reports for the last
     /// segment `bytes`.
     fn corrupt_at(bytes: &[u8]) -> Option<(u64, String)> {
-        match scan(Path::new("seg"), bytes, true, |_| {}) {
+        match scan_frames(Path::new("seg"), bytes, 0, true, |_| {}) {
             Err(JournalError::Corrupt { offset, reason, .. }) => Some((offset, reason)),
             Err(other) => panic!("{other}"),
             Ok(_) => None,
@@ -290,7 +341,12 @@ mod tests {
 
     /// The search the fast one must agree with: decode at every position.
     fn naive_next_valid_frame(bytes: &[u8], from: usize) -> Option<usize> {
-        (from..bytes.len()).find(|&p| matches!(decode(&bytes[p..]), Decoded::Record(..)))
+        (from..bytes.len()).find(|&p| {
+            matches!(
+                decode(&bytes[p..]),
+                Decoded::Record(..) | Decoded::Seal { .. }
+            )
+        })
     }
 
     #[test]
@@ -298,12 +354,13 @@ mod tests {
         let full = log(&[b"one", b"two", b"three"]);
         let good = log(&[b"one", b"two"]).len();
         for cut in good..full.len() {
-            let s = scan(Path::new("x"), &full[..cut], true, |_| {}).unwrap();
+            let s = scan_frames(Path::new("x"), &full[..cut], 0, true, |_| {}).unwrap();
             assert_eq!(
                 s,
                 Scanned {
                     records: 2,
-                    valid_len: good as u64
+                    valid_len: good as u64,
+                    sealed: None,
                 },
                 "cut at {cut}"
             );
@@ -313,7 +370,8 @@ mod tests {
     #[test]
     fn a_torn_tail_in_an_earlier_segment_is_corruption() {
         let full = log(&[b"one", b"two"]);
-        let err = scan(Path::new("seg"), &full[..full.len() - 1], false, |_| {}).unwrap_err();
+        let err =
+            scan_frames(Path::new("seg"), &full[..full.len() - 1], 0, false, |_| {}).unwrap_err();
         assert!(
             matches!(err, JournalError::Corrupt { offset: 11, .. }),
             "{err}"
@@ -399,12 +457,13 @@ mod tests {
     fn zeroed_pages_after_the_last_record_are_a_torn_tail() {
         let mut bytes = log(&[b"one"]);
         bytes.extend_from_slice(&[0u8; 4096]);
-        let s = scan(Path::new("x"), &bytes, true, |_| {}).unwrap();
+        let s = scan_frames(Path::new("x"), &bytes, 0, true, |_| {}).unwrap();
         assert_eq!(
             s,
             Scanned {
                 records: 1,
-                valid_len: 11
+                valid_len: 11,
+                sealed: None,
             }
         );
     }
@@ -415,7 +474,7 @@ mod tests {
         let full = log(&[b"one", b"two, cut short"]);
         let mut bytes = full[..11 + 12].to_vec();
         bytes.extend_from_slice(&[0u8; 3 * 4096]);
-        let s = scan(Path::new("x"), &bytes, true, |_| {}).unwrap();
+        let s = scan_frames(Path::new("x"), &bytes, 0, true, |_| {}).unwrap();
         assert_eq!(s.valid_len, 11);
         // Why zeroes cannot pass for a record: an empty record's CRC (of
         // four zero length bytes) is not zero.
@@ -428,8 +487,38 @@ mod tests {
         let mut bytes = log(&[b"one", b"two", b"three"]);
         let last = bytes.len() - 1;
         bytes[last] ^= 0x01;
-        let s = scan(Path::new("x"), &bytes, true, |_| {}).unwrap();
+        let s = scan_frames(Path::new("x"), &bytes, 0, true, |_| {}).unwrap();
         assert_eq!(s.records, 2);
+    }
+
+    #[test]
+    fn a_seal_ends_the_segment_and_nothing_may_follow_it() {
+        let mut bytes = log(&[b"one", b"two"]);
+        let sealed_at = bytes.len();
+        bytes.extend_from_slice(&crate::frame::seal(2));
+        for last in [false, true] {
+            let s = scan_frames(Path::new("x"), &bytes, 0, last, |_| {}).unwrap();
+            assert_eq!(s.records, 2);
+            assert_eq!(s.sealed, Some((sealed_at as u64, 2)));
+            assert_eq!(s.valid_len, bytes.len() as u64);
+        }
+        let mut after = bytes.clone();
+        after.push(0);
+        let err = scan_frames(Path::new("x"), &after, 0, true, |_| {}).unwrap_err();
+        assert!(
+            matches!(err, JournalError::Corrupt { offset, .. } if offset as usize == bytes.len()),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn damage_before_a_seal_is_corruption_not_a_torn_tail() {
+        let records: [&[u8]; 3] = [b"zero", b"one", b"two"];
+        let at = offsets(&records);
+        let mut bytes = log(&records);
+        bytes.extend_from_slice(&crate::frame::seal(3));
+        bytes[at[2] + 9] ^= 0x01;
+        assert_eq!(corrupt_at(&bytes).unwrap().0, at[2] as u64);
     }
 
     #[test]
@@ -482,6 +571,8 @@ mod tests {
         Forged(Vec<u8>, u32),
         /// A valid frame with one bit flipped.
         Flipped(Vec<u8>, usize),
+        /// A seal.
+        Seal(u64),
     }
 
     fn piece() -> impl Strategy<Value = Piece> {
@@ -494,6 +585,7 @@ mod tests {
             payload.clone().prop_map(Piece::Frame),
             (payload.clone(), any::<u32>()).prop_map(|(p, c)| Piece::Forged(p, c)),
             (payload, any::<usize>()).prop_map(|(p, b)| Piece::Flipped(p, b)),
+            any::<u64>().prop_map(Piece::Seal),
         ]
     }
 
@@ -503,6 +595,7 @@ mod tests {
             match piece {
                 Piece::Noise(bytes) => out.extend_from_slice(bytes),
                 Piece::Frame(payload) => encode(payload, &mut out),
+                Piece::Seal(next) => out.extend_from_slice(&crate::frame::seal(*next)),
                 Piece::Forged(payload, crc) => {
                     out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
                     out.extend_from_slice(&crc.to_le_bytes());

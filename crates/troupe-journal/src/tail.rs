@@ -4,12 +4,13 @@
 //! behind a partial frame). Shared by the journal (direct appends) and the
 //! group-commit writer thread.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::error::JournalError;
-use crate::segment;
+use crate::frame;
+use crate::segment::{self, HEADER};
 
 /// The file being appended to.
 pub(crate) struct Tail {
@@ -47,7 +48,7 @@ impl Tail {
             let mut end = ends[i];
             let mut j = i + 1;
             let room = self.segment_bytes.saturating_sub(self.len);
-            if (end - start) as u64 > room && self.len > 0 {
+            if (end - start) as u64 > room && self.len > HEADER as u64 {
                 self.rotate()?;
                 continue;
             }
@@ -81,28 +82,29 @@ impl Tail {
         result
     }
 
+    /// Closes the current segment and continues in a new one. The new
+    /// segment is created (whole, and durable under a durable policy)
+    /// before the old one is sealed, so a crash in between leaves an
+    /// unsealed segment followed by an empty one, which recovery accepts
+    /// and seals, never a sealed segment without its successor.
     fn rotate(&mut self) -> Result<(), JournalError> {
         if self.durable {
             self.file
                 .sync_data()
                 .map_err(|e| JournalError::io("fsync", &self.path, e))?;
         }
-        let path = self.dir.join(segment::file_name(self.next_seq));
-        self.file = create_segment(&path)?;
+        let (path, file) = segment::create(&self.dir, self.next_seq, self.durable)?;
+        self.file
+            .write_all(&frame::seal(self.next_seq))
+            .map_err(|e| JournalError::io("seal", &self.path, e))?;
         if self.durable {
-            segment::sync_dir(&self.dir)?;
+            self.file
+                .sync_data()
+                .map_err(|e| JournalError::io("fsync", &self.path, e))?;
         }
+        self.file = file;
         self.path = path;
-        self.len = 0;
+        self.len = HEADER as u64;
         Ok(())
     }
-}
-
-/// Creates a new, empty segment file for appending.
-pub(crate) fn create_segment(path: &Path) -> Result<File, JournalError> {
-    OpenOptions::new()
-        .create_new(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| JournalError::io("create segment", path, e))
 }

@@ -114,7 +114,8 @@ fn kill_9_at_random_points_loses_no_acknowledged_record() {
             .env(CHILD_DIR, &dir)
             .env(CHILD_ROUND, round.to_string())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            // A child that dies before it is killed says why here.
+            .stderr(Stdio::inherit())
             .spawn()
             .unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());

@@ -124,8 +124,8 @@ fn a_directory_that_becomes_unwritable_fails_the_rotation_and_nothing_after_it()
     let frame = 8 + payload(0).len();
     let options = |durability| Options {
         durability,
-        // Three records fit; the fourth needs a new segment.
-        segment_bytes: (3 * frame + frame / 2) as u64,
+        // The header and three records fit; the fourth needs a new segment.
+        segment_bytes: (20 + 3 * frame + frame / 2) as u64,
     };
     for durability in [
         Durability::None,
@@ -191,7 +191,8 @@ fn a_directory_that_becomes_unwritable_fails_the_rotation_and_nothing_after_it()
             fs::metadata(real.join("00000000000000000000.log"))
                 .unwrap()
                 .len(),
-            3 * frame as u64
+            (20 + 3 * frame) as u64,
+            "{durability:?}: the header and three records, nothing after them"
         );
         let journal = Journal::open(&link, options(durability)).unwrap();
         assert_eq!(journal.next_seq(), 3, "{durability:?}");
