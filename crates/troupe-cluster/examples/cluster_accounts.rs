@@ -12,7 +12,12 @@
 //!
 //! Run: `cargo run -p troupe-cluster --example cluster_accounts [nats url]`.
 //! Without a URL it starts a nats-server of its own (JetStream on): the
-//! one `scripts/nats-server.sh` installs, `NATS_SERVER`, or one on `PATH`.
+//! binary `NATS_SERVER` names, or the first on `PATH`; in this repository,
+//! `NATS_SERVER=$(scripts/nats-server.sh)` gives it the pinned one.
+//!
+//! In a crate of your own (this file as `src/main.rs`) it needs
+//! troupe-remote's feature `launcher`, for that server: guide page 14
+//! (`docs/guide/`) gives the dependency lines.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
