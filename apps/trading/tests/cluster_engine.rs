@@ -193,8 +193,9 @@ fn replication_of_another_revision_is_dropped() {
     // A primary of an older revision still forwarding: ignored.
     standby.tell(EngineCmd::Replicate {
         epoch: 3,
+        from: 0,
+        to: 1,
         replicas: vec![Replica {
-            seq: 0,
             order: WireOrder::from(scenario_order(1, 0)),
             ack: StandbyAck::Primary,
         }],

@@ -97,8 +97,8 @@ pub struct Forward {
 }
 
 impl Forward {
-    /// Adds order `order`, the primary's sequence number `seq`.
-    pub fn push(&mut self, seq: u64, order: WireOrder, to: Forwarded<'_>) {
+    /// Adds order `order`.
+    pub fn push(&mut self, order: WireOrder, to: Forwarded<'_>) {
         let ack = match to {
             Forwarded::Primary => StandbyAck::Primary,
             Forwarded::Client(client) => StandbyAck::Client(self.client_index(order.id, client)),
@@ -106,7 +106,7 @@ impl Forward {
                 StandbyAck::Reconfirm(self.client_index(order.id, client))
             }
         };
-        self.replicas.push(Replica { seq, order, ack });
+        self.replicas.push(Replica { order, ack });
     }
 
     fn client_index(&mut self, id: u64, client: &ActorRef<ClientMsg>) -> u32 {
@@ -126,10 +126,14 @@ impl Forward {
     }
 
     /// Sends what was gathered to `standby` as one `Replicate` of
-    /// revision `epoch`, and starts over.
-    pub fn send(&mut self, standby: &ActorRef<EngineCmd>, epoch: u64) {
+    /// revision `epoch` covering the primary's sequence numbers
+    /// `from..to`, and starts over. With nothing gathered it is a probe
+    /// (see [`EngineCmd::Replicate`]).
+    pub fn send(&mut self, standby: &ActorRef<EngineCmd>, epoch: u64, from: u64, to: u64) {
         standby.tell(EngineCmd::Replicate {
             epoch,
+            from,
+            to,
             replicas: std::mem::take(&mut self.replicas),
             clients: self.clients.drain(..).map(|(_, client)| client).collect(),
         });

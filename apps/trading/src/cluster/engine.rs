@@ -12,6 +12,24 @@
 //! once its records are durable: one answer covers every order up to a
 //! sequence number.
 //!
+//! **Gaps.** Between processes a message can be lost (the NATS server
+//! restarting drops what it held, and what is sent to a node not yet
+//! reconnected), so an answer that covered "everything up to" a sequence
+//! number would vouch for a `Replicate` the standby never got. Each
+//! `Replicate` therefore covers a range of the primary's sequence numbers
+//! and the next starts where it ended; a standby applies only the one that
+//! continues what it holds, and on any other it has found a gap: it asks
+//! the primary for its state again (a `Join` of the same session: the
+//! catch-up of a joining standby, not a new standby) and ignores what
+//! comes before that state. Its answers thus only ever cover a prefix it
+//! holds. A standby that hears nothing more (the lost `Replicate` was the
+//! last) or whose answer was lost is found by the clients' resends: a
+//! resent order that waits for the standby makes the primary send an
+//! empty `Replicate`, which shows the gap or is answered again. A `Join`
+//! or catch-up lost on the way is asked for again after
+//! [`JOIN_RETRY`]. The standby stays a standby meanwhile: what it holds
+//! covers every order acknowledged, so it may still take over.
+//!
 //! **Batches.** Orders come a client's batch at a time, and what the
 //! engine produces is gathered ([`super::batches`]) and leaves at a
 //! `Flush` it tells itself when it gathers the first of it: the `Flush`
@@ -56,24 +74,24 @@
 //! Failures are fail-stop: an engine that panics stops, and its node exits
 //! (its books live on in the other process).
 
+mod log;
+mod primary;
+mod standby;
+
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::mpsc::UnboundedSender;
 use troupe::{Actor, ActorRef, Context, Signal};
 use troupe_cluster::persistence::{
-    Durability, Journal, LocalJournal, LogOptions, PersistenceError, Snapshot,
+    Durability, LocalJournal, LogOptions, PersistenceError, Snapshot,
 };
 
 use super::applied::Applied;
-use super::batches::{Answer, Answers, Forward, Forwarded};
+use super::batches::{Answers, Forward};
 use super::lease::{engine_name, LeaseRequest};
-use super::state::{self, EngineState, Event};
-use super::wire::{
-    client_of, AckMode, ClientMsg, EngineCmd, EngineMessages, EngineReport, Recovery, Replica,
-    StandbyAck, WireOrder,
-};
+use super::wire::{AckMode, ClientMsg, EngineCmd, EngineMessages, EngineReport, Recovery};
 use crate::engine_core::EngineCore;
 use crate::txlog::TxLog;
 
@@ -81,6 +99,11 @@ use crate::txlog::TxLog;
 /// most this many events after the snapshot (a second or so), and a
 /// snapshot costs a copy of the books (milliseconds) this rarely.
 pub const SNAPSHOT_EVERY: u64 = 100_000;
+
+/// How long a standby waits for the catch-up it asked for (a `Join`)
+/// before it asks again: a catch-up is a few messages and comes in
+/// milliseconds, unless the `Join` or a chunk was lost.
+pub const JOIN_RETRY: Duration = Duration::from_secs(1);
 
 /// Bytes of state per catch-up message: well inside a NATS frame.
 const CATCH_UP_CHUNK: usize = 256 * 1024;
@@ -97,6 +120,9 @@ enum Role {
     Standby {
         epoch: u64,
         primary: ActorRef<EngineCmd>,
+        /// Found a gap and asked for the primary's state again: what came
+        /// of it so far. Replication before that state is ignored.
+        resync: Option<Vec<u8>>,
     },
     Primary {
         /// The lease revision held now...
@@ -105,12 +131,20 @@ enum Role {
         /// the owner, so a standby that joined at any revision in between
         /// follows this primary.
         since: u64,
-        /// The standby and the revision it joined at (its replication
-        /// carries that one).
-        standby: Option<(ActorRef<EngineCmd>, u64)>,
+        standby: Option<Attached>,
         /// Asked the keeper to go on alone; pending orders wait.
         going_solo: bool,
     },
+}
+
+/// A primary's standby.
+struct Attached {
+    standby: ActorRef<EngineCmd>,
+    /// The revision it joined at (its replication carries that one).
+    joined: u64,
+    /// The session of its `Join`: the same again is this standby asking
+    /// for the state again.
+    session: u64,
 }
 
 impl Role {
@@ -147,7 +181,8 @@ struct Pending {
 
 /// A standby's answer, sent once its log is durable up to the order.
 enum Owed {
-    /// To the primary: its sequence number (request-reply).
+    /// To the primary: every order up to this sequence number is here
+    /// (request-reply).
     Primary(u64),
     /// To the order's client: the order's id (one-way).
     Client(ActorRef<ClientMsg>, u64),
@@ -221,6 +256,12 @@ pub struct ClusterEngine {
     unappended: Vec<Vec<u8>>,
     /// Primary: orders forwarded since the last flush, for the standby.
     forward: Forward,
+    /// Primary: where the next `Replicate` starts (where the last one, or
+    /// the standby's catch-up, ended).
+    forwarded_to: u64,
+    /// Primary: a resent order waits for the standby; the next flush
+    /// sends a `Replicate` even if it carries nothing (a probe).
+    probe: bool,
     /// Answers to clients since the last flush.
     answers: Answers,
     /// A `Flush` is on its way to this engine.
@@ -242,6 +283,13 @@ pub struct ClusterEngine {
     pending: VecDeque<Pending>,
     first_pending: u64,
     next_seq: u64,
+    /// Standby: the primary's sequence number the next `Replicate` must
+    /// start at (everything before it is here).
+    expected: u64,
+    /// Standby: this engine's session with its primary (see `Join`).
+    session: u64,
+    /// Standby: gaps found (see the module docs).
+    gaps: u64,
     /// Standby: what to answer once the log is durable up to the lsn.
     to_answer: VecDeque<(u64, Owed)>,
     duplicates: u64,
@@ -282,6 +330,8 @@ impl ClusterEngine {
             lsn: 0,
             unappended: Vec::new(),
             forward: Forward::default(),
+            forwarded_to: 0,
+            probe: false,
             answers: Answers::default(),
             flush_due: false,
             messages: EngineMessages::default(),
@@ -293,6 +343,9 @@ impl ClusterEngine {
             pending: VecDeque::new(),
             first_pending: 0,
             next_seq: 0,
+            expected: 0,
+            session: 0,
+            gaps: 0,
             to_answer: VecDeque::new(),
             duplicates: 0,
             standby_gen: 0,
@@ -303,340 +356,6 @@ impl ClusterEngine {
         }
     }
 
-    /// Takes this engine's place in the node's journal (once): the next
-    /// fencing token, then, with `recover`, what the journal holds of it:
-    /// the latest snapshot, then the events after it.
-    fn open_log(&mut self, ctx: &mut Context<'_, Self>, recover: bool) {
-        if self.journal.is_some() {
-            return;
-        }
-        let Some(journal) = self.plan.journal.clone() else {
-            return;
-        };
-        let started = std::time::Instant::now();
-        let index = self.index;
-        let fail = |what: &str, e: &dyn std::fmt::Display| -> ! {
-            panic!("engine {index}: cannot {what} its log: {e}")
-        };
-        let id = self.persistence_id.clone();
-        // The only writer of this id is this actor: the next token is
-        // free, and the fence record it writes orders every append of an
-        // earlier activation before this one's.
-        let (last, token) = journal.position_of(&id);
-        self.token = token + 1;
-        let me = ctx.myself();
-        journal.acquire(
-            &id,
-            Some(self.token),
-            Box::new(move |r| {
-                if let Err(e) = r {
-                    me.tell(EngineCmd::LogFailed(e.to_string()));
-                }
-            }),
-        );
-        if !recover {
-            // The sequence goes on from what is there; nothing of it is
-            // read (see `open_fresh_log`).
-            self.lsn = last;
-            self.durable = last;
-            self.snapshot_lsn = last;
-            self.journal = Some(journal);
-            return;
-        }
-        let mut from = (0, 0);
-        if let Some(snapshot) = journal
-            .load_snapshot(&id)
-            .unwrap_or_else(|e| fail("read", &e))
-        {
-            let restored = state::decode(&snapshot.state).unwrap_or_else(|e| fail("read", &e));
-            self.install(restored);
-            from = (snapshot.seq_nr, snapshot.position);
-        }
-        let mut reader = state::EventReader::default();
-        let mut each = |_seq_nr: u64, bytes: &[u8]| {
-            match reader.read_stored(&id, bytes)? {
-                Event::Order(order) => {
-                    self.core.process(&order);
-                    self.applied.insert(order.id);
-                }
-                Event::State(restored) => self.install(*restored),
-            }
-            Ok(())
-        };
-        let replayed = journal
-            .replay(&id, from.0, from.1, &mut each)
-            .unwrap_or_else(|e| fail("replay", &e));
-        self.lsn = replayed.seq_nr;
-        self.durable = self.lsn;
-        self.durable_position = replayed.position;
-        self.snapshot_lsn = from.0;
-        self.recovery = Recovery {
-            snapshot_seq_nr: from.0,
-            replayed_events: replayed.events,
-            micros: started.elapsed().as_micros() as u64,
-        };
-        self.journal = Some(journal);
-    }
-
-    /// Replaces the books and the applied ids with `restored`.
-    fn install(&mut self, restored: EngineState) {
-        self.core = restored.core;
-        self.applied = restored.applied;
-    }
-
-    /// Takes this engine's place in the journal for joining a primary,
-    /// without reading what the journal holds of it: a standby's books
-    /// are its primary's state and what follows it, nothing else. Events
-    /// left by an earlier life of this node (a whole-cluster restart) may
-    /// hold orders its primary never logged, or the same orders in
-    /// another order (the primary applied a retry later than the standby
-    /// had), and replaying them would leave the standby's books different
-    /// from the primary's. They stay in the shared log but count for
-    /// nothing: the first event the standby records is the primary's
-    /// whole state (`CatchUp`), and a replay installs a state event in
-    /// place of everything before it. Until that event is durable the
-    /// standby answers nothing (answers wait for durability in log
-    /// order), and an order counts only once the primary's own record of
-    /// it is durable, so nothing acknowledged rests on the events left.
-    fn open_fresh_log(&mut self, ctx: &mut Context<'_, Self>) {
-        self.open_log(ctx, false);
-    }
-
-    /// Applies `order` (not applied before) and appends its event; the
-    /// returned lsn is durable once `durable` reaches it.
-    fn apply(&mut self, order: WireOrder) -> u64 {
-        let Some(new) = order.to_order() else {
-            // Not a valid order: never acknowledged, never applied.
-            return u64::MAX;
-        };
-        self.core.process(&new);
-        self.applied.insert(order.id);
-        let mut event = Vec::with_capacity(48);
-        state::order_event(&new, &self.core, &mut event);
-        let lsn = self.append(event);
-        self.maybe_snapshot();
-        lsn
-    }
-
-    /// Appends one event (already applied) as the next lsn: to the
-    /// journal at the next flush ([`flush_log`](Self::flush_log)),
-    /// durable once `Durable` comes back. Without a log it is durable at
-    /// once.
-    fn append(&mut self, event: Vec<u8>) -> u64 {
-        self.lsn += 1;
-        match &self.journal {
-            Some(_) => self.unappended.push(event),
-            None => self.durable = self.lsn,
-        }
-        self.lsn
-    }
-
-    /// Hands the events gathered to the journal as one unit (all or none
-    /// survive a crash; one `Durable` for them all).
-    fn flush_log(&mut self, ctx: &mut Context<'_, Self>) {
-        let Some(journal) = &self.journal else {
-            return;
-        };
-        if self.unappended.is_empty() {
-            return;
-        }
-        let events = std::mem::take(&mut self.unappended);
-        let lsn = self.lsn;
-        let first = lsn + 1 - events.len() as u64;
-        let me = ctx.myself();
-        journal.append(
-            &self.persistence_id,
-            self.token,
-            first,
-            events,
-            Box::new(move |result| match result {
-                Ok(position) => me.tell(EngineCmd::Durable { lsn, position }),
-                Err(e) => me.tell(EngineCmd::LogFailed(e.to_string())),
-            }),
-        );
-    }
-
-    /// Sends the orders gathered to the standby they were forwarded to
-    /// (still the primary's standby: a change of standby flushes first).
-    fn flush_forward(&mut self) {
-        if self.forward.is_empty() {
-            return;
-        }
-        match &self.role {
-            Role::Primary {
-                standby: Some((standby, joined)),
-                ..
-            } => {
-                self.forward.send(standby, *joined);
-                self.messages.replicate_out += 1;
-            }
-            _ => self.forward.clear(),
-        }
-    }
-
-    /// Takes a snapshot of the state if `snapshot_every` events were
-    /// appended since the last one: encoded here (a copy of the books:
-    /// about 30 bytes a resting order), saved once the log is durable up
-    /// to it ([`save_snapshot`](Self::save_snapshot)).
-    fn maybe_snapshot(&mut self) {
-        let every = self.plan.snapshot_every;
-        if self.journal.is_none() || every == 0 || self.lsn - self.snapshot_lsn < every {
-            return;
-        }
-        self.snapshot_lsn = self.lsn;
-        self.unsaved_snapshot = Some(Snapshot {
-            seq_nr: self.lsn,
-            // At or before this event's record: replay starts there and
-            // skips what the snapshot holds.
-            position: self.durable_position,
-            token: self.token,
-            state: state::encode(&self.core, &self.applied),
-        });
-        self.save_snapshot();
-    }
-
-    /// Hands the snapshot taken to the journal's snapshot thread once
-    /// every event it holds is durable in the log. Saved earlier, a crash
-    /// could leave a snapshot ahead of the log: a restart would hold
-    /// orders its log lacks, and its next append would not continue the
-    /// log's sequence.
-    fn save_snapshot(&mut self) {
-        let (Some(journal), Some(snapshot)) = (&self.journal, &self.unsaved_snapshot) else {
-            return;
-        };
-        if snapshot.seq_nr > self.durable {
-            return;
-        }
-        let snapshot = self.unsaved_snapshot.take().expect("checked above");
-        let index = self.index;
-        journal.save_snapshot(
-            &self.persistence_id,
-            snapshot,
-            Box::new(move |r| {
-                if let Err(e) = r {
-                    // Not fatal: the log still holds every event, and the
-                    // next snapshot is tried as usual.
-                    eprintln!("engine {index}: snapshot not saved: {e}");
-                }
-            }),
-        );
-    }
-
-    /// Takes a client's orders (a receiver's batch for this engine).
-    fn take_orders(&mut self, orders: Vec<WireOrder>, client: ActorRef<ClientMsg>, mode: AckMode) {
-        let Role::Primary { standby, .. } = &self.role else {
-            // Only the lease holder serves the engine's name; orders here
-            // were routed before a change of hands. The client retries.
-            return;
-        };
-        let has_standby = standby.is_some();
-        self.messages.orders_in += 1;
-        if self.promoted_at_ns.is_some() && self.first_order_after_promotion_ns.is_none() {
-            self.first_order_after_promotion_ns = Some(now_ns());
-        }
-        for order in orders {
-            if order.to_order().is_none() {
-                // A field out of range (a peer of another version): neither
-                // applied nor acknowledged, and kept out of the queue,
-                // where it would hold up every order behind it.
-                continue;
-            }
-            let seq = self.next_seq;
-            self.next_seq += 1;
-            self.applied
-                .settle_below(client_of(order.id), order.settled_below);
-            let (lsn, standby_done) = if self.applied.contains(order.id) {
-                // A retry: the original acknowledgement, once everything
-                // applied so far (the original included) is durable and
-                // replicated. One-way, the standby confirms it to the
-                // client itself.
-                self.duplicates += 1;
-                if has_standby && mode == AckMode::OneWay {
-                    self.forward.push(seq, order, Forwarded::Reconfirm(&client));
-                }
-                (self.lsn, true)
-            } else {
-                let lsn = self.apply(order);
-                if has_standby {
-                    let to = match mode {
-                        AckMode::RequestReply => Forwarded::Primary,
-                        AckMode::OneWay => Forwarded::Client(&client),
-                    };
-                    self.forward.push(seq, order, to);
-                }
-                // One-way, the standby answers the client, not us.
-                (lsn, !has_standby || mode == AckMode::OneWay)
-            };
-            self.pending.push_back(Pending {
-                client: client.clone(),
-                id: order.id,
-                mode,
-                lsn,
-                standby_done,
-                gen: self.standby_gen,
-            });
-        }
-        self.complete_front();
-    }
-
-    fn complete_front(&mut self) {
-        let Role::Primary {
-            going_solo: false,
-            standby,
-            ..
-        } = &self.role
-        else {
-            return;
-        };
-        // One-way: the client completes the order once it also holds the
-        // answer of the standby that joined at this revision (an order
-        // forwarded to an earlier standby is completed by the client's
-        // retry, which this standby confirms).
-        let standby = standby.as_ref().map(|(_, joined)| *joined);
-        while let Some(front) = self.pending.front() {
-            if !(front.standby_done && front.lsn <= self.durable) {
-                break;
-            }
-            let front = self.pending.pop_front().expect("front exists");
-            self.first_pending += 1;
-            let answer = match front.mode {
-                AckMode::RequestReply => Answer::Ack,
-                AckMode::OneWay => Answer::PrimaryDone(standby),
-            };
-            self.answers.add(&front.client, front.id, answer);
-        }
-    }
-
-    fn answer(&mut self) {
-        let (Role::Standby { epoch, primary } | Role::Joining { epoch, primary, .. }) = &self.role
-        else {
-            return;
-        };
-        let mut through = None;
-        while let Some((lsn, _)) = self.to_answer.front() {
-            if *lsn > self.durable {
-                break;
-            }
-            match self.to_answer.pop_front().expect("front exists").1 {
-                Owed::Primary(seq) => through = Some(seq),
-                Owed::Client(client, id) => {
-                    self.answers.add(&client, id, Answer::StandbyDone(*epoch))
-                }
-            }
-        }
-        if let Some(through) = through {
-            primary.tell(EngineCmd::Replicated {
-                epoch: *epoch,
-                through,
-            });
-            self.messages.replicated_out += 1;
-        }
-    }
-
-    fn follows(&self, epoch: u64) -> bool {
-        matches!(self.role, Role::Standby { epoch: e, .. } | Role::Joining { epoch: e, .. } if e == epoch)
-    }
-
     fn report(&self) -> EngineReport {
         let s = self.core.summary();
         EngineReport {
@@ -645,9 +364,9 @@ impl ClusterEngine {
             epoch: self.role.epoch(),
             standby_epoch: match &self.role {
                 Role::Primary {
-                    standby: Some((_, joined)),
+                    standby: Some(attached),
                     ..
-                } => Some(*joined),
+                } => Some(attached.joined),
                 _ => None,
             },
             orders: s.orders,
@@ -660,6 +379,7 @@ impl ClusterEngine {
             first_order_after_promotion_ns: self.first_order_after_promotion_ns,
             recovery: self.recovery,
             applied_digest: self.applied.digest(),
+            gaps: self.gaps,
             messages: self.messages,
         }
     }
@@ -707,7 +427,7 @@ impl Actor for ClusterEngine {
         else {
             return;
         };
-        if standby.as_ref().is_some_and(|(s, _)| s.id() == id) {
+        if standby.as_ref().is_some_and(|a| a.standby.id() == id) {
             // The standby is gone (stopped, or its node declared down). Its
             // acknowledgements will not come; go on alone only once the
             // lease says so (see the module docs).
@@ -722,7 +442,10 @@ impl Actor for ClusterEngine {
 impl ClusterEngine {
     /// Whether anything waits for a flush.
     fn gathered(&self) -> bool {
-        !(self.unappended.is_empty() && self.forward.is_empty() && self.answers.is_empty())
+        !(self.unappended.is_empty()
+            && self.forward.is_empty()
+            && self.answers.is_empty()
+            && !self.probe)
     }
 
     /// Sends everything gathered: the log's events, the standby's orders,
@@ -731,87 +454,6 @@ impl ClusterEngine {
         self.flush_log(ctx);
         self.flush_forward();
         self.messages.answers_out += std::mem::take(&mut self.answers).send();
-    }
-
-    /// A standby takes what its primary forwarded, in order.
-    fn take_replicas(
-        &mut self,
-        epoch: u64,
-        replicas: Vec<Replica>,
-        clients: Vec<ActorRef<ClientMsg>>,
-    ) {
-        if !self.follows(epoch) {
-            return; // from a primary we no longer follow
-        }
-        for Replica { seq, order, ack } in replicas {
-            let client = match ack {
-                StandbyAck::Primary => None,
-                StandbyAck::Client(i) | StandbyAck::Reconfirm(i) => {
-                    match clients.get(i as usize) {
-                        Some(client) => Some(client.clone()),
-                        // Names no client it carries: a malformed frame.
-                        None => continue,
-                    }
-                }
-            };
-            if let StandbyAck::Reconfirm(_) = ack {
-                // Applied at the primary before: everything applied so
-                // far here, the original included, is covered once the
-                // log is durable up to now. Never applied here.
-                if let (Some(client), true) = (client, self.applied.contains(order.id)) {
-                    self.to_answer
-                        .push_back((self.lsn, Owed::Client(client, order.id)));
-                }
-                continue;
-            }
-            // The client's mark as the primary saw it: the primary
-            // settled the same ids before this order.
-            self.applied
-                .settle_below(client_of(order.id), order.settled_below);
-            let lsn = if self.applied.contains(order.id) {
-                self.lsn
-            } else {
-                self.apply(order)
-            };
-            self.to_answer.push_back((
-                lsn,
-                match client {
-                    None => Owed::Primary(seq),
-                    Some(client) => Owed::Client(client, order.id),
-                },
-            ));
-        }
-        self.answer();
-    }
-
-    /// A primary hears that its standby holds every order it was sent up
-    /// to sequence number `through`.
-    fn replicated(&mut self, epoch: u64, through: u64) {
-        let Role::Primary {
-            standby: Some((_, joined)),
-            ..
-        } = &self.role
-        else {
-            return;
-        };
-        if epoch != *joined {
-            return; // from a standby replaced since
-        }
-        let covered = through
-            .checked_sub(self.first_pending)
-            .map_or(0, |i| i.saturating_add(1));
-        let gen = self.standby_gen;
-        // Only what was forwarded to this standby: orders that waited for
-        // one lost before are released by the lease (`Solo`) alone.
-        for p in self
-            .pending
-            .iter_mut()
-            .take(usize::try_from(covered).unwrap_or(usize::MAX))
-            .filter(|p| p.gen == gen)
-        {
-            p.standby_done = true;
-        }
-        self.complete_front();
     }
 
     fn handle(&mut self, ctx: &mut Context<'_, Self>, msg: EngineCmd) {
@@ -823,76 +465,25 @@ impl ClusterEngine {
             } => self.take_orders(orders, client, mode),
             EngineCmd::Replicate {
                 epoch,
+                from,
+                to,
                 replicas,
                 clients,
-            } => self.take_replicas(epoch, replicas, clients),
+            } => self.take_replicas(ctx, epoch, from..to, replicas, clients),
             EngineCmd::Replicated { epoch, through } => self.replicated(epoch, through),
-            EngineCmd::Join { epoch, standby } => {
-                let Role::Primary {
-                    epoch: mine,
-                    since,
-                    standby: current,
-                    going_solo,
-                } = &mut self.role
-                else {
-                    return;
-                };
-                if epoch < *since || epoch > *mine {
-                    return; // it follows another primary
-                }
-                if let Some((old, _)) = current.take() {
-                    // Replaced before it was declared gone: what waits for
-                    // it is released only as when it is lost (the lease
-                    // renewed first: it might still be alive elsewhere).
-                    ctx.unwatch(&old);
-                    *going_solo = true;
-                    self.lost_gen = self.standby_gen;
-                    let _ = self.keeper.send(LeaseRequest::Solo { epoch: *mine });
-                }
-                // The state as of now; every order after it is forwarded.
-                let bytes = state::encode(&self.core, &self.applied);
-                let mut chunks = bytes.chunks(CATCH_UP_CHUNK).peekable();
-                while let Some(chunk) = chunks.next() {
-                    standby.tell(EngineCmd::CatchUp {
-                        epoch,
-                        state: chunk.to_vec(),
-                        last: chunks.peek().is_none(),
-                    });
-                }
-                ctx.watch(&standby);
-                *current = Some((standby, epoch));
-                self.standby_gen += 1;
-            }
-            EngineCmd::CatchUp { epoch, state, last } => {
-                let Role::Joining {
-                    epoch: e,
-                    primary,
-                    received,
-                } = &mut self.role
-                else {
-                    return;
-                };
-                if *e != epoch {
-                    return;
-                }
-                received.extend_from_slice(&state);
-                if !last {
-                    return;
-                }
-                let primary = primary.clone();
-                let bytes = std::mem::take(received);
-                let restored = state::decode(&bytes).unwrap_or_else(|e| {
-                    panic!(
-                        "engine {}: unreadable state from its primary: {e}",
-                        self.index
-                    )
-                });
-                self.install(restored);
-                // Recorded before anything after it, so the log replays to
-                // these books (answers wait for durability in log order).
-                self.append(state::state_event(&bytes));
-                self.role = Role::Standby { epoch, primary };
-            }
+            EngineCmd::Join {
+                epoch,
+                standby,
+                session,
+            } => self.join(ctx, epoch, standby, session),
+            EngineCmd::CatchUp {
+                epoch,
+                next,
+                offset,
+                state,
+                last,
+            } => self.catch_up(ctx, epoch, next, offset, state, last),
+            EngineCmd::RetryJoin => self.retry_join(ctx),
             EngineCmd::Promote { epoch } => {
                 self.open_log(ctx, true);
                 let was_following = !matches!(self.role, Role::Idle);
@@ -923,23 +514,7 @@ impl ClusterEngine {
                 }
                 self.complete_front();
             }
-            EngineCmd::Follow { epoch, primary } => {
-                assert!(
-                    matches!(self.role, Role::Idle),
-                    "engine {} asked to follow a second primary; its node restarts instead",
-                    self.index
-                );
-                self.open_fresh_log(ctx);
-                primary.tell(EngineCmd::Join {
-                    epoch,
-                    standby: ctx.myself(),
-                });
-                self.role = Role::Joining {
-                    epoch,
-                    primary,
-                    received: Vec::new(),
-                };
-            }
+            EngineCmd::Follow { epoch, primary } => self.follow(ctx, epoch, primary),
             EngineCmd::Durable { lsn, position } => {
                 self.durable = self.durable.max(lsn);
                 self.durable_position = self.durable_position.max(position);

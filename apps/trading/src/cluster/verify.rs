@@ -395,9 +395,11 @@ pub fn print_outcome(outcome: &ClusterOutcome, out: &mut dyn Write) -> std::io::
         )?;
     }
     let dups: u64 = outcome.engines.iter().map(|e| e.report.duplicates).sum();
+    let gaps: u64 = outcome.engines.iter().map(|e| e.report.gaps).sum();
     writeln!(
         out,
-        "retried orders answered from memory: {dups}; applied twice: {}; acknowledged but missing: {}",
+        "retried orders answered from memory: {dups}; replication gaps filled: {gaps}; applied \
+         twice: {}; acknowledged but missing: {}",
         outcome.applied_twice, outcome.acked_missing
     )?;
     for f in &outcome.fail_stopped {

@@ -173,9 +173,6 @@ pub enum StandbyAck {
 /// One order as the primary forwards it to its standby.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Replica {
-    /// The primary's sequence number for the order (request-reply answers
-    /// name it).
-    pub seq: u64,
     /// The order.
     pub order: WireOrder,
     /// What the standby does with it.
@@ -233,6 +230,11 @@ pub struct EngineReport {
     pub recovery: Recovery,
     /// The count and digest of the ids it applied (`applied.rs`).
     pub applied_digest: (u64, u64),
+    /// As a standby: gaps it found in its primary's replication (a
+    /// `Replicate` lost on the way), each filled by the primary's state
+    /// sent again.
+    #[serde(default)]
+    pub gaps: u64,
     /// Messages it took and sent for orders, since it started.
     pub messages: EngineMessages,
 }
@@ -295,11 +297,21 @@ pub enum EngineCmd {
         mode: AckMode,
     },
     /// From the primary to its standby: the orders one message handling of
-    /// the primary forwarded, in its processing order.
+    /// the primary forwarded, in its processing order. Each `Replicate`
+    /// covers the primary's sequence numbers `from..to`, and the next one
+    /// starts where it ended (or where the latest catch-up did): a standby
+    /// that gets one starting elsewhere lost one on the way, and asks for
+    /// the primary's state again instead of applying it. An empty one (a
+    /// probe, sent when a client resends an order that waits for the
+    /// standby) asks the standby to answer again.
     Replicate {
         /// The primary's lease revision: a standby that follows another
         /// (newer) primary ignores it.
         epoch: u64,
+        /// The first sequence number it covers.
+        from: u64,
+        /// The sequence number after the last it covers.
+        to: u64,
         /// The orders.
         replicas: Vec<Replica>,
         /// The clients the replicas answer (one-way), each once.
@@ -313,12 +325,19 @@ pub enum EngineCmd {
         /// The primary's sequence number of the last order covered.
         through: u64,
     },
-    /// From a fresh engine to the primary: make me your standby.
+    /// From a fresh engine to the primary: make me your standby, or, from
+    /// the primary's standby (the same `session`), send me your state
+    /// again (it found a gap in what it was sent, or its catch-up did not
+    /// come).
     Join {
         /// The lease revision the joiner saw.
         epoch: u64,
         /// The joining engine.
         standby: ActorRef<EngineCmd>,
+        /// Drawn by the engine when it starts to follow: a `Join` with the
+        /// session of the primary's standby is the same standby asking
+        /// again.
+        session: u64,
     },
     /// From the primary to a joining standby: its state as of now (books,
     /// counters, digests, ids applied; `cluster::state`), in chunks;
@@ -326,11 +345,20 @@ pub enum EngineCmd {
     CatchUp {
         /// The primary's lease revision.
         epoch: u64,
+        /// The primary's next sequence number: the first `Replicate` after
+        /// this state starts there.
+        next: u64,
+        /// Where in the encoded state this chunk starts (a chunk lost on
+        /// the way shows as a chunk starting elsewhere).
+        offset: u64,
         /// A chunk of the encoded state.
         state: Vec<u8>,
         /// No more catch-up follows.
         last: bool,
     },
+    /// From the engine itself: its catch-up has not come within
+    /// [`JOIN_RETRY`](super::engine::JOIN_RETRY); ask for it again.
+    RetryJoin,
     /// From the node's lease keeper: this engine now holds the lease at
     /// revision `epoch` and is the primary.
     Promote {
@@ -368,7 +396,7 @@ pub enum EngineCmd {
 }
 
 impl RemoteMessage for EngineCmd {
-    const TAG: &'static str = "trading.engine.v3";
+    const TAG: &'static str = "trading.engine.v4";
 }
 
 #[cfg(test)]
