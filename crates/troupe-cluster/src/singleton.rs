@@ -63,6 +63,7 @@
 //! # Ok(()) }
 //! ```
 
+mod front;
 mod manager;
 mod proxy;
 
@@ -76,7 +77,7 @@ use troupe::{Actor, ActorRef, ActorSystem, Props};
 use troupe_remote::{Node, RemoteMessage};
 
 use crate::lease::{LeaseError, Leases};
-use manager::Manager;
+use manager::{Entry, Manager};
 use proxy::{Proxy, ProxyMsg};
 
 /// How a singleton runs.
@@ -152,6 +153,9 @@ impl<M: RemoteMessage> Singleton<M> {
     /// `factory(token)` while it holds it. Call from the tokio runtime the
     /// node runs on. Fails if the lease bucket cannot be opened or made
     /// within 30 s, or the name is invalid.
+    ///
+    /// The instance's message type is the protocol `M`. For an instance
+    /// with messages of its own, see [`start_converting`](Self::start_converting).
     pub async fn start<A, F>(
         node: Arc<Node>,
         system: &ActorSystem,
@@ -160,6 +164,98 @@ impl<M: RemoteMessage> Singleton<M> {
     ) -> Result<Singleton<M>, LeaseError>
     where
         A: Actor<Msg = M>,
+        F: FnMut(u64) -> Props<A> + Send + 'static,
+    {
+        Self::start_with(node, system, settings, factory, front::direct).await
+    }
+
+    /// As [`start`](Self::start), for an instance whose message type is
+    /// wider than the protocol: it converts from `M` (`A::Msg: From<M>`)
+    /// and may hold messages that never cross nodes, such as its own
+    /// timers' ticks, `pipe_to_self` results or adapters' messages, with no
+    /// serde and no `RemoteMessage`; or it is a
+    /// [`Persistent`](crate::persistence::Persistent) actor, whose
+    /// `Msg<M>` converts from its command type `M`. The proxy, the
+    /// published name and the lookups carry `M`; on the holder's node a
+    /// front actor converts each message and tells the instance (one more
+    /// hop there), and stops when the instance stops.
+    ///
+    /// Name the protocol where the compiler cannot tell it:
+    /// `Singleton::<Protocol>::start_converting(..)`, or the type of the
+    /// variable that holds the singleton.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use troupe::{Actor, ActorSystem, Context, Props, ReplyTo};
+    /// use troupe_cluster::singleton::{Singleton, SingletonSettings};
+    /// use troupe_remote::Node;
+    ///
+    /// /// What other nodes send: serde and a tag.
+    /// #[derive(serde::Serialize, serde::Deserialize)]
+    /// enum Sweeps { Done(ReplyTo<u64>) }
+    /// impl troupe_remote::RemoteMessage for Sweeps { const TAG: &'static str = "example.Sweeps"; }
+    ///
+    /// /// What the instance handles: the protocol, and its own timer's tick,
+    /// /// which never leaves its node.
+    /// enum SweeperMsg { Remote(Sweeps), Tick }
+    /// impl From<Sweeps> for SweeperMsg {
+    ///     fn from(m: Sweeps) -> Self { SweeperMsg::Remote(m) }
+    /// }
+    ///
+    /// const EVERY: Duration = Duration::from_secs(60);
+    ///
+    /// struct Sweeper { done: u64 }
+    /// impl Actor for Sweeper {
+    ///     type Msg = SweeperMsg;
+    ///     fn started(&mut self, ctx: &mut Context<'_, Self>) {
+    ///         ctx.timers().start_single("sweep", EVERY, SweeperMsg::Tick);
+    ///     }
+    ///     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: SweeperMsg) {
+    ///         match msg {
+    ///             SweeperMsg::Tick => {
+    ///                 self.done += 1; // a sweep
+    ///                 ctx.timers().start_single("sweep", EVERY, SweeperMsg::Tick);
+    ///             }
+    ///             SweeperMsg::Remote(Sweeps::Done(reply)) => _ = reply.reply(self.done),
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// # async fn run(node: Arc<Node>, system: ActorSystem) -> Result<(), Box<dyn std::error::Error>> {
+    /// let sweeper: Singleton<Sweeps> = Singleton::start_converting(
+    ///     node.clone(),
+    ///     &system,
+    ///     SingletonSettings::new("sweeper"),
+    ///     |_token| Props::new(|| Sweeper { done: 0 }),
+    /// )
+    /// .await?;
+    /// let done = sweeper.proxy().ask(Sweeps::Done, Duration::from_secs(5)).await?;
+    /// # let _ = done; Ok(()) }
+    /// ```
+    pub async fn start_converting<A, F>(
+        node: Arc<Node>,
+        system: &ActorSystem,
+        settings: SingletonSettings,
+        factory: F,
+    ) -> Result<Singleton<M>, LeaseError>
+    where
+        A: Actor,
+        A::Msg: From<M>,
+        F: FnMut(u64) -> Props<A> + Send + 'static,
+    {
+        Self::start_with(node, system, settings, factory, front::spawn::<M, A::Msg>).await
+    }
+
+    async fn start_with<A, F>(
+        node: Arc<Node>,
+        system: &ActorSystem,
+        settings: SingletonSettings,
+        factory: F,
+        entry: Entry<M, A::Msg>,
+    ) -> Result<Singleton<M>, LeaseError>
+    where
+        A: Actor,
         F: FnMut(u64) -> Props<A> + Send + 'static,
     {
         let key = format!("singleton-{}", settings.name);
@@ -200,6 +296,7 @@ impl<M: RemoteMessage> Singleton<M> {
             leases,
             key,
             factory,
+            entry,
             proxy: proxy_actor.clone(),
             status: status_tx,
             leave: leave_rx,

@@ -1,5 +1,8 @@
 //! The blocks together: a cluster singleton whose instance is a persistent
-//! actor on the JetStream journal, fenced by the lease revision. Two nodes
+//! actor on the JetStream journal, fenced by the lease revision, started
+//! with `Singleton::start_converting` (the persistent actor's own message
+//! type, which carries the journal's acknowledgements, converts from the
+//! command type, which is what crosses nodes). Two nodes
 //! in this process, each with its own journal instance on one stream (as
 //! two processes would have). The holder counts; it leaves; the successor
 //! recovers the count from JetStream and goes on from it; and the first
@@ -9,9 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use troupe::{Actor, ActorRef, ActorSystem, Context, Props, ReplyTo};
+use troupe::{ActorSystem, Props, ReplyTo};
 use troupe_cluster::persistence::{
-    self, Effect, JetStreamJournal, Journal, PersistenceError, Persistent, PersistentActor,
+    Effect, JetStreamJournal, Journal, PersistenceError, Persistent, PersistentActor,
     PersistentContext,
 };
 use troupe_cluster::singleton::{Singleton, SingletonSettings, SingletonStatus};
@@ -63,36 +66,6 @@ impl PersistentActor for Counter {
     }
 }
 
-/// The singleton's instance: a front actor that takes the remote message
-/// type and runs the persistent counter as its child (a `Persistent`
-/// actor's own message type carries the journal's acknowledgements, which
-/// never cross nodes), started with the lease revision as fencing token.
-struct Front {
-    token: u64,
-    journal: Arc<dyn Journal>,
-    counter: Option<ActorRef<CounterMsg>>,
-}
-
-impl Actor for Front {
-    type Msg = CounterMsg;
-
-    fn started(&mut self, ctx: &mut Context<'_, Self>) {
-        let (token, journal) = (self.token, self.journal.clone());
-        let child = ctx
-            .spawn(Props::new(move || {
-                Persistent::new(Counter { token }, journal.clone()).fencing_token(token)
-            }))
-            .expect("spawn the counter");
-        self.counter = Some(persistence::command_ref(&ctx.system(), &child));
-    }
-
-    fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: CounterMsg) {
-        if let Some(counter) = &self.counter {
-            counter.tell(msg);
-        }
-    }
-}
-
 struct Member {
     system: ActorSystem,
     node: Arc<Node>,
@@ -115,16 +88,16 @@ async fn member(server: &NatsServer, name: &str) -> Member {
             .unwrap(),
     );
     let shared = journal.clone();
-    let singleton = Singleton::start(
+    let singleton = Singleton::start_converting(
         node.clone(),
         &system,
         SingletonSettings::new("counter"),
         move |token| {
             let journal = shared.clone();
-            Props::new(move || Front {
-                token,
-                journal: journal.clone(),
-                counter: None,
+            // The lease revision is the fencing token: an instance of a
+            // former holder cannot append once this one has.
+            Props::new(move || {
+                Persistent::new(Counter { token }, journal.clone()).fencing_token(token)
             })
         },
     )

@@ -20,7 +20,8 @@
 //!   heartbeat timeout (`Node::longest_stall`): the others may have declared
 //!   it down for good, and could not reach an instance here;
 //! - **hold**: start the instance with the lease revision as its fencing
-//!   token, name it to the proxy, publish it under the singleton's name
+//!   token (and its front, `front.rs`, when its message type is wider
+//!   than the protocol), name it to the proxy, publish it under the singleton's name
 //!   (beside the loop too), and watch the lease. If it moves to another node (this node
 //!   was declared down while paused or cut off), or the node has been
 //!   disconnected from NATS for `self_fence_after`, stop the instance and
@@ -32,7 +33,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use tokio::sync::{oneshot, watch};
-use troupe::{Actor, ActorRef, ActorSystem, Props};
+use troupe::{Actor, ActorRef, ActorSystem, Props, SpawnError};
 use troupe_remote::{MemberEvent, Node, RemoteMessage};
 
 use super::proxy::ProxyMsg;
@@ -109,24 +110,29 @@ enum Next {
     Leave,
 }
 
-/// One node's manager of one singleton.
-pub(crate) struct Manager<A: Actor, F> {
+/// How the protocol `M` reaches an instance: the instance itself, or a
+/// front that converts (`front.rs`).
+pub(crate) type Entry<M, N> = fn(&ActorSystem, &ActorRef<N>) -> Result<ActorRef<M>, SpawnError>;
+
+/// One node's manager of one singleton of protocol `M`.
+pub(crate) struct Manager<A: Actor, M: Send + 'static, F> {
     pub(crate) node: Arc<Node>,
     pub(crate) system: ActorSystem,
     pub(crate) leases: Leases,
     /// The lease key, also the name the instance is published as.
     pub(crate) key: String,
     pub(crate) factory: F,
-    pub(crate) proxy: ActorRef<ProxyMsg<A::Msg>>,
+    pub(crate) entry: Entry<M, A::Msg>,
+    pub(crate) proxy: ActorRef<ProxyMsg<M>>,
     pub(crate) status: watch::Sender<SingletonStatus>,
     pub(crate) leave: oneshot::Receiver<()>,
     pub(crate) self_fence_after: Duration,
 }
 
-impl<A, F> Manager<A, F>
+impl<A, M, F> Manager<A, M, F>
 where
     A: Actor,
-    A::Msg: RemoteMessage,
+    M: RemoteMessage,
     F: FnMut(u64) -> Props<A> + Send + 'static,
 {
     /// Runs until `leave` fires (or its sender is dropped).
@@ -271,8 +277,18 @@ where
 
     /// Runs the instance while this node holds the lease at `token`.
     async fn hold(&mut self, token: u64) -> Next {
-        let instance = match self.system.spawn((self.factory)(token)) {
-            Ok(instance) => instance,
+        let started = self
+            .system
+            .spawn((self.factory)(token))
+            .and_then(|instance| match (self.entry)(&self.system, &instance) {
+                Ok(entry) => Ok((instance, entry)),
+                Err(e) => {
+                    self.system.stop(&instance);
+                    Err(e)
+                }
+            });
+        let (instance, entry) = match started {
+            Ok(started) => started,
             Err(e) => {
                 tracing::error!(singleton = %self.key, error = %e, "singleton: cannot start the instance");
                 let _ = self.leases.release(&self.key, token).await;
@@ -281,9 +297,12 @@ where
                     .await;
             }
         };
+        let instance = Running { instance, entry };
         self.set(SingletonStatus::Holding { token });
-        self.proxy.tell(ProxyMsg::Target(Some(instance.clone())));
-        let publisher = Publisher::start(self.node.clone(), self.key.clone(), instance.clone());
+        self.proxy
+            .tell(ProxyMsg::Target(Some(instance.entry.clone())));
+        let publisher =
+            Publisher::start(self.node.clone(), self.key.clone(), instance.entry.clone());
         let mut changes = match self.leases.watch(&self.key).await {
             Ok(changes) => changes,
             Err(e) => {
@@ -339,20 +358,32 @@ where
         }
     }
 
-    /// Stops the instance and waits (a while) for its end, unpublishing it
-    /// first so lookups stop finding it.
-    async fn end(&mut self, instance: &ActorRef<A::Msg>, publisher: Publisher) {
+    /// Stops the instance (and its front) and waits (a while) for its
+    /// end, unpublishing it first so lookups stop finding it.
+    async fn end(&mut self, running: &Running<M, A::Msg>, publisher: Publisher) {
         self.set(SingletonStatus::Vacant);
         self.proxy.tell(ProxyMsg::Target(None));
         if publisher.finish().await {
             self.node.unpublish(&self.key).await;
         }
-        self.system.stop(instance);
+        self.system.stop(&running.instance);
+        if running.entry.id() != running.instance.id() {
+            self.system.stop(&running.entry);
+        }
         let deadline = tokio::time::Instant::now() + STOP_WITHIN;
         // The instance's end is not a future; look every few milliseconds
         // (this runs once per handover, not per message).
-        while !instance.is_terminated() && tokio::time::Instant::now() < deadline {
+        while !(running.instance.is_terminated() && running.entry.is_terminated())
+            && tokio::time::Instant::now() < deadline
+        {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
+}
+
+/// The instance this node runs, and the ref of protocol `M` that reaches
+/// it (the instance itself, or its front).
+struct Running<M: Send + 'static, N: Send + 'static> {
+    instance: ActorRef<N>,
+    entry: ActorRef<M>,
 }
