@@ -65,11 +65,12 @@
 //! - `journal.rs`: the storage trait, in bytes.
 //! - `local.rs`: the local-disk journal on troupe-journal (its header says
 //!   why one log per entity type).
-//! - `jetstream.rs` (feature `nats`): [`JetStreamJournal`], a stream per
+//! - `jetstream/` (feature `nats`): [`JetStreamJournal`], a stream per
 //!   entity type and a subject per persistence id, every write checked by
 //!   the server with `Nats-Expected-Last-Subject-Sequence`, so an
 //!   activation of an entity moved to another node fences the old one
-//!   there too (its header says which servers are safe).
+//!   there too (its header says which servers are safe); recovery reads
+//!   without a consumer, and nothing over the server's limits is sent.
 //! - `error.rs`: every failure, typed.
 
 mod effect;
@@ -85,7 +86,7 @@ use troupe::{ActorRef, ActorSystem, Props, SpawnError};
 pub use effect::Effect;
 pub use error::PersistenceError;
 #[cfg(feature = "nats")]
-pub use jetstream::JetStreamJournal;
+pub use jetstream::{JetStreamJournal, JetStreamOptions, Storage, MAX_ENTITY_TYPE_BYTES};
 pub use journal::{Counters, Done, EachEvent, Journal, JournalScope, Replayed, Snapshot};
 pub use local::{Durability, LocalJournal, LogOptions};
 pub use runner::{

@@ -95,6 +95,22 @@ pub enum PersistenceError {
         /// The id, cut to 100 characters.
         persistence_id: String,
     },
+    /// A write is larger than the store can carry in one message (the
+    /// JetStream journal: the server's `max_payload`, 1 MB by default,
+    /// learned from the server when the client connects). It was refused
+    /// before anything was sent: nothing of it is stored. An event record
+    /// refused this way stops the actor like any failed append; a refused
+    /// snapshot only makes the next recovery replay more events.
+    TooLarge {
+        /// The persistence id.
+        persistence_id: String,
+        /// What was too large ("event record", "snapshot").
+        what: &'static str,
+        /// Its size as it would have been sent, in bytes.
+        size: usize,
+        /// The most the store accepts, in bytes.
+        limit: usize,
+    },
 }
 
 impl From<JournalError> for PersistenceError {
@@ -163,6 +179,19 @@ impl fmt::Display for PersistenceError {
                 "persistence: invalid persistence id {persistence_id:?} \
                  (it must be 1 to {} bytes)",
                 crate::MAX_ID_BYTES
+            ),
+            PersistenceError::TooLarge {
+                persistence_id,
+                what,
+                size,
+                limit,
+            } => write!(
+                f,
+                "persistence: {persistence_id}: the {what} is {size} bytes, over the \
+                 {limit} bytes the store carries in one message (the NATS server's \
+                 max_payload); nothing was written. Make it smaller (fewer or smaller \
+                 events per command, a smaller state), or raise max_payload in the \
+                 server's configuration"
             ),
         }
     }
