@@ -4,11 +4,14 @@
 //! and the node's connection stays up: other entities' writes in flight at
 //! the same moment are all acknowledged, and the client never reconnected
 //! (a publish over a limit makes the server close the whole connection).
+//! The limit is the server's of the moment: after a reconnect to a server
+//! with a lower `max_payload`, that one is enforced.
 
 mod common;
 
 use std::sync::mpsc;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use common::WAIT;
 use troupe_cluster::persistence::{JetStreamJournal, Journal, PersistenceError, Snapshot};
@@ -265,4 +268,45 @@ fn a_snapshot_over_max_payload_is_refused_and_nothing_in_flight_is_lost() {
     );
     assert_eq!(journal.load_snapshot(big).unwrap(), Some(snapshot(half)));
     assert_never_reconnected(&client);
+}
+
+#[test]
+fn the_limit_is_learned_again_when_the_client_reconnects() {
+    let conf = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(conf.path(), "max_payload: 1048576\n").unwrap();
+    let conf_path = conf.path().to_str().unwrap().to_string();
+    let mut server = NatsServer::start_with(&["-c", &conf_path]).unwrap_or_else(|e| panic!("{e}"));
+    let rt = runtime();
+    let (journal, client) = open(&rt, &server, "rooms");
+    let id = "room-1";
+    let token = answer(start(|done| journal.acquire(id, None, done))).unwrap();
+    let event = vec![1; 100 * 1024];
+    answer(start(|done| journal.append(id, token, 1, vec![event.clone()], done))).unwrap();
+
+    // The same server comes back with a lower max_payload.
+    std::fs::write(conf.path(), "max_payload: 65536\n").unwrap();
+    server.restart().unwrap_or_else(|e| panic!("{e}"));
+    let connects = || {
+        client
+            .statistics()
+            .connects
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    // The client takes the new server's INFO as it reconnects.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while client.server_info().max_payload != 65536 {
+        assert!(Instant::now() < deadline, "the client did not reconnect");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(connects(), 2);
+
+    match answer(start(|done| journal.append(id, token, 2, vec![event], done))) {
+        Err(PersistenceError::TooLarge { limit, size, .. }) => {
+            assert_eq!(limit, 65536);
+            assert!(size > 100 * 1024, "{size}");
+        }
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    answer(start(|done| journal.append(id, token, 2, vec![b"small".to_vec()], done))).unwrap();
+    assert_eq!(connects(), 2, "the refused append cost the connection");
 }

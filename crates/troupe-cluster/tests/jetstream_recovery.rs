@@ -5,7 +5,8 @@
 //! each activation wrote exactly one fence, so a recovery never loops
 //! writing fences. And a whole restart of 1,000 entities (a new journal on
 //! a new connection, as a restarted node) recovers them all; its time is
-//! printed for the benchmark notes, never asserted.
+//! printed for the benchmark notes, never asserted. A history longer than
+//! one read's batch replays whole, and from a position on.
 
 mod common;
 
@@ -177,4 +178,45 @@ fn a_restart_of_1000_entities_recovers_them_all() {
         ids.len()
     );
     troupe_testkit::terminate(&system, BURST_DEADLINE);
+}
+
+#[test]
+fn a_history_longer_than_a_batch_replays_whole_and_from_a_position() {
+    let server = NatsServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let rt = runtime();
+    let journal = open(&rt, &server, "diaries");
+    let id = "diary-1";
+    let wait = |call: &dyn Fn(persistence::Done<u64>)| {
+        let (tx, rx) = mpsc::channel();
+        call(Box::new(move |r| {
+            let _ = tx.send(r);
+        }));
+        rx.recv_timeout(common::WAIT).unwrap().unwrap()
+    };
+    let token = wait(&|done| journal.acquire(id, None, done));
+    // 2,500 records of two events: three batches of the journal's reads.
+    let mut positions = Vec::new();
+    for r in 0..2_500u64 {
+        let events = vec![(2 * r + 1).to_be_bytes().to_vec(), (2 * r + 2).to_be_bytes().to_vec()];
+        positions.push(wait(&|done| journal.append(id, token, 2 * r + 1, events.clone(), done)));
+    }
+    let replay = |after: u64, position: u64| {
+        let mut seen = Vec::new();
+        let replayed = journal
+            .replay(id, after, position, &mut |seq, bytes| {
+                assert_eq!(bytes, seq.to_be_bytes());
+                seen.push(seq);
+                Ok(())
+            })
+            .unwrap();
+        (seen, replayed)
+    };
+    let (all, replayed) = replay(0, 0);
+    assert_eq!(all, (1..=5_000).collect::<Vec<u64>>());
+    assert_eq!((replayed.seq_nr, replayed.events), (5_000, 5_000));
+    assert_eq!(replayed.position, positions[2_499]);
+    // From a snapshot at event 3,000 (the end of record 1,500).
+    let (tail, _) = replay(3_000, positions[1_499] + 1);
+    assert_eq!(tail, (3_001..=5_000).collect::<Vec<u64>>());
+    assert_eq!(stream_state(&rt, &server, "diaries").0, 0);
 }
