@@ -36,7 +36,9 @@ fn open(
 ) -> (Arc<dyn Journal>, async_nats::Client) {
     rt.block_on(async {
         let client = async_nats::connect(server.url()).await.unwrap();
-        let journal = JetStreamJournal::open(client.clone(), kind, 1).await.unwrap();
+        let journal = JetStreamJournal::open(client.clone(), kind, 1)
+            .await
+            .unwrap();
         (Arc::new(journal) as Arc<dyn Journal>, client)
     })
 }
@@ -67,7 +69,10 @@ fn assert_never_reconnected(client: &async_nats::Client) {
         .statistics()
         .connects
         .load(std::sync::atomic::Ordering::Relaxed);
-    assert_eq!(connects, 1, "the client lost its connection and reconnected");
+    assert_eq!(
+        connects, 1,
+        "the client lost its connection and reconnected"
+    );
     assert_eq!(
         client.connection_state(),
         async_nats::connection::State::Connected
@@ -130,7 +135,11 @@ fn an_id_over_the_limit_is_refused_before_anything_is_sent() {
     let far_over = "seat/".repeat(1_000);
     for id in [far_over.as_str(), just_over.as_str(), ""] {
         let acquired = answer(start(|done| journal.acquire(id, None, done)));
-        assert!(refused(acquired.clone()), "{} bytes: {acquired:?}", id.len());
+        assert!(
+            refused(acquired.clone()),
+            "{} bytes: {acquired:?}",
+            id.len()
+        );
         assert!(refused(answer(start(|done| journal.append(
             id,
             1,
@@ -144,11 +153,13 @@ fn an_id_over_the_limit_is_refused_before_anything_is_sent() {
             token: 1,
             state: b"s".to_vec(),
         };
-        assert!(refused(answer(start(|done| journal.save_snapshot(
-            id, snapshot, done
-        )))));
+        assert!(refused(answer(start(
+            |done| journal.save_snapshot(id, snapshot, done)
+        ))));
         assert!(refused(journal.load_snapshot(id).map(|_| ())));
-        assert!(refused(journal.replay(id, 0, 0, &mut |_, _| Ok(())).map(|_| ())));
+        assert!(refused(
+            journal.replay(id, 0, 0, &mut |_, _| Ok(())).map(|_| ())
+        ));
     }
     assert_eq!(sent(), before, "a refused id sent something to the server");
     // The longest id that fits works, with bytes that escape to three.
@@ -206,7 +217,10 @@ fn an_event_over_max_payload_is_refused_and_nothing_in_flight_is_lost() {
     // The refused append left nothing, and the entity writes on: an event
     // of half the limit is carried.
     let half = vec![8; max_payload / 2];
-    answer(start(|done| journal.append(big, token, 1, vec![half.clone()], done))).unwrap();
+    answer(start(|done| {
+        journal.append(big, token, 1, vec![half.clone()], done)
+    }))
+    .unwrap();
     let mut events = Vec::new();
     journal
         .replay(big, 0, 0, &mut |seq, bytes| {
@@ -263,7 +277,12 @@ fn a_snapshot_over_max_payload_is_refused_and_nothing_in_flight_is_lost() {
     // A snapshot of half the limit is stored and loads back whole.
     let half = vec![5; max_payload / 2];
     assert_eq!(
-        answer(start(|done| journal.save_snapshot(big, snapshot(half.clone()), done))).unwrap(),
+        answer(start(|done| journal.save_snapshot(
+            big,
+            snapshot(half.clone()),
+            done
+        )))
+        .unwrap(),
         1
     );
     assert_eq!(journal.load_snapshot(big).unwrap(), Some(snapshot(half)));
@@ -281,7 +300,10 @@ fn the_limit_is_learned_again_when_the_client_reconnects() {
     let id = "room-1";
     let token = answer(start(|done| journal.acquire(id, None, done))).unwrap();
     let event = vec![1; 100 * 1024];
-    answer(start(|done| journal.append(id, token, 1, vec![event.clone()], done))).unwrap();
+    answer(start(|done| {
+        journal.append(id, token, 1, vec![event.clone()], done)
+    }))
+    .unwrap();
 
     // The same server comes back with a lower max_payload.
     std::fs::write(conf.path(), "max_payload: 65536\n").unwrap();
@@ -300,13 +322,18 @@ fn the_limit_is_learned_again_when_the_client_reconnects() {
     }
     assert_eq!(connects(), 2);
 
-    match answer(start(|done| journal.append(id, token, 2, vec![event], done))) {
+    match answer(start(|done| {
+        journal.append(id, token, 2, vec![event], done)
+    })) {
         Err(PersistenceError::TooLarge { limit, size, .. }) => {
             assert_eq!(limit, 65536);
             assert!(size > 100 * 1024, "{size}");
         }
         other => panic!("expected TooLarge, got {other:?}"),
     }
-    answer(start(|done| journal.append(id, token, 2, vec![b"small".to_vec()], done))).unwrap();
+    answer(start(|done| {
+        journal.append(id, token, 2, vec![b"small".to_vec()], done)
+    }))
+    .unwrap();
     assert_eq!(connects(), 2, "the refused append cost the connection");
 }

@@ -56,7 +56,10 @@ fn until_jetstream_answers(rt: &tokio::runtime::Runtime, url: &str) {
         let js = async_nats::jetstream::new(client);
         let deadline = Instant::now() + Duration::from_secs(60);
         while let Err(e) = js.query_account().await {
-            assert!(Instant::now() < deadline, "no JetStream in the cluster: {e}");
+            assert!(
+                Instant::now() < deadline,
+                "no JetStream in the cluster: {e}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });
@@ -119,13 +122,19 @@ fn open_with_brings_an_existing_stream_to_its_settings_and_open_keeps_them() {
     assert_eq!(config(&rt, &url, "troupe-journal-orders").max_bytes, -1);
     let limited = JetStreamOptions::default().max_bytes(1 << 30);
     open_with(&rt, &url, "orders", limited);
-    assert_eq!(config(&rt, &url, "troupe-journal-orders").max_bytes, 1 << 30);
+    assert_eq!(
+        config(&rt, &url, "troupe-journal-orders").max_bytes,
+        1 << 30
+    );
     // The simple form opens the stream as it is.
     rt.block_on(async {
         let client = async_nats::connect(&url).await.unwrap();
         JetStreamJournal::open(client, "orders", 1).await.unwrap();
     });
-    assert_eq!(config(&rt, &url, "troupe-journal-orders").max_bytes, 1 << 30);
+    assert_eq!(
+        config(&rt, &url, "troupe-journal-orders").max_bytes,
+        1 << 30
+    );
 }
 
 #[test]
@@ -156,7 +165,10 @@ fn a_full_stream_refuses_appends_and_keeps_every_event() {
     // Nothing was deleted to make room: every acknowledged event replays.
     let replayed = events(&journal, id);
     assert_eq!(replayed.len() as u64, stored);
-    assert!(replayed.iter().enumerate().all(|(i, (seq, _))| *seq == i as u64 + 1));
+    assert!(replayed
+        .iter()
+        .enumerate()
+        .all(|(i, (seq, _))| *seq == i as u64 + 1));
 }
 
 #[test]

@@ -197,8 +197,13 @@ fn a_history_longer_than_a_batch_replays_whole_and_from_a_position() {
     // 2,500 records of two events: three batches of the journal's reads.
     let mut positions = Vec::new();
     for r in 0..2_500u64 {
-        let events = vec![(2 * r + 1).to_be_bytes().to_vec(), (2 * r + 2).to_be_bytes().to_vec()];
-        positions.push(wait(&|done| journal.append(id, token, 2 * r + 1, events.clone(), done)));
+        let events = vec![
+            (2 * r + 1).to_be_bytes().to_vec(),
+            (2 * r + 2).to_be_bytes().to_vec(),
+        ];
+        positions.push(wait(&|done| {
+            journal.append(id, token, 2 * r + 1, events.clone(), done)
+        }));
     }
     let replay = |after: u64, position: u64| {
         let mut seen = Vec::new();

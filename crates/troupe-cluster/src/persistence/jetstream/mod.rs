@@ -329,14 +329,19 @@ impl Journal for JetStreamJournal {
                 }
             };
             inner
-                .replay_records(persistence_id, position, through, &mut |sequence, record| {
-                    let first = record.last_seq_nr + 1 - record.events.len() as u64;
-                    for (i, event) in record.events.iter().enumerate() {
-                        let step = (first + i as u64, sequence, event.as_slice());
-                        replayed.step(persistence_id, after_seq_nr, step, each)?;
-                    }
-                    Ok(())
-                })
+                .replay_records(
+                    persistence_id,
+                    position,
+                    through,
+                    &mut |sequence, record| {
+                        let first = record.last_seq_nr + 1 - record.events.len() as u64;
+                        for (i, event) in record.events.iter().enumerate() {
+                            let step = (first + i as u64, sequence, event.as_slice());
+                            replayed.step(persistence_id, after_seq_nr, step, each)?;
+                        }
+                        Ok(())
+                    },
+                )
                 .await
         })?;
         Ok(replayed)
@@ -387,9 +392,8 @@ impl Journal for JetStreamJournal {
         // does not stop a smaller later one at the same sequence number.
         // (A key-value put carries no headers.)
         let size = bytes.len();
-        let check = |inner: &Inner| {
-            limits::check_payload(&inner.client, persistence_id, "snapshot", size)
-        };
+        let check =
+            |inner: &Inner| limits::check_payload(&inner.client, persistence_id, "snapshot", size);
         if let Err(e) = check(&self.inner) {
             return done(Err(e));
         }
