@@ -6,7 +6,8 @@
 //! writing fences. And a whole restart of 1,000 entities (a new journal on
 //! a new connection, as a restarted node) recovers them all; its time is
 //! printed for the benchmark notes, never asserted. A history longer than
-//! one read's batch replays whole, and from a position on.
+//! one read's batch replays whole, and from a position on; and when no
+//! replica serves direct gets, recovery reads from the stream's leader.
 
 mod common;
 
@@ -224,4 +225,28 @@ fn a_history_longer_than_a_batch_replays_whole_and_from_a_position() {
     let (tail, _) = replay(3_000, positions[1_499] + 1);
     assert_eq!(tail, (3_001..=5_000).collect::<Vec<u64>>());
     assert_eq!(stream_state(&rt, &server, "diaries").0, 0);
+}
+
+#[test]
+fn recovery_reads_from_the_leader_when_no_replica_serves_direct_gets() {
+    let server = NatsServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let rt = runtime();
+    let journal = open(&rt, &server, "notes");
+    let ids = ids("note", 3);
+    seed(&journal, &ids);
+    // Direct gets off: nothing answers them (as for a moment after a
+    // restart, while replicas catch up).
+    rt.block_on(async {
+        let client = async_nats::connect(server.url()).await.unwrap();
+        let js = async_nats::jetstream::new(client);
+        let mut stream = js.get_stream("troupe-journal-notes").await.unwrap();
+        let mut config = stream.info().await.unwrap().config.clone();
+        config.allow_direct = false;
+        js.update_stream(config).await.unwrap();
+    });
+    let system = ActorSystem::builder().threads(2).build().unwrap();
+    let (recovered, failures, _actors) = activate_all(&system, &journal, &ids);
+    assert!(failures.is_empty(), "{failures:?}");
+    assert_eq!(recovered, ids.len());
+    troupe_testkit::terminate(&system, BURST_DEADLINE);
 }

@@ -25,7 +25,10 @@
 //!   `Nats-Num-Pending`; a `404` status if nothing matches at or after
 //!   `seq`. A server before 2.11 ignores `batch` and answers one message
 //!   without `Nats-Num-Pending`; the replay then asks for the next one, and
-//!   so on. A snapshot and a short tail take one request.
+//!   so on. A snapshot and a short tail take one request. While no
+//!   replica serves direct gets (a `503` status: for a moment after a
+//!   restart, replicas catch up first) the replay asks the leader, one
+//!   record per `STREAM.MSG.GET` request.
 
 use std::time::Duration;
 
@@ -44,7 +47,12 @@ const BATCH: usize = 1000;
 const BATCH_BYTES: usize = 4 * 1024 * 1024;
 
 /// How long the replay waits for each message of a batch.
-const BATCH_WAIT: Duration = Duration::from_secs(10);
+const BATCH_WAIT: Duration = Duration::from_secs(5);
+
+/// How often a batch that got no answer is asked for again (the replay
+/// blocks an actor's thread meanwhile: a server that does not answer
+/// fails the recovery after about 15 s).
+const BATCH_TRIES: u32 = 3;
 
 /// One stored record: its stream sequence and contents.
 pub(super) type Stored = (u64, Record);
@@ -55,11 +63,16 @@ struct Batch {
     /// Matching messages left after the batch (`None`: a server that
     /// does not batch, which answered one message).
     pending: Option<u64>,
+    /// Whether any replica answers direct gets (none does for a moment
+    /// after a restart, while they catch up: the leader is asked then).
+    served: bool,
 }
 
 impl Inner {
     /// The id's last record and its stream sequence, from whichever
-    /// replica answers a direct get (see the module header).
+    /// replica answers a direct get (see the module header); from the
+    /// leader if no replica answers (direct gets pause while replicas
+    /// catch up after a restart).
     pub(super) async fn last_record(&self, id: &str) -> Result<Option<Stored>, PersistenceError> {
         match self
             .stream
@@ -68,7 +81,7 @@ impl Inner {
         {
             Ok(message) => Ok(Some((message.sequence, decode(id, &message.payload)?))),
             Err(e) if e.kind() == DirectGetErrorKind::NotFound => Ok(None),
-            Err(e) => Err(failed("read the last record", e)),
+            Err(_) => self.last_record_from_leader(id).await,
         }
     }
 
@@ -103,6 +116,9 @@ impl Inner {
         let mut short = 0;
         loop {
             let batch = self.direct_batch(id, next).await?;
+            if !batch.served {
+                return self.replay_from_leader(id, next, through, each).await;
+            }
             for (sequence, record) in &batch.records {
                 each(*sequence, record)?;
                 next = sequence + 1;
@@ -172,7 +188,7 @@ impl Inner {
         loop {
             match self.try_direct_batch(id, from).await {
                 Ok(batch) => return Ok(batch),
-                Err(e) if tries + 1 >= TRIES => return Err(e),
+                Err(e) if tries + 1 >= BATCH_TRIES => return Err(e),
                 Err(_) => {
                     tries += 1;
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -216,12 +232,21 @@ impl Inner {
                     return Ok(Batch {
                         records,
                         pending: Some(pending.unwrap_or(0)),
+                        served: true,
                     });
                 }
                 Some(StatusCode::NOT_FOUND) => {
                     return Ok(Batch {
                         records,
                         pending: Some(0),
+                        served: true,
+                    })
+                }
+                Some(StatusCode::NO_RESPONDERS) => {
+                    return Ok(Batch {
+                        records,
+                        pending: Some(0),
+                        served: false,
                     })
                 }
                 Some(status) if status != StatusCode::OK => {
@@ -244,6 +269,7 @@ impl Inner {
                 return Ok(Batch {
                     records,
                     pending: None,
+                    served: true,
                 });
             }
         }
