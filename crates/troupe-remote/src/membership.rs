@@ -20,6 +20,20 @@
 //! is up again. Every node decides on its own from what it hears: there is
 //! no agreement protocol, so two nodes may see a third go down a check
 //! apart.
+//!
+//! **This node's own connection.** A node hears its own heartbeats too
+//! (NATS echoes a connection's messages to its own subscriptions), and
+//! they tell it whether its connection carries: while its own last
+//! heartbeat is older than its *grace* (half the heartbeat timeout, at
+//! least one and a half intervals), the others' silence says nothing about
+//! them (the server is down or restarting, the connection is cut, or this
+//! process stalled), and nobody is declared down. When its own heartbeat
+//! comes back after such a spell, every other node counts as heard at that
+//! moment: each gets a whole timeout from then to be heard again, so the
+//! nodes that reconnect after a server restart stay up, and one that died
+//! meanwhile is declared down one timeout after this node is back. With a
+//! timeout of at least three intervals, no node is declared down for an
+//! outage of this node's own connection that began after it was last heard.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -60,6 +74,14 @@ pub(crate) type Gone = (String, u64);
 /// when.
 pub(crate) struct Membership {
     me: String,
+    /// This node's incarnation: only its heartbeats count as this node's
+    /// own (another process under the same name is not this connection).
+    incarnation: u64,
+    /// How long this node's own heartbeat may stay away before its
+    /// connection counts as not carrying (see the module docs).
+    grace: Duration,
+    /// When this node last heard its own heartbeat.
+    own: Mutex<Option<Instant>>,
     seen: Mutex<HashMap<String, (u64, Instant)>>,
     /// Incarnations that went down (replaced by a restart, left, or fell
     /// silent): a heartbeat of one must not bring it back. A node declared
@@ -70,10 +92,30 @@ pub(crate) struct Membership {
     events: broadcast::Sender<MemberEvent>,
 }
 
+/// How long a node's own heartbeat may stay away before its connection
+/// counts as not carrying: half the timeout, so that an outage of its own
+/// connection is noticed before a node heard just before it could be
+/// declared down (with a timeout of at least three intervals), and at
+/// least one and a half intervals, so that the wait between two of its
+/// own heartbeats never counts.
+fn grace(interval: Duration, timeout: Duration) -> Duration {
+    (timeout / 2).max(interval + interval / 2)
+}
+
 impl Membership {
-    pub(crate) fn new(me: &str) -> Membership {
+    /// The membership of node `me`, incarnation `incarnation`, which beats
+    /// every `interval` and declares a node silent for `timeout` down.
+    pub(crate) fn new(
+        me: &str,
+        incarnation: u64,
+        interval: Duration,
+        timeout: Duration,
+    ) -> Membership {
         Membership {
             me: me.to_string(),
+            incarnation,
+            grace: grace(interval, timeout),
+            own: Mutex::new(None),
             seen: Mutex::new(HashMap::new()),
             replaced: Mutex::new(HashSet::new()),
             events: broadcast::channel(1024).0,
@@ -87,23 +129,35 @@ impl Membership {
     /// A heartbeat of `node`'s incarnation `incarnation` arrived. If it
     /// replaces another incarnation (a restart), `down` is called with the
     /// old one before `Down` is announced, so that whoever hears the event
-    /// finds its consequences done; the old one is returned.
+    /// finds its consequences done; the old one is returned. This node's
+    /// own heartbeat says its connection carries (see the module docs).
     pub(crate) fn heard(
         &self,
         node: &str,
         incarnation: u64,
         down: impl FnOnce(&str, u64),
     ) -> Option<Gone> {
+        self.heard_at(Instant::now(), node, incarnation, down)
+    }
+
+    fn heard_at(
+        &self,
+        now: Instant,
+        node: &str,
+        incarnation: u64,
+        down: impl FnOnce(&str, u64),
+    ) -> Option<Gone> {
         if node == self.me {
+            if incarnation == self.incarnation {
+                self.heard_myself(now);
+            }
             return None;
         }
         let mut replaced = self.replaced.lock().unwrap_or_else(|e| e.into_inner());
         if replaced.contains(&(node.to_string(), incarnation)) {
             return None;
         }
-        let previous = self
-            .lock()
-            .insert(node.to_string(), (incarnation, Instant::now()));
+        let previous = self.lock().insert(node.to_string(), (incarnation, now));
         if let Some((before, _)) = previous.filter(|(before, _)| *before != incarnation) {
             replaced.insert((node.to_string(), before));
         }
@@ -157,10 +211,42 @@ impl Membership {
         self.lock().get(node).map(|(incarnation, _)| *incarnation)
     }
 
+    /// This node's own heartbeat came back at `now`. If it had stayed away
+    /// past the grace, the connection was not carrying: every other node
+    /// counts as heard now.
+    fn heard_myself(&self, now: Instant) {
+        let mut own = self.own.lock().unwrap_or_else(|e| e.into_inner());
+        let away = own.map(|last| now.saturating_duration_since(last));
+        *own = Some(now);
+        drop(own);
+        if let Some(away) = away.filter(|away| *away >= self.grace) {
+            for (_, at) in self.lock().values_mut() {
+                *at = (*at).max(now);
+            }
+            tracing::info!(node = %self.me, ?away, "troupe-remote: this node hears itself again; the other nodes get a whole heartbeat timeout from now");
+        }
+    }
+
+    /// Whether this node's own heartbeat has stayed away past the grace at
+    /// `now` (never, before it was first heard).
+    fn cut_off(&self, now: Instant) -> bool {
+        self.own
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|last| now.saturating_duration_since(last) >= self.grace)
+    }
+
     /// Declares down every node silent for `timeout`, calling `down` for
-    /// each before announcing it; returns them.
+    /// each before announcing it; returns them. Nobody, while this node's
+    /// own heartbeat stays away (see the module docs).
     pub(crate) fn expire(&self, timeout: Duration, down: impl Fn(&str, u64)) -> Vec<Gone> {
-        let now = Instant::now();
+        self.expire_at(Instant::now(), timeout, down)
+    }
+
+    fn expire_at(&self, now: Instant, timeout: Duration, down: impl Fn(&str, u64)) -> Vec<Gone> {
+        if self.cut_off(now) {
+            return Vec::new();
+        }
         let silent: Vec<Gone> = {
             let mut seen = self.lock();
             let silent: Vec<Gone> = seen
@@ -193,7 +279,10 @@ impl Membership {
     /// heartbeats from meanwhile are still unread). A node that really
     /// died during the stall is declared down that much later.
     pub(crate) fn forgive(&self, stall: Duration) {
-        let now = Instant::now();
+        self.forgive_at(Instant::now(), stall);
+    }
+
+    fn forgive_at(&self, now: Instant, stall: Duration) {
         for (_, at) in self.lock().values_mut() {
             *at = (*at + stall).min(now);
         }
@@ -218,21 +307,30 @@ mod tests {
 
     fn no(_: &str, _: u64) {}
 
+    const MS: Duration = Duration::from_millis(1);
+
+    /// Node "me", incarnation 1, beating every 100 ms, declaring down after
+    /// 500 ms of silence (its grace: 250 ms).
+    fn membership() -> Membership {
+        Membership::new("me", 1, 100 * MS, 500 * MS)
+    }
+
     #[test]
     fn a_stall_here_is_not_the_others_silence() {
-        let m = Membership::new("me");
-        m.heard("b", 1, no);
-        std::thread::sleep(Duration::from_millis(30));
-        // Without forgiving, b is silent for 20 ms; with 30 ms forgiven it
-        // was heard just now.
-        m.forgive(Duration::from_millis(30));
-        assert!(m.expire(Duration::from_millis(20), no).is_empty());
+        let m = membership();
+        let t0 = Instant::now();
+        m.heard_at(t0, "b", 1, no);
+        // 30 ms later: without forgiving, b is silent for more than 20 ms;
+        // with the 30 ms stall forgiven it was heard just now.
+        let now = t0 + 30 * MS;
+        m.forgive_at(now, 30 * MS);
+        assert!(m.expire_at(now, 20 * MS, no).is_empty());
         assert_eq!(m.members(), vec!["b".to_string(), "me".to_string()]);
     }
 
     #[test]
     fn up_once_down_once_and_never_myself() {
-        let m = Membership::new("me");
+        let m = membership();
         let mut events = m.subscribe();
         assert_eq!(m.heard("me", 1, no), None);
         assert_eq!(m.heard("b", 2, no), None);
@@ -276,7 +374,7 @@ mod tests {
 
     #[test]
     fn another_incarnation_is_a_restart_down_then_up() {
-        let m = Membership::new("me");
+        let m = membership();
         m.heard("a", 1, no);
         let mut events = m.subscribe();
         let mut told = None;
@@ -302,5 +400,56 @@ mod tests {
         assert!(!m.left("a", 1, no));
         assert_eq!(m.heard("a", 1, no), None);
         assert_eq!(m.incarnation("a"), Some(2));
+    }
+
+    #[test]
+    fn my_own_silence_is_not_the_others() {
+        let m = membership();
+        let t0 = Instant::now();
+        for node in ["me", "b", "c", "d"] {
+            m.heard_at(t0, node, 1, no);
+        }
+        // Connected (its own heartbeat comes back every interval): d,
+        // silent, goes down.
+        for at in [100, 200, 300, 400] {
+            m.heard_at(t0 + at * MS, "me", 1, no);
+        }
+        m.heard_at(t0 + 400 * MS, "b", 1, no);
+        m.heard_at(t0 + 400 * MS, "c", 1, no);
+        assert_eq!(
+            m.expire_at(t0 + 500 * MS, 500 * MS, no),
+            vec![("d".to_string(), 1)]
+        );
+        // Then its connection goes: for two seconds it hears nobody, not
+        // even itself. Nobody is declared down for that, and another
+        // process under its name is not its connection.
+        for late in [700, 1000, 2400] {
+            assert_eq!(m.expire_at(t0 + late * MS, 500 * MS, no), []);
+        }
+        m.heard_at(t0 + 2400 * MS, "me", 2, no);
+        assert_eq!(m.expire_at(t0 + 2400 * MS, 500 * MS, no), []);
+        // Back: its own heartbeat first. b is heard again; c, which died
+        // meanwhile, is not: it is down one timeout after the return.
+        let back = t0 + 2500 * MS;
+        for at in [0, 100, 200, 300, 400] {
+            m.heard_at(back + at * MS, "me", 1, no);
+        }
+        m.heard_at(back + 300 * MS, "b", 1, no);
+        assert_eq!(m.expire_at(back + 450 * MS, 500 * MS, no), []);
+        assert_eq!(
+            m.expire_at(back + 500 * MS, 500 * MS, no),
+            vec![("c".to_string(), 1)]
+        );
+        assert_eq!(m.members(), vec!["b".to_string(), "me".to_string()]);
+    }
+
+    #[test]
+    fn the_grace_covers_the_wait_between_two_heartbeats() {
+        // Half the timeout...
+        assert_eq!(grace(100 * MS, 500 * MS), 250 * MS);
+        assert_eq!(grace(500 * MS, 3000 * MS), 1500 * MS);
+        // ...but never less than an interval and a half: the wait between
+        // two of its own heartbeats is no outage.
+        assert_eq!(grace(400 * MS, 500 * MS), 600 * MS);
     }
 }

@@ -331,7 +331,12 @@ impl Node {
             .await
             .map_err(|e| RemoteError::Nats(e.to_string()))?;
         let shared = Arc::new(Shared {
-            membership: Membership::new(&config.node_name),
+            membership: Membership::new(
+                &config.node_name,
+                incarnation,
+                config.heartbeat_interval,
+                config.heartbeat_timeout,
+            ),
             stall: Mutex::new(None),
             batches: BatchCounters::default(),
             system: system.clone(),

@@ -1,7 +1,9 @@
 //! The async-nats connection options a `RemoteConfig` asks for: auth, TLS,
-//! timeouts, and the event callback that counts slow-consumer drops.
+//! timeouts, how soon a lost connection is tried again, and the event
+//! callback that counts slow-consumer drops.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_nats::{ConnectOptions, Event};
 
@@ -24,9 +26,11 @@ pub(super) async fn connect_options(
             .await
             .map_err(|e| RemoteError::Connect(e.to_string()))?,
     };
+    let longest = longest_reconnect_delay(config.heartbeat_timeout);
     let mut options = options
         .name(format!("troupe-{}", config.node_name))
         .connection_timeout(config.connect_timeout)
+        .reconnect_delay_callback(move |attempts| reconnect_delay(attempts, longest))
         .require_tls(config.tls.required)
         .event_callback(move |event| {
             let dead_letters = dead_letters.clone();
@@ -48,4 +52,43 @@ pub(super) async fn connect_options(
         options = options.add_client_certificate(cert.clone(), key.clone());
     }
     Ok(options)
+}
+
+/// The longest wait between two attempts to reconnect: a quarter of the
+/// heartbeat timeout (async-nats's own is 4 s). After a server restart
+/// every node reconnects on its own schedule, and one back more than a
+/// heartbeat timeout after the others is declared down by them for good
+/// (they hear themselves again, not it: `membership.rs`). Trying at least
+/// this often keeps every node back within a fraction of the timeout.
+fn longest_reconnect_delay(heartbeat_timeout: Duration) -> Duration {
+    (heartbeat_timeout / 4).max(Duration::from_millis(10))
+}
+
+/// The wait before reconnect attempt `attempts`: async-nats's schedule (at
+/// once twice, then 2, 4, 8, ... ms), up to `longest`.
+fn reconnect_delay(attempts: usize, longest: Duration) -> Duration {
+    if attempts <= 1 {
+        return Duration::ZERO;
+    }
+    let exponent = u32::try_from(attempts - 1).unwrap_or(u32::MAX).min(63);
+    Duration::from_millis(1u64 << exponent).min(longest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reconnects_back_off_to_a_quarter_of_the_heartbeat_timeout() {
+        let longest = longest_reconnect_delay(Duration::from_secs(1));
+        assert_eq!(longest, Duration::from_millis(250));
+        let ms = |n| Duration::from_millis(n);
+        let waits: Vec<Duration> = (0..12).map(|a| reconnect_delay(a, longest)).collect();
+        assert_eq!(
+            waits,
+            [0, 0, 2, 4, 8, 16, 32, 64, 128, 250, 250, 250].map(ms)
+        );
+        assert_eq!(reconnect_delay(usize::MAX, longest), longest);
+        assert_eq!(longest_reconnect_delay(Duration::ZERO), ms(10));
+    }
 }
