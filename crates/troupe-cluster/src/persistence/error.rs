@@ -95,22 +95,58 @@ pub enum PersistenceError {
         /// The id, cut to 100 characters.
         persistence_id: String,
     },
-    /// A write is larger than the store can carry in one message (the
-    /// JetStream journal: the server's `max_payload`, 1 MB by default,
-    /// learned from the server when the client connects). It was refused
-    /// before anything was sent: nothing of it is stored. An event record
-    /// refused this way stops the actor like any failed append; a refused
-    /// snapshot only makes the next recovery replay more events.
+    /// A write is larger than the journal takes in one record: the local
+    /// journal's limit is [`troupe_journal::MAX_RECORD`] (64 MiB) for the
+    /// events of one command and 4 GiB for a snapshot; the JetStream
+    /// journal's is the server's `max_payload` (1 MB by default, learned
+    /// from the server when the client connects). It was refused before
+    /// anything was written or sent: nothing of it is stored. It is a
+    /// rejection ([`is_rejection`](Self::is_rejection)): the command whose
+    /// events were this large is rejected and the actor goes on with the
+    /// state it had; a refused snapshot only makes the next recovery replay
+    /// more events.
     TooLarge {
         /// The persistence id.
         persistence_id: String,
         /// What was too large ("event record", "snapshot").
         what: &'static str,
-        /// Its size as it would have been sent, in bytes.
+        /// Its size as it would have been written, in bytes.
         size: usize,
-        /// The most the store accepts, in bytes.
+        /// The most the journal takes, in bytes.
         limit: usize,
     },
+    /// The id's snapshot is ahead of its journal: it includes events the
+    /// journal no longer holds (the journal lost its end: a log cut, or
+    /// restored from an older copy). Recovery stops rather than serve a
+    /// state the journal cannot continue. Restore the journal; or remove
+    /// the snapshot, and the id recovers what the journal holds (the
+    /// events after it are lost).
+    SnapshotAhead {
+        /// The persistence id.
+        persistence_id: String,
+        /// Where the snapshot is (its file).
+        snapshot: String,
+        /// The last event the snapshot includes.
+        snapshot_seq_nr: u64,
+        /// The last event of the id in the journal.
+        journal_seq_nr: u64,
+    },
+}
+
+impl PersistenceError {
+    /// Whether this refused a write before anything of it was stored,
+    /// leaving the journal and the actor's state as they were (an event or
+    /// state that does not serialise, or is too large): the command is
+    /// *rejected* and the actor goes on. Every other error is a *failure*
+    /// (the journal could not write or read, or the activation was fenced
+    /// or out of sequence): the actor stops, since what is stored may no
+    /// longer match its state.
+    pub fn is_rejection(&self) -> bool {
+        matches!(
+            self,
+            PersistenceError::Serialize { .. } | PersistenceError::TooLarge { .. }
+        )
+    }
 }
 
 impl From<JournalError> for PersistenceError {
@@ -188,10 +224,24 @@ impl fmt::Display for PersistenceError {
             } => write!(
                 f,
                 "persistence: {persistence_id}: the {what} is {size} bytes, over the \
-                 {limit} bytes the store carries in one message (the NATS server's \
-                 max_payload); nothing was written. Make it smaller (fewer or smaller \
-                 events per command, a smaller state), or raise max_payload in the \
-                 server's configuration"
+                 {limit} bytes the journal takes in one record (for the JetStream journal, \
+                 the NATS server's max_payload); nothing was written. Make it smaller \
+                 (fewer or smaller events per command, a smaller state), or raise the \
+                 server's max_payload"
+            ),
+            PersistenceError::SnapshotAhead {
+                persistence_id,
+                snapshot,
+                snapshot_seq_nr,
+                journal_seq_nr,
+            } => write!(
+                f,
+                "persistence: {persistence_id}: the snapshot {snapshot} includes events up to \
+                 {snapshot_seq_nr}, but the journal's last event of the id is \
+                 {journal_seq_nr}: the journal lost events (cut, or restored from an older \
+                 copy). Restore the journal, or remove the snapshot to recover the id from the \
+                 journal alone (events {} to {snapshot_seq_nr} are then lost)",
+                journal_seq_nr + 1
             ),
         }
     }

@@ -9,7 +9,8 @@
 //! <dir>/log/         a troupe-journal log (group commit by default): one
 //!                    record per append, tagged with the persistence id
 //!                    (see `local/record.rs`), and one per token taken
-//! <dir>/snapshots/   <escaped id>.snap, the latest snapshot of each id
+//! <dir>/snapshots/   the latest snapshot of each id, in a file named
+//!                    after the id (`local/snapshots.rs` says how)
 //! ```
 //!
 //! On open the log is read once to rebuild an in-memory index: per id, the
@@ -57,7 +58,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use troupe_journal::{read_from, Journal as Log};
+use troupe_journal::{read_from, Journal as Log, MAX_RECORD};
 pub use troupe_journal::{Durability, Options as LogOptions};
 
 use self::record::Body;
@@ -236,6 +237,13 @@ impl LocalJournal {
         )
     }
 
+    /// The file that holds `persistence_id`'s snapshot (whether or not
+    /// one was saved): `<dir>/snapshots/`, then the id escaped, or for a
+    /// long id the start of it and a hash of it.
+    pub fn snapshot_path(&self, persistence_id: &str) -> PathBuf {
+        self.snapshot_dir.join(snapshots::file_name(persistence_id))
+    }
+
     /// The directory of the log (for tools that read it with
     /// `troupe_journal::read_from`).
     pub fn log_dir(&self) -> &Path {
@@ -375,6 +383,16 @@ impl Journal for LocalJournal {
             return done(Err(e));
         }
         let bytes = record::events(persistence_id, token, first_seq_nr, &events);
+        // Refused before the index moves: the id's sequence stays where
+        // the actor's state is, and its next command appends normally.
+        if bytes.len() > MAX_RECORD {
+            return done(Err(PersistenceError::TooLarge {
+                persistence_id: persistence_id.to_string(),
+                what: "event record",
+                size: bytes.len(),
+                limit: MAX_RECORD,
+            }));
+        }
         let mut index = lock(&self.index);
         let entry = match index.get_mut(persistence_id) {
             Some(e) => e,
@@ -436,7 +454,23 @@ impl Journal for LocalJournal {
     }
 
     fn load_snapshot(&self, persistence_id: &str) -> Result<Option<Snapshot>, PersistenceError> {
-        snapshots::read(&self.snapshot_dir.join(snapshots::file_name(persistence_id)))
+        let path = self.snapshot_path(persistence_id);
+        let Some(snapshot) = snapshots::read(&path, persistence_id)? else {
+            return Ok(None);
+        };
+        // Called by recovery once its token is taken, when every earlier
+        // append of the id has been answered: the index's last event is
+        // the log's.
+        let journal_seq_nr = self.position_of(persistence_id).0;
+        if snapshot.seq_nr > journal_seq_nr {
+            return Err(PersistenceError::SnapshotAhead {
+                persistence_id: persistence_id.to_string(),
+                snapshot: path.display().to_string(),
+                snapshot_seq_nr: snapshot.seq_nr,
+                journal_seq_nr,
+            });
+        }
+        Ok(Some(snapshot))
     }
 
     fn save_snapshot(&self, persistence_id: &str, snapshot: Snapshot, done: Done<u64>) {

@@ -410,6 +410,14 @@ impl<A: PersistentActor> Actor for Persistent<A> {
                 self.finish(ctx, done.then, done.snapshot, done.stop);
                 self.drain(ctx);
             }
+            Kind::Appended(Err(e)) if e.is_rejection() => {
+                // Nothing was stored: the state is the one the command saw,
+                // so the actor goes on with the next command.
+                self.in_flight = None;
+                self.phase = Phase::Running;
+                self.report(&e);
+                self.drain(ctx);
+            }
             Kind::Acquired(Err(e)) | Kind::Appended(Err(e)) => self.fail(ctx, e),
             // The events are durable either way: a snapshot that could not
             // be written only makes the next recovery longer.

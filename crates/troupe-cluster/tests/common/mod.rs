@@ -26,6 +26,9 @@ pub enum Cmd {
     AddAll(Vec<u64>, ReplyTo<usize>),
     /// An event that cannot be serialised.
     Poison(ReplyTo<usize>),
+    /// Persist a blob of bytes (an event of any size), answer the new
+    /// length.
+    AddBlob(Vec<u8>, ReplyTo<usize>),
     Get(ReplyTo<Vec<u64>>),
     /// Persist nothing, save a snapshot now.
     Snapshot(ReplyTo<u64>),
@@ -35,6 +38,8 @@ pub enum Cmd {
 pub enum Event {
     Added(u64),
     Poison(#[serde(serialize_with = "refuse")] u8),
+    /// Counts as a value of 0 in the state.
+    Blob(Vec<u8>),
 }
 
 fn refuse<S: Serializer>(_: &u8, _: S) -> Result<S::Ok, S::Error> {
@@ -78,6 +83,7 @@ impl PersistentActor for Ledger {
                 Effect::persist_all(ns.into_iter().map(Event::Added)).then_reply(r, Vec::len)
             }
             Cmd::Poison(r) => Effect::persist(Event::Poison(0)).then_reply(r, Vec::len),
+            Cmd::AddBlob(b, r) => Effect::persist(Event::Blob(b)).then_reply(r, Vec::len),
             Cmd::Get(r) => Effect::reply(r, state.clone()),
             Cmd::Snapshot(r) => {
                 let len = state.len() as u64;
@@ -89,8 +95,10 @@ impl PersistentActor for Ledger {
     }
 
     fn apply(state: &mut Vec<u64>, event: &Event) {
-        if let Event::Added(n) = event {
-            state.push(*n);
+        match event {
+            Event::Added(n) => state.push(*n),
+            Event::Blob(_) => state.push(0),
+            Event::Poison(_) => {}
         }
     }
 
