@@ -71,6 +71,16 @@ pub enum AskError {
         /// The actor that was asked.
         target: ActorId,
     },
+    /// The request was refused before it reached the actor, for `reason`
+    /// (a transport or a router in front of the actor that will not carry
+    /// it: an entity id a sharded region does not accept, say). Nothing
+    /// handled it.
+    Refused {
+        /// The actor that was asked.
+        target: ActorId,
+        /// Why, in the refuser's words.
+        reason: String,
+    },
     /// `wait` was called on a dispatcher worker thread, where blocking could
     /// deadlock the dispatcher; from an actor, put a reply address in the
     /// request instead, or await the answer in async code.
@@ -94,6 +104,9 @@ impl fmt::Display for AskError {
                     f,
                     "actor {target} cannot be reached: the request was not delivered"
                 )
+            }
+            AskError::Refused { target, reason } => {
+                write!(f, "the request to actor {target} was refused: {reason}")
             }
             AskError::WouldBlockDispatcher => {
                 f.write_str("blocking wait on a dispatcher thread refused (it could deadlock)")
@@ -127,6 +140,8 @@ enum State<R> {
     NoReply,
     Unreachable,
     Refused,
+    /// Refused before delivery, with a reason (`ReplyTo::refuse`).
+    Rejected(String),
     Expired,
     Taken,
 }
@@ -177,6 +192,7 @@ impl<R> Promise<R> {
             State::NoReply => Some(Err(AskError::NoReply { target })),
             State::Refused => Some(Err(AskError::MailboxFull { target })),
             State::Unreachable => Some(Err(AskError::Unreachable { target })),
+            State::Rejected(reason) => Some(Err(AskError::Refused { target, reason })),
             State::Expired => {
                 #[cfg(feature = "metrics")]
                 crate::runtime_metrics::ask_timed_out();
@@ -239,6 +255,37 @@ impl<R> ReplyTo<R> {
             .take()
             .expect("a ReplyTo is consumed only once");
         promise.complete(State::Unreachable).is_ok()
+    }
+
+    /// Fails the ask with [`AskError::Refused`] and `reason`: for whatever
+    /// stands in front of the actor (a transport, a router) and will not
+    /// deliver the request. Returns `false` if the ask was already
+    /// answered or abandoned.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use troupe::{Actor, ActorSystem, AskError, Context, Props, ReplyTo};
+    ///
+    /// struct Idle;
+    /// impl Actor for Idle {
+    ///     type Msg = ();
+    ///     fn receive(&mut self, _ctx: &mut Context<'_, Self>, _msg: ()) {}
+    /// }
+    ///
+    /// let system = ActorSystem::builder().threads(1).build().unwrap();
+    /// let far = system.spawn(Props::new(|| Idle)).unwrap().id();
+    /// let (reply, answer) = ReplyTo::<u32>::pair(&system, far, Duration::from_secs(5));
+    /// assert!(reply.refuse("an empty id"));
+    /// let reason = "an empty id".to_string();
+    /// assert_eq!(answer.wait(), Err(AskError::Refused { target: far, reason }));
+    /// system.shutdown();
+    /// ```
+    pub fn refuse(mut self, reason: impl Into<String>) -> bool {
+        let promise = self
+            .promise
+            .take()
+            .expect("a ReplyTo is consumed only once");
+        promise.complete(State::Rejected(reason.into())).is_ok()
     }
 
     /// A second handle to the same pending answer, for a transport that

@@ -169,6 +169,7 @@ trait ErasedHandle: Send {
         answer: &mut dyn erased_serde::Deserializer<'_>,
     ) -> Result<DecodedReply, erased_serde::Error>;
     fn unreachable(self: Box<Self>) -> bool;
+    fn refuse(self: Box<Self>, reason: String) -> bool;
 }
 
 struct Handle<R>(ReplyTo<R>);
@@ -186,6 +187,10 @@ impl<R: DeserializeOwned + Send + 'static> ErasedHandle for Handle<R> {
     fn unreachable(self: Box<Self>) -> bool {
         self.0.unreachable()
     }
+
+    fn refuse(self: Box<Self>, reason: String) -> bool {
+        self.0.refuse(reason)
+    }
 }
 
 impl ExportedReply {
@@ -202,6 +207,13 @@ impl ExportedReply {
     /// [`ReplyTo::unreachable`]).
     pub fn unreachable(self) -> bool {
         self.0.unreachable()
+    }
+
+    /// Fails the ask with [`AskError::Refused`] and `reason` (see
+    /// [`ReplyTo::refuse`]): for a sender that will not deliver the
+    /// message it found this handle in.
+    pub fn refuse(self, reason: impl Into<String>) -> bool {
+        self.0.refuse(reason.into())
     }
 }
 
