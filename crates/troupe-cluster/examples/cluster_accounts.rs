@@ -24,9 +24,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use troupe::{ActorSystem, Props, ReplyTo};
+use troupe::{ActorSystem, ReplyTo};
 use troupe_cluster::persistence::{
-    Effect, JetStreamJournal, Journal, Persistent, PersistentActor, PersistentContext,
+    Effect, JetStreamJournal, Journal, PersistentActor, PersistentContext, PersistentSettings,
 };
 use troupe_cluster::sharding::{ShardRegion, ShardingSettings};
 use troupe_remote::{Node, RemoteConfig, RemoteMessage};
@@ -105,32 +105,35 @@ struct Member {
 async fn join(url: &str, name: &str) -> Result<Member, Box<dyn std::error::Error>> {
     let system = ActorSystem::builder().threads(1).build()?;
     let node = Arc::new(Node::start(&system, RemoteConfig::new(url, name)).await?);
-    // One journal per node, on the shared JetStream stream of the type.
+    // One journal per node, on the shared JetStream stream of the type:
+    // an account recovers on whichever node its shard moves to. (A
+    // node-local journal is refused here: the other nodes could not see
+    // its events.)
     let journal: Arc<dyn Journal> =
         Arc::new(JetStreamJournal::open(node.nats_client(), "account", 1).await?);
     let here = name.to_string();
     let mut settings = ShardingSettings::new("account");
     settings.shards = 30;
-    let accounts = ShardRegion::start(node.clone(), &system, settings, move |entity| {
-        let (id, node, journal, token) = (
-            entity.id.clone(),
-            here.clone(),
-            journal.clone(),
-            entity.token,
-        );
-        // The shard's lease revision fences the journal: an activation on
-        // a node that lost the shard cannot write after the new one.
-        Props::new(move || {
-            Persistent::new(
-                Account {
-                    id: id.clone(),
-                    node: node.clone(),
-                },
-                journal.clone(),
-            )
-            .fencing_token(token)
-        })
-    })
+    // Account ids are `acct-<number>`: anything else is refused before an
+    // account starts (and so before anything is written for it).
+    let settings = settings.validate(|id| match id.strip_prefix("acct-") {
+        Some(n) if n.parse::<u32>().is_ok() => Ok(()),
+        _ => Err(format!("{id:?} is not acct-<number>")),
+    });
+    // The region runs each account as a `Persistent` on the journal, with
+    // the shard's lease revision as its fencing token: an activation on a
+    // node that lost the shard cannot write after the new one.
+    let accounts = ShardRegion::start_persistent(
+        node.clone(),
+        &system,
+        settings,
+        journal,
+        PersistentSettings::default(),
+        move |entity| Account {
+            id: entity.id.clone(),
+            node: here.clone(),
+        },
+    )
     .await?;
     Ok(Member {
         system,
@@ -208,6 +211,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ask(|r| AccountCmd::Withdraw(1_000, r), T)
         .await?;
     println!("overdraw: {}", refused.unwrap_err());
+    // An id that is not an account is refused at once, with the reason.
+    let junk = members[0]
+        .accounts
+        .entity_ref("acct-x")
+        .ask(AccountCmd::Balance, T)
+        .await;
+    println!("acct-x: {}", junk.unwrap_err());
     let before = balances(&members[0], &ids).await?;
     println!("accounts per node: {:?}", per_node(&before));
 

@@ -8,15 +8,25 @@
 //! node's [`ShardRegion`] routes each message to the owning node's region,
 //! which starts the entity on its first message, passivates it when it has
 //! been idle for `passivate_after`, and starts it again on the next
-//! message (a [`Persistent`](crate::persistence::Persistent) entity
-//! recovers from its journal).
+//! message. Persistent entities are started with
+//! [`ShardRegion::start_persistent`], which recovers each from a journal
+//! every node reads and refuses one that only a node reads (see
+//! `sharding/persistent.rs` for why).
+//!
+//! Entity ids are 1 to [`MAX_ID_BYTES`](crate::MAX_ID_BYTES) bytes and
+//! pass the type's validator ([`ShardingSettings::validate`]); any other
+//! id is refused where it enters, with an answer to an asker, and again
+//! before an entity starts (`sharding/ids.rs`).
 //!
 //! Shards move when a node leaves ([`ShardRegion::leave`] hands its shards
 //! over), when a node is declared down (its shards go to the live nodes),
 //! and to rebalance (a node with more than one shard over the least loaded
 //! hands some over). A handoff stops the shard's entities first, holds the
 //! messages that arrive meanwhile (bounded, the excess counted), moves the
-//! lease in one compare-and-set, and then forwards what it held.
+//! lease in one compare-and-set, and then forwards what it held. A node
+//! whose process stalled past half the heartbeat timeout hands its shards
+//! over the same way and hosts again once the others cannot have declared
+//! it down (`sharding/coordinator.rs`).
 //!
 //! What it guarantees (see `docs/semantics.md`, "Cluster sharding"):
 //!
@@ -69,15 +79,17 @@
 
 mod coordinator;
 mod envelope;
+mod ids;
+mod persistent;
 mod region;
 mod remember;
+mod settings;
 mod shard;
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -87,66 +99,12 @@ use troupe_remote::{Node, RemoteMessage};
 use crate::lease::{LeaseError, Leases};
 use coordinator::{Coordinator, Plan};
 use envelope::Envelope;
+use ids::IdCheck;
+pub use ids::IdValidator;
+pub use persistent::ShardingError;
 use region::{Command, Region, RegionMsg, RegionParts};
 use remember::Remembered;
-
-/// How a sharded entity type runs. Every node of one type must use the
-/// same `type_name`, `shards` and `bucket`.
-#[derive(Debug, Clone)]
-pub struct ShardingSettings {
-    /// The entity type's name (letters, digits, `-`, `_`).
-    pub type_name: String,
-    /// How many shards the ids are spread over: fixed for the life of the
-    /// data (changing it moves every entity). About ten per node you may
-    /// ever run is a good number.
-    pub shards: u32,
-    /// The key-value bucket of the leases (made on first use).
-    pub bucket: String,
-    /// Copies of the bucket when it is made (one per NATS server, at most
-    /// 5).
-    pub replicas: usize,
-    /// Stop an entity after this long without a message (`None`: never).
-    pub passivate_after: Option<Duration>,
-    /// Messages a region holds for shards whose owner is not known yet or
-    /// that are being handed over; beyond it new ones are dropped and
-    /// counted.
-    pub buffer: usize,
-    /// How often a node looks at whether it owns too many shards (`None`:
-    /// never rebalance).
-    pub rebalance_interval: Option<Duration>,
-    /// At most this many shards handed over per rebalance round.
-    pub rebalance_limit: usize,
-    /// How long a node may be cut off from NATS before it stops its shards
-    /// on its own. `None`: half the node's heartbeat timeout.
-    pub self_fence_after: Option<Duration>,
-    /// Remember which entities each shard runs (in a key-value bucket,
-    /// `troupe-entities-<type>`) and start them again as soon as their
-    /// shard starts on a node (after a handoff, a node's loss, or the
-    /// whole cluster's restart), not on their next message. An entity is
-    /// forgotten when it is passivated or stops on its own.
-    pub remember_entities: bool,
-}
-
-impl ShardingSettings {
-    /// Settings for the entity type `type_name`: 100 shards, bucket
-    /// `troupe-leases` with one replica, passivation after 120 s, a buffer
-    /// of 10,000 messages, a rebalance round every 10 s moving at most 5
-    /// shards.
-    pub fn new(type_name: impl Into<String>) -> Self {
-        ShardingSettings {
-            type_name: type_name.into(),
-            shards: 100,
-            bucket: "troupe-leases".into(),
-            replicas: 1,
-            passivate_after: Some(Duration::from_secs(120)),
-            buffer: 10_000,
-            rebalance_interval: Some(Duration::from_secs(10)),
-            rebalance_limit: 5,
-            self_fence_after: None,
-            remember_entities: false,
-        }
-    }
-}
+pub use settings::ShardingSettings;
 
 /// What an entity's factory is told about the entity it starts.
 #[derive(Debug, Clone)]
@@ -158,9 +116,10 @@ pub struct EntityContext {
     /// Its shard.
     pub shard: u32,
     /// The revision of the shard's lease on this node: a fencing token,
-    /// larger for every new owner of the shard. Give it to a persistent
-    /// entity (`PersistentSettings::token`) so an old activation on a node
-    /// that lost the shard cannot write after the new one.
+    /// larger for every new owner of the shard, so an old activation on a
+    /// node that lost the shard cannot write after the new one.
+    /// [`ShardRegion::start_persistent`] gives it to each persistent
+    /// entity itself.
     pub token: u64,
 }
 
@@ -181,6 +140,7 @@ pub(crate) struct Counters {
     pub(crate) held: AtomicU64,
     pub(crate) dropped: AtomicU64,
     pub(crate) forwarded: AtomicU64,
+    pub(crate) refused: AtomicU64,
 }
 
 /// What a region has done, on this node.
@@ -204,6 +164,12 @@ pub struct RegionStats {
     pub dropped: u64,
     /// Messages forwarded to another node's region.
     pub forwarded: u64,
+    /// Messages refused for their entity id (empty, over
+    /// [`MAX_ID_BYTES`](crate::MAX_ID_BYTES), or refused by
+    /// [`ShardingSettings::validate`]): by this node's handle before
+    /// routing, or by a shard here before starting the entity. Each is
+    /// logged, and an ask in it answered with `AskError::Refused`.
+    pub refused: u64,
 }
 
 /// This node's region of one sharded entity type.
@@ -214,6 +180,8 @@ pub struct ShardRegion<M: RemoteMessage> {
     entry: ActorRef<Envelope<M>>,
     region: ActorRef<RegionMsg<M>>,
     shards: u32,
+    type_name: Arc<str>,
+    ids: IdCheck,
     counters: Arc<Counters>,
     commands: mpsc::UnboundedSender<Command>,
     coordinator: Option<JoinHandle<()>>,
@@ -234,15 +202,23 @@ impl<M: RemoteMessage> Drop for ShardRegion<M> {
     }
 }
 
-/// An entity's ref: wraps each message for the region.
+/// An entity's ref: wraps each message for the region, or refuses it if
+/// the id was refused when the ref was made.
 struct EntityTarget<M: RemoteMessage> {
     entry: ActorRef<Envelope<M>>,
     entity: String,
     shard: u32,
+    /// Why the id is refused (checked once, when the ref was made).
+    refused: Option<Arc<str>>,
+    type_name: Arc<str>,
+    counters: Arc<Counters>,
 }
 
 impl<M: RemoteMessage> troupe::ExternalTarget<M> for EntityTarget<M> {
     fn send(&self, msg: M) {
+        if let Some(reason) = &self.refused {
+            return ids::refuse(&self.type_name, &self.counters, &self.entity, reason, msg);
+        }
         self.entry.tell(Envelope {
             entity: self.entity.clone(),
             shard: self.shard,
@@ -281,7 +257,10 @@ impl<M: RemoteMessage> ShardRegion<M> {
     /// (as `region-<type>-<node>`), registers it in the lease bucket and
     /// loads who owns which shard. `factory` makes an entity's props from
     /// its [`EntityContext`]; the entity's message type must convert from
-    /// `M` (it may be `M` itself, or a persistent actor's `Msg<M>`).
+    /// `M` (it may be `M` itself). For persistent entities use
+    /// [`start_persistent`](Self::start_persistent): this one cannot see
+    /// the journal inside the props, so it cannot refuse a node-local
+    /// one.
     ///
     /// Call from the tokio runtime the node runs on. Fails if the type
     /// name is invalid, the bucket cannot be opened or made within 30 s,
@@ -341,6 +320,9 @@ impl<M: RemoteMessage> ShardRegion<M> {
             None
         };
         let counters = Arc::new(Counters::default());
+        let ids = IdCheck {
+            validate: settings.validate.clone(),
+        };
         let (commands, commands_rx) = mpsc::unbounded_channel();
         let (adapter_to, adapter) = oneshot::channel();
         let parts = std::sync::Mutex::new(Some(RegionParts {
@@ -354,6 +336,8 @@ impl<M: RemoteMessage> ShardRegion<M> {
             coordinator: commands.clone(),
             adapter_to: Some(adapter_to),
             remembered: remembered.clone(),
+            ids: ids.clone(),
+            refuse: ids::refuse::<M>,
         }));
         // The region does not fail (its shards are its children and are
         // supervised there); a factory that could run twice would need
@@ -398,7 +382,11 @@ impl<M: RemoteMessage> ShardRegion<M> {
             finders: HashMap::new(),
             counters: counters.clone(),
             pending: Default::default(),
+            hosting: !proxy,
             stepping_down: false,
+            stepped_down: None,
+            handled_stall: None,
+            registered_incarnation: node.incarnation(),
             remembered,
         };
         let (ready, started) = oneshot::channel();
@@ -420,6 +408,8 @@ impl<M: RemoteMessage> ShardRegion<M> {
             entry,
             region,
             shards,
+            type_name: settings.type_name.as_str().into(),
+            ids,
             counters,
             commands,
             coordinator: Some(coordinator),
@@ -430,8 +420,17 @@ impl<M: RemoteMessage> ShardRegion<M> {
 
     /// Sends `msg` to the entity `entity`, wherever it runs (starting it
     /// if it is not running).
+    ///
+    /// An id this region does not accept (empty, over
+    /// [`MAX_ID_BYTES`](crate::MAX_ID_BYTES), or refused by
+    /// [`ShardingSettings::validate`]) is refused here: the message is not
+    /// sent, it is counted in [`RegionStats::refused`] and logged, and an
+    /// ask inside it is answered with `AskError::Refused`.
     pub fn tell(&self, entity: impl Into<String>, msg: M) {
         let entity = entity.into();
+        if let Some(reason) = self.ids.refusal(&entity) {
+            return ids::refuse(&self.type_name, &self.counters, &entity, &reason, msg);
+        }
         let shard = shard_of(&entity, self.shards);
         self.entry.tell(Envelope {
             entity,
@@ -445,15 +444,24 @@ impl<M: RemoteMessage> ShardRegion<M> {
     /// An ordinary ref to the entity `entity`: `tell`, `ask`, or hand it
     /// to another actor. It never counts as terminated while the region
     /// runs (the entity is started again by its next message).
+    ///
+    /// The id is checked once, here, as [`tell`](Self::tell) checks it: a
+    /// ref to an id this region does not accept refuses every message
+    /// (counted, logged), and an ask through it fails at once with
+    /// `AskError::Refused` and the reason.
     pub fn entity_ref(&self, entity: impl Into<String>) -> ActorRef<M> {
         let entity = entity.into();
         let shard = shard_of(&entity, self.shards);
+        let refused = self.ids.refusal(&entity).map(Arc::from);
         ActorRef::from_external(
             &self.system,
             EntityTarget {
                 entry: self.entry.clone(),
                 entity,
                 shard,
+                refused,
+                type_name: self.type_name.clone(),
+                counters: self.counters.clone(),
             },
         )
     }
@@ -476,6 +484,7 @@ impl<M: RemoteMessage> ShardRegion<M> {
             held: c.held.load(Ordering::Relaxed),
             dropped: c.dropped.load(Ordering::Relaxed),
             forwarded: c.forwarded.load(Ordering::Relaxed),
+            refused: c.refused.load(Ordering::Relaxed),
         }
     }
 

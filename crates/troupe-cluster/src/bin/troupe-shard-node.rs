@@ -5,15 +5,21 @@
 //!
 //! * `ready` once its region runs;
 //! * `entity started <id> <token>` and `entity stopped <id> <token>` as
-//!   the entities it runs start and stop.
+//!   the entities it runs start and stop;
+//! * `shards <n>` whenever the number of shards it owns changes (looked
+//!   at every 20 ms).
 //!
 //! An entity answers [`Where`] with its node's name and its fencing token.
 //! The node leaves (handing its shards over) and exits when its standard
 //! input closes. Run it by hand with `cargo run -p troupe-cluster
-//! --features testing --bin troupe-shard-node -- <nats url> <node name>`.
+//! --features testing --bin troupe-shard-node -- <nats url> <node name>
+//! [<heartbeat interval ms> <heartbeat timeout ms> <rebalance interval
+//! ms>]`: the three numbers replace the short heartbeat and turn
+//! rebalancing on.
 
 use std::io::Read;
 use std::sync::Arc;
+use std::time::Duration;
 
 use troupe::{Actor, ActorSystem, Context, Props};
 use troupe_cluster::sharding::ShardRegion;
@@ -46,8 +52,15 @@ impl Actor for Probe {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [url, node_name] = args.as_slice() else {
-        return Err("usage: troupe-shard-node <nats url> <node name>".into());
+    let usage = "usage: troupe-shard-node <nats url> <node name> \
+                 [<heartbeat interval ms> <heartbeat timeout ms> <rebalance interval ms>]";
+    let (url, node_name, timing) = match args.as_slice() {
+        [url, name] => (url, name, None),
+        [url, name, beat, timeout, rebalance] => {
+            let ms = |s: &String| s.parse::<u64>().map(Duration::from_millis);
+            (url, name, Some((ms(beat)?, ms(timeout)?, ms(rebalance)?)))
+        }
+        _ => return Err(usage.into()),
     };
     // Logs on stderr, tagged with the node, when RUST_LOG asks for them.
     let _ = tracing_subscriber::fmt()
@@ -55,29 +68,47 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_writer(std::io::stderr)
         .try_init();
     let system = ActorSystem::builder().threads(1).build()?;
-    let node =
-        Arc::new(Node::start(&system, troupe_cluster::testing::config(url, node_name)).await?);
+    let mut config = troupe_cluster::testing::config(url, node_name);
+    let mut settings = troupe_cluster::testing::probe_settings();
+    if let Some((beat, timeout, rebalance)) = timing {
+        config.heartbeat_interval = beat;
+        config.heartbeat_timeout = timeout;
+        settings.rebalance_interval = Some(rebalance);
+    }
+    let node = Arc::new(Node::start(&system, config).await?);
     let here = node_name.clone();
-    let region = ShardRegion::<Where>::start(
-        node.clone(),
-        &system,
-        troupe_cluster::testing::probe_settings(),
-        move |entity| {
-            let (id, node, token) = (entity.id.clone(), here.clone(), entity.token);
-            Props::new(move || Probe {
-                id: id.clone(),
-                node: node.clone(),
-                token,
-            })
-        },
-    )
-    .await?;
-    say("ready");
-    // Block a runtime thread until the driver closes our stdin.
-    tokio::task::spawn_blocking(|| {
-        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+    let region = ShardRegion::<Where>::start(node.clone(), &system, settings, move |entity| {
+        let (id, node, token) = (entity.id.clone(), here.clone(), entity.token);
+        Props::new(move || Probe {
+            id: id.clone(),
+            node: node.clone(),
+            token,
+        })
     })
     .await?;
+    say("ready");
+    // Block a runtime thread until the driver closes our stdin; meanwhile
+    // say how many shards this node owns whenever that changes.
+    let stdin_closed = tokio::task::spawn_blocking(|| {
+        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+    });
+    tokio::pin!(stdin_closed);
+    let mut owned = None;
+    loop {
+        tokio::select! {
+            closed = &mut stdin_closed => {
+                closed?;
+                break;
+            }
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {
+                let now = region.stats().shards;
+                if owned != Some(now) {
+                    owned = Some(now);
+                    say(&format!("shards {now}"));
+                }
+            }
+        }
+    }
     region.leave().await;
     node.shutdown().await;
     system.shutdown();

@@ -28,11 +28,24 @@
 //!   other node runs a region), then release the region key;
 //! - **fence**: cut off from NATS for `self_fence_after`, tell the region
 //!   to stop its shards and hold; once connected again, load the view
-//!   afresh before it serves again.
+//!   afresh before it serves again;
+//! - **step down** after a stall of this process past half the heartbeat
+//!   timeout (the others may have declared this node down meanwhile and
+//!   moved its shards): the region stops its shards at once, every shard
+//!   this node still owns is handed to another live region node (never to
+//!   itself; released if there is none), and the region key is given up,
+//!   so the node only routes; then **rejoin**, taking the region key
+//!   again, as soon as the others cannot have declared it down: the stall
+//!   was shorter than their heartbeat timeout by a margin (see
+//!   `may_rejoin`), no other node was up, or the node runs under a new
+//!   incarnation since. Rebalancing then gives it shards again.
 //!
 //! A shard this node's previous process owned (same node name) is taken
 //! over at a new revision when the coordinator starts, so the new
 //! entities' fencing token is above the old ones'.
+
+mod moves;
+mod stall;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -82,9 +95,19 @@ pub(crate) struct Coordinator<M: Send + 'static> {
     /// live region node known, or the bucket did not answer): tried again
     /// every tick until they have an owner.
     pub(crate) pending: BTreeSet<u32>,
-    /// This node stalled past half the heartbeat timeout and steps down:
-    /// its shards go to the others and it only routes from then on.
+    /// Whether this node may own shards now: not a proxy, and not
+    /// stepped down after a stall (see the module header).
+    pub(crate) hosting: bool,
+    /// A stall was seen and the step-down has not run yet.
     pub(crate) stepping_down: bool,
+    /// Stepped down after a stall of this long, and not rejoined yet.
+    pub(crate) stepped_down: Option<Duration>,
+    /// The end of the stall this node last stepped down for: each stall
+    /// is handled once.
+    pub(crate) handled_stall: Option<std::time::Instant>,
+    /// The node's incarnation when it registered its region: another one
+    /// since means the others know it afresh.
+    pub(crate) registered_incarnation: u64,
     /// The remembered entities, if the type remembers them.
     pub(crate) remembered: Option<Remembered>,
 }
@@ -214,10 +237,13 @@ impl<M: RemoteMessage> Coordinator<M> {
             .filter(|n| members.contains(n))
             .cloned()
             .collect();
-        if !self.plan.proxy && !nodes.iter().any(|n| n == self.me()) {
-            nodes.push(self.me().to_string());
+        let me = self.me().to_string();
+        if self.hosting && !nodes.contains(&me) {
+            nodes.push(me.clone());
         }
-        nodes.retain(|n| !excluded(n));
+        // Stepped down: its region key may still be in the view (the
+        // release is on its way back through the watch).
+        nodes.retain(|n| !excluded(n) && (self.hosting || *n != me));
         let mut loads: Vec<(usize, String)> = nodes
             .into_iter()
             .map(|n| {
@@ -231,263 +257,12 @@ impl<M: RemoteMessage> Coordinator<M> {
             .collect();
         // Fewest shards first; this node first among equals (the shard is
         // wanted here), then by name, so nodes with one view agree.
-        let me = self.me().to_string();
         loads.sort_by(|a, b| (a.0, a.1 != me, &a.1).cmp(&(b.0, b.1 != me, &b.1)));
         loads
     }
 
     fn least_loaded(&self, excluded: impl Fn(&str) -> bool) -> Option<String> {
         self.loads(excluded).into_iter().next().map(|(_, n)| n)
-    }
-
-    /// Whether this node has stalled long enough that the others may have
-    /// declared it down (half the heartbeat timeout, to be safe): then it
-    /// must own nothing any more. Checked before every decision that could
-    /// give this node a shard; the first time, the region stops its
-    /// shards at once and the next tick hands them over.
-    fn check_stall(&mut self) -> bool {
-        if self.plan.proxy {
-            return self.stepping_down;
-        }
-        let Some(stall) = self.node.longest_stall() else {
-            return false;
-        };
-        if stall.lasted < self.node.config().heartbeat_timeout / 2 {
-            return false;
-        }
-        tracing::error!(
-            region = %self.plan.type_name,
-            stall = ?stall.lasted,
-            "sharding: this node stalled long enough to be declared down; it stops its shards, \
-             hands them over and only routes from now on (restart it to host shards again)"
-        );
-        self.plan.proxy = true;
-        self.stepping_down = true;
-        self.region.tell(RegionMsg::Fenced(true));
-        true
-    }
-
-    /// Hands every shard this node still owns to the others (or releases
-    /// it), gives up its region key, and lets the region route again.
-    async fn step_down(&mut self) {
-        self.stepping_down = false;
-        let _ = self.load().await;
-        let mine: Vec<u32> = (0..self.plan.shards)
-            .filter(|s| self.owners[*s as usize].0.as_deref() == Some(self.me()))
-            .collect();
-        for shard in mine {
-            let target = self.least_loaded(|_| false);
-            self.hand_off(shard, target).await;
-        }
-        let key = self.region_key(self.me());
-        if let Some(rev) = self.regions.get(self.me()).copied() {
-            let _ = self.leases.release(&key, rev).await;
-        }
-        self.region.tell(RegionMsg::Fenced(false));
-    }
-
-    async fn allocate(&mut self, shard: u32) {
-        self.check_stall();
-        let (owner, rev) = self.owners[shard as usize].clone();
-        if owner.is_some() {
-            // Known already (the region's view was behind): tell it again.
-            self.pending.remove(&shard);
-            self.region.tell(RegionMsg::Owner {
-                shard,
-                owner: owner.map(|node| Holder {
-                    node,
-                    revision: rev,
-                }),
-                rev,
-            });
-            return;
-        }
-        // No node runs a region of the type yet (this is a proxy, or the
-        // others have not been heard yet): try again on the next tick.
-        let Some(target) = self.least_loaded(|_| false) else {
-            self.pending.insert(shard);
-            return;
-        };
-        let key = self.shard_key(shard);
-        match self.leases.create_for(&key, &target).await {
-            Ok(Some(rev)) => {
-                self.pending.remove(&shard);
-                self.apply(
-                    &key,
-                    LeaseChange::Held(Holder {
-                        node: target,
-                        revision: rev,
-                    }),
-                );
-            }
-            // Someone else allocated it: the watch brings the owner.
-            Ok(None) => {
-                self.pending.remove(&shard);
-            }
-            Err(e) => {
-                tracing::warn!(shard, error = %e, "sharding: cannot allocate a shard; trying again");
-                self.pending.insert(shard);
-            }
-        }
-    }
-
-    /// Moves every shard owned by a node that is not live to a live one.
-    async fn reallocate_orphans(&mut self, orphaned: impl Fn(&str) -> bool) {
-        self.check_stall();
-        let orphans: Vec<(u32, u64)> = self
-            .owners
-            .iter()
-            .enumerate()
-            .filter_map(|(s, (o, rev))| match o {
-                Some(o) if o != self.me() && orphaned(o) => Some((s as u32, *rev)),
-                _ => None,
-            })
-            .collect();
-        for (shard, rev) in orphans {
-            let Some(target) = self.least_loaded(&orphaned) else {
-                return;
-            };
-            let key = self.shard_key(shard);
-            match self.leases.move_to(&key, rev, &target).await {
-                Ok(new) => {
-                    tracing::info!(shard, to = %target, "sharding: moved a shard off a node that is gone");
-                    self.apply(
-                        &key,
-                        LeaseChange::Held(Holder {
-                            node: target,
-                            revision: new,
-                        }),
-                    );
-                }
-                // Another node moved it first: the watch says where.
-                Err(LeaseError::Moved { .. }) => {}
-                Err(e) => tracing::warn!(shard, error = %e, "sharding: cannot move a shard"),
-            }
-        }
-    }
-
-    /// Hands `shard` (owned here) to `target`, or releases it (`None`).
-    async fn hand_off(&mut self, shard: u32, target: Option<String>) {
-        let (owner, rev) = self.owners[shard as usize].clone();
-        if owner.as_deref() != Some(self.me()) {
-            return;
-        }
-        let (done, stopped) = oneshot::channel();
-        tracing::debug!(me = %self.leases.me(), shard, to = ?target, "sharding: handing a shard over");
-        self.region.tell(RegionMsg::HandOff { shard, done });
-        // The region stops the shard (its entities first) and answers; if
-        // the region is gone, so are its shards.
-        let _ = stopped.await;
-        let key = self.shard_key(shard);
-        match target {
-            Some(target) => match self.leases.move_to(&key, rev, &target).await {
-                Ok(new) => {
-                    tracing::info!(shard, to = %target, "sharding: handed a shard over");
-                    self.apply(
-                        &key,
-                        LeaseChange::Held(Holder {
-                            node: target,
-                            revision: new,
-                        }),
-                    );
-                }
-                Err(e) => {
-                    tracing::warn!(shard, error = %e, "sharding: handoff failed; the shard stays where the lease says")
-                }
-            },
-            None => {
-                if let Err(e) = self.leases.release(&key, rev).await {
-                    tracing::warn!(shard, error = %e, "sharding: cannot release a shard");
-                }
-            }
-        }
-        self.region.tell(RegionMsg::HandOffEnded(shard));
-    }
-
-    /// One round of least-shards rebalancing, from this node's side.
-    async fn rebalance(&mut self) {
-        if self.check_stall() {
-            return;
-        }
-        for _ in 0..self.plan.rebalance_limit {
-            let loads = self.loads(|_| false);
-            let mine = loads
-                .iter()
-                .find(|(_, n)| n == self.me())
-                .map_or(0, |l| l.0);
-            let Some((least, target)) = loads.into_iter().find(|(_, n)| n != self.me()) else {
-                return;
-            };
-            if mine <= least + 1 {
-                return;
-            }
-            let Some(shard) = self
-                .owners
-                .iter()
-                .rposition(|(o, _)| o.as_deref() == Some(self.me()))
-            else {
-                return;
-            };
-            self.hand_off(shard as u32, Some(target)).await;
-        }
-    }
-
-    async fn leave(&mut self) {
-        let mine: Vec<u32> = (0..self.plan.shards)
-            .filter(|s| self.owners[*s as usize].0.as_deref() == Some(self.me()))
-            .collect();
-        for shard in mine {
-            let me = self.me().to_string();
-            let target = self.least_loaded(|n| n == me);
-            self.hand_off(shard, target).await;
-        }
-        let key = self.region_key(self.me());
-        if let Some(rev) = self.regions.get(self.me()).copied() {
-            let _ = self.leases.release(&key, rev).await;
-        }
-        for (_, finder) in self.finders.drain() {
-            finder.abort();
-        }
-        let name = Self::region_name(&self.plan.type_name, self.me());
-        self.node.unpublish(&name).await;
-    }
-
-    /// Registers this node's region (taking over its previous process's
-    /// key, and its shards, at new revisions).
-    async fn register(&mut self) -> Result<(), LeaseError> {
-        if self.plan.proxy {
-            return Ok(());
-        }
-        let key = self.region_key(self.me());
-        let rev = match self.leases.acquire(&key).await? {
-            Some(rev) => rev,
-            None => match self.leases.holder(&key).await? {
-                Some(h) => self.leases.take_over(&key, h.revision).await?,
-                None => return Err(LeaseError::Unavailable(format!("{key} vanished"))),
-            },
-        };
-        self.regions.insert(self.me().to_string(), rev);
-        let mine: Vec<(u32, u64)> = self
-            .owners
-            .iter()
-            .enumerate()
-            .filter(|(_, (o, _))| o.as_deref() == Some(self.me()))
-            .map(|(s, (_, rev))| (s as u32, *rev))
-            .collect();
-        for (shard, rev) in mine {
-            let key = self.shard_key(shard);
-            if let Ok(new) = self.leases.take_over(&key, rev).await {
-                let me = self.me().to_string();
-                self.apply(
-                    &key,
-                    LeaseChange::Held(Holder {
-                        node: me,
-                        revision: new,
-                    }),
-                );
-            }
-        }
-        Ok(())
     }
 
     fn find_peer(&mut self, peer: String) {
@@ -583,6 +358,9 @@ impl<M: RemoteMessage> Coordinator<M> {
                     if self.check_stall() {
                         self.step_down().await;
                         continue;
+                    }
+                    if self.stepped_down.is_some() && self.may_rejoin() {
+                        self.rejoin().await;
                     }
                     let connected = matches!(
                         self.node.nats_client().connection_state(),

@@ -33,8 +33,9 @@ use tokio::sync::{mpsc, oneshot};
 use troupe::{Actor, ActorId, ActorRef, Context, Props, Signal};
 
 use super::envelope::{Envelope, MAX_HOPS};
+use super::ids::IdCheck;
 use super::remember::Remembered;
-use super::shard::{Shard, ShardMsg};
+use super::shard::{Refuse, Shard, ShardMsg};
 use super::{Counters, EntityContext};
 use crate::lease::Holder;
 
@@ -97,6 +98,8 @@ pub(crate) struct Region<A: Actor, F, M: Send + 'static> {
     /// Where `started` sends the adapter other nodes and the user send to.
     pub(crate) adapter_to: Option<oneshot::Sender<ActorRef<Envelope<M>>>>,
     pub(crate) remembered: Option<Remembered>,
+    ids: IdCheck,
+    refuse: Refuse<M>,
     views: Vec<View>,
     peers: HashMap<String, ActorRef<Envelope<M>>>,
     finding: HashSet<String>,
@@ -126,6 +129,10 @@ pub(crate) struct RegionParts<F, M: Send + 'static> {
     pub(crate) coordinator: mpsc::UnboundedSender<Command>,
     pub(crate) adapter_to: Option<oneshot::Sender<ActorRef<Envelope<M>>>>,
     pub(crate) remembered: Option<Remembered>,
+    /// The owner's check of ids, before a shard starts an entity.
+    pub(crate) ids: IdCheck,
+    /// How a shard refuses a message for an id it does not accept.
+    pub(crate) refuse: Refuse<M>,
 }
 
 impl<A: Actor, F, M: Send + 'static> Region<A, F, M> {
@@ -140,6 +147,8 @@ impl<A: Actor, F, M: Send + 'static> Region<A, F, M> {
             coordinator: parts.coordinator,
             adapter_to: parts.adapter_to,
             remembered: parts.remembered,
+            ids: parts.ids,
+            refuse: parts.refuse,
             views: (0..parts.shards).map(|_| View::default()).collect(),
             peers: HashMap::new(),
             finding: HashSet::new(),
@@ -266,6 +275,7 @@ where
         let passivate_after = self.passivate_after;
         let counters = self.counters.clone();
         let remembered = self.remembered.clone();
+        let (ids, refuse) = (self.ids.clone(), self.refuse);
         let props = Props::new(move || {
             Shard::<A, F, M>::new(
                 type_name.clone(),
@@ -276,6 +286,7 @@ where
                 counters.clone(),
             )
             .remembering(remembered.clone())
+            .checking(ids.clone(), refuse)
         });
         match ctx.spawn(props) {
             Ok(actor) => {

@@ -19,8 +19,14 @@ use std::time::{Duration, Instant};
 
 use troupe::{Actor, ActorId, ActorRef, Context, Props, Signal, TrySendError};
 
+use super::ids::IdCheck;
 use super::remember::Remembered;
 use super::{Counters, EntityContext};
+
+/// How a shard refuses a message for an id it does not accept: counts
+/// it, logs it and answers the asks in it (`ids::refuse` for the region's
+/// message type: type name, counters, id, reason, message).
+pub(crate) type Refuse<M> = fn(&str, &Counters, &str, &str, M);
 
 /// What a shard handles.
 pub(crate) enum ShardMsg<M> {
@@ -61,6 +67,8 @@ pub(crate) struct Shard<A: Actor, F, M> {
     pub(crate) passivate_after: Option<Duration>,
     pub(crate) counters: Arc<Counters>,
     remembered: Option<Remembered>,
+    /// The ids it may start an entity for, and how it refuses the others.
+    check: Option<(IdCheck, Refuse<M>)>,
     entities: HashMap<String, Entity<A::Msg>>,
     ids: HashMap<ActorId, String>,
     _msg: std::marker::PhantomData<fn(M)>,
@@ -71,6 +79,13 @@ impl<A: Actor, F, M> Shard<A, F, M> {
     /// while it runs, in `remembered` (if the type remembers them).
     pub(crate) fn remembering(mut self, remembered: Option<Remembered>) -> Self {
         self.remembered = remembered;
+        self
+    }
+
+    /// Starts no entity whose id `ids` refuses; `refuse` handles its
+    /// message instead.
+    pub(crate) fn checking(mut self, ids: IdCheck, refuse: Refuse<M>) -> Self {
+        self.check = Some((ids, refuse));
         self
     }
 
@@ -90,6 +105,7 @@ impl<A: Actor, F, M> Shard<A, F, M> {
             passivate_after,
             counters,
             remembered: None,
+            check: None,
             entities: HashMap::new(),
             ids: HashMap::new(),
             _msg: std::marker::PhantomData,
@@ -151,6 +167,13 @@ where
             }
             return;
         }
+        // The owner's own check, before anything starts (a sender may
+        // check differently): no activation, so nothing in the journal.
+        if let Some((ids, refuse)) = &self.check {
+            if let Some(reason) = ids.refusal(&id) {
+                return refuse(&self.type_name, &self.counters, &id, &reason, msg);
+            }
+        }
         match self.activate(ctx, &id) {
             Some(actor) => {
                 actor.tell(msg.into());
@@ -189,7 +212,10 @@ where
         match msg {
             ShardMsg::Deliver(id, msg) => self.deliver(ctx, id, msg),
             ShardMsg::Wake(id) => {
-                if !self.entities.contains_key(&id) {
+                let refused = self.check.as_ref().and_then(|(ids, _)| ids.refusal(&id));
+                if let Some(reason) = refused {
+                    tracing::warn!(region = %self.type_name, shard = self.shard, "sharding: a remembered entity is not started: {reason}");
+                } else if !self.entities.contains_key(&id) {
                     if let Some(actor) = self.activate(ctx, &id) {
                         self.entities.insert(id, Entity::new(actor));
                     }

@@ -25,8 +25,21 @@ pub fn spawn(
     name: &str,
     lines: &mpsc::Sender<(String, String)>,
 ) -> NodeProcess {
+    spawn_with(binary, url, name, &[], lines)
+}
+
+/// Starts `binary <url> <name> <extra...>`; its stdout lines go to
+/// `lines`.
+pub fn spawn_with(
+    binary: &str,
+    url: &str,
+    name: &str,
+    extra: &[&str],
+    lines: &mpsc::Sender<(String, String)>,
+) -> NodeProcess {
     let mut child = Command::new(binary)
         .args([url, name])
+        .args(extra)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
