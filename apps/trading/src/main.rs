@@ -10,6 +10,7 @@
 //! trading cluster --kill-at-acked 30 --restart-killed   ... SIGKILL the primaries at 30% acknowledged
 //! trading cluster --pause-primary-ms 3000   ... SIGSTOP them for 3 s instead
 //! trading cluster --partition-primary-ms 3000   ... cut them off the network for 3 s
+//! trading cluster --broker-outage-ms 1000   ... SIGKILL the nats-server, start it again 1 s later
 //! trading node --role engines --nats URL --name N   one process of a cluster
 //! ```
 
@@ -138,6 +139,12 @@ enum Cmd {
         /// After the kill, start a fresh engine node that joins as standby.
         #[arg(long, requires = "kill_at_acked")]
         restart_killed: bool,
+        /// Instead of a node, SIGKILL the NATS server at the share above
+        /// (default 30) and start it again on the same port and store this
+        /// many ms later (0: at once): every node reconnects and goes on
+        /// (one server).
+        #[arg(long, conflicts_with_all = ["kill_standby", "kill_host", "restart_killed", "pause_primary_ms", "partition_primary_ms", "restart_all"])]
+        broker_outage_ms: Option<u64>,
         /// Instead of one node, SIGKILL every engine node at the share
         /// above, then start them again under their names, from their logs
         /// (a whole-cluster restart; needs --txlog buffered or group-commit).
@@ -273,6 +280,7 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
             kill_host,
             restart_killed,
             restart_all,
+            broker_outage_ms,
             nats_server,
             common,
             json,
@@ -291,13 +299,16 @@ fn run_cli(cli: Cli) -> Result<(), Box<dyn Error>> {
                 pattern: work.scenario,
                 txlog: work.txlog,
                 log_dir: work.log_dir,
-                kill_at_acked: kill_at_acked
-                    .or(pause_primary_ms.or(partition_primary_ms).map(|_| 30)),
+                kill_at_acked: kill_at_acked.or(pause_primary_ms
+                    .or(partition_primary_ms)
+                    .or(broker_outage_ms)
+                    .map(|_| 30)),
                 kill_after: kill_after_ms.map(Duration::from_millis),
                 pause_primary: pause_primary_ms.map(Duration::from_millis),
                 partition_primary: partition_primary_ms.map(Duration::from_millis),
                 kill_standby,
                 kill_host,
+                broker_outage: broker_outage_ms.map(Duration::from_millis),
                 servers: servers as usize,
                 nats_server,
                 restart_killed,

@@ -124,6 +124,7 @@ fn a_node_alive_that_does_not_answer_fails_the_verifier() {
         nats_server: Some(nats_server()),
         restart_killed: false,
         restart_all: false,
+        broker_outage: None,
         dispatcher: NodeDispatcher::Shared,
         threads: 1,
         snapshot_every: trading::cluster::engine::SNAPSHOT_EVERY,

@@ -17,10 +17,18 @@
 //! at a time on the clock alone: on a fast host the clients could finish
 //! first.
 //!
+//! Or the fault is a restart of the NATS server itself (`broker_outage`:
+//! SIGKILLed, then started again on the same port and store; see
+//! `launch/broker.rs` for what the cluster's acknowledgement needs of the server,
+//! and why its one server syncs every write).
+//!
 //! Before it checks, the launcher tells apart the engine nodes that ended
 //! on their own (fail-stop: a paused or cut-off primary whose leases
 //! moved exits when it resumes or is joined again) from those alive: the first are recorded and left out
 //! of the checks, the second must answer.
+
+mod broker;
+mod round;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -41,6 +49,8 @@ use super::verify::{check, ClusterOutcome, EngineState, FailStopped, Placed};
 use super::wire::{AckMode, EngineCmd};
 use crate::topology::{Pattern, Scenario, ENGINES};
 use crate::txlog::TxLog;
+pub use broker::ServerConfig;
+pub use round::run_cluster;
 
 /// What `trading cluster` runs.
 #[derive(Clone, Debug)]
@@ -80,6 +90,10 @@ pub struct ClusterOptions {
     /// Kill the victim's NATS server with it (its whole host; needs three
     /// servers or more, so that a majority of them survives).
     pub kill_host: bool,
+    /// Instead of a node, SIGKILL the NATS server at the share above and
+    /// start it again on the same port and store this long after (zero: at
+    /// once). One server only.
+    pub broker_outage: Option<Duration>,
     /// NATS servers joined as one cluster (1: a single server); the lease
     /// bucket gets a copy on each, up to 3.
     pub servers: usize,
@@ -158,12 +172,16 @@ pub struct Cluster {
     killed_at_ns: Option<u64>,
     paused_at_ns: Option<u64>,
     partitioned_at_ns: Option<u64>,
+    broker_killed_at_ns: Option<u64>,
+    broker_restarted_at_ns: Option<u64>,
     /// Engine nodes that ended on their own (found by `verify`).
     fail_stopped: Vec<FailStopped>,
-    // Dropped last: the logs and the servers outlive the processes, and
-    // the network namespaces (with a partition) outlive the servers.
+    // Dropped last: the logs and the servers outlive the processes, the
+    // servers' configuration outlives them, and the network namespaces
+    // (with a partition) outlive the servers.
     _temp: TempLogs,
     servers: Vec<NatsServer>,
+    _server_config: Option<ServerConfig>,
     sandbox: Option<Sandbox>,
 }
 
@@ -208,9 +226,26 @@ impl Cluster {
             Some(_) => Some(Sandbox::create(2)?),
             None => None,
         };
+        // One server syncs every JetStream write (the lease bucket's)
+        // before acknowledging it; several keep a copy each (see `broker`).
+        let server_config = match options.servers {
+            1 => Some(ServerConfig::write()?),
+            _ => None,
+        };
+        let config_path = server_config
+            .as_ref()
+            .map(|c| c.path().display().to_string());
+        let config_args: Vec<&str> = match &config_path {
+            Some(path) => vec!["-c", path],
+            None => Vec::new(),
+        };
         let servers = match (options.servers, &sandbox) {
-            (1, Some(sandbox)) => vec![NatsServer::launch_on(&binary, sandbox.host().into(), &[])?],
-            (1, None) => vec![NatsServer::launch(&binary, &[])?],
+            (1, Some(sandbox)) => vec![NatsServer::launch_on(
+                &binary,
+                sandbox.host().into(),
+                &config_args,
+            )?],
+            (1, None) => vec![NatsServer::launch(&binary, &config_args)?],
             (_, Some(_)) => return Err("a partition test runs on one NATS server".into()),
             (n, None) => NatsServer::launch_cluster(&binary, n)?,
         };
@@ -263,9 +298,12 @@ impl Cluster {
             killed_at_ns: None,
             paused_at_ns: None,
             partitioned_at_ns: None,
+            broker_killed_at_ns: None,
+            broker_restarted_at_ns: None,
             fail_stopped: Vec::new(),
             _temp: temp,
             servers,
+            _server_config: server_config,
             sandbox,
         };
         for name in ["engines-a", "engines-b"] {
@@ -632,6 +670,8 @@ impl Cluster {
             killed_at_ns: self.killed_at_ns,
             paused_at_ns: self.paused_at_ns,
             partitioned_at_ns: self.partitioned_at_ns,
+            broker_killed_at_ns: self.broker_killed_at_ns,
+            broker_restarted_at_ns: self.broker_restarted_at_ns,
             fail_stopped: self.fail_stopped.clone(),
             failover_ms: Vec::new(),
             applied_twice: 0,
@@ -673,132 +713,4 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         self.leave_all();
     }
-}
-
-/// Runs the distributed system once (`trading cluster`); `progress` gets
-/// a line per step.
-pub fn run_cluster(
-    options: &ClusterOptions,
-    progress: &mut dyn FnMut(&str),
-) -> Result<ClusterOutcome, String> {
-    let scenario = Scenario::new(options.clients, options.orders)
-        .map_err(|e| e.to_string())?
-        .with_pattern(options.pattern);
-    let faulted =
-        options.kill_standby || options.kill_host || options.restart_killed || options.restart_all;
-    let isolated = options.pause_primary.is_some() || options.partition_primary.is_some();
-    if options.kill_at_acked.is_none() && (faulted || isolated) {
-        return Err(
-            "a kill, a pause or a partition needs the share of orders it comes at \
-             (kill_at_acked)"
-                .into(),
-        );
-    }
-    if isolated && faulted {
-        return Err(
-            "a pause or a partition is of the primaries' node alone: no standby kill, host \
-             kill or restart with it"
-                .into(),
-        );
-    }
-    if options.pause_primary.is_some() && options.partition_primary.is_some() {
-        return Err("a pause or a partition, not both".into());
-    }
-    if options.restart_all
-        && (options.txlog == TxLog::Off
-            || options.kill_standby
-            || options.kill_host
-            || options.restart_killed)
-    {
-        return Err(
-            "a whole-cluster restart kills every engine node and starts them from their \
-             logs: it needs a log mode (buffered or group-commit) and no other fault"
-                .into(),
-        );
-    }
-    if options
-        .kill_at_acked
-        .is_some_and(|p| !(1..=99).contains(&p))
-    {
-        return Err("the share of orders a fault comes at is a percentage from 1 to 99".into());
-    }
-    let mut cluster = Cluster::start(options, progress)?;
-    let mut clients = cluster.start_round(scenario, options.window, options.mode)?;
-    let started = Instant::now();
-    progress(&format!(
-        "{} clients placing {} orders ({}, {} in flight each)",
-        scenario.clients,
-        scenario.orders(),
-        options.mode.name(),
-        options.window
-    ));
-    if let Some(share) = options.kill_at_acked {
-        cluster.wait_for_acked(&mut clients, share)?;
-        progress(&format!("{share}% of the orders acknowledged"));
-        if let Some(after) = options.kill_after {
-            interrupt::sleep(after.saturating_sub(started.elapsed()))?;
-        }
-    }
-    if let (Some(_), Some(pause)) = (options.kill_at_acked, options.pause_primary) {
-        let paused = cluster.pause()?;
-        progress(&format!(
-            "SIGSTOPped {paused} (the primaries' node) for {} ms",
-            pause.as_millis()
-        ));
-        // The launcher's own timing of the fault, not a wait for an
-        // outcome: the pause is what is being injected.
-        interrupt::sleep(pause)?;
-        cluster.resume(&paused)?;
-        progress(&format!("SIGCONTed {paused}"));
-    } else if let (Some(_), Some(cut)) = (options.kill_at_acked, options.partition_primary) {
-        let cut_off = cluster.partition()?;
-        progress(&format!(
-            "cut {cut_off} (the primaries' node) off the network for {} ms",
-            cut.as_millis()
-        ));
-        // The fault's own timing, as for a pause.
-        interrupt::sleep(cut)?;
-        cluster.heal(&cut_off)?;
-        progress(&format!("joined {cut_off} to the network again"));
-    } else if options.kill_at_acked.is_some() && options.restart_all {
-        let names = cluster.kill_all()?;
-        progress(&format!(
-            "SIGKILLed every engine node ({})",
-            names.join(", ")
-        ));
-        cluster.restart(&names)?;
-        progress("the engine nodes started again from their logs");
-    } else if options.kill_at_acked.is_some() {
-        let dead = cluster.kill(options.kill_standby)?;
-        let what = if options.kill_standby {
-            "standbys"
-        } else {
-            "primaries"
-        };
-        let host = if options.kill_host {
-            " and its NATS server"
-        } else {
-            ""
-        };
-        progress(&format!("SIGKILLed {dead} (the {what}' node){host}"));
-        if options.restart_killed {
-            cluster.rejoin(&dead, "engines-c")?;
-            progress("engines-c joined as standby");
-        }
-    }
-    let result = cluster.finish_round(clients)?;
-    progress(&format!(
-        "clients done: {} acknowledged, {} given up, {} retries",
-        result.acked,
-        result.given_up.len(),
-        result.retries
-    ));
-    let outcome = cluster.verify();
-    if let Ok(outcome) = &outcome {
-        for f in &outcome.fail_stopped {
-            progress(&format!("{} fail-stopped on its own", f.node));
-        }
-    }
-    cluster.stop();
-    outcome
 }

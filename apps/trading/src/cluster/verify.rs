@@ -73,6 +73,12 @@ pub struct ClusterOutcome {
     /// Wall-clock time the primaries' node was cut off the network (Unix
     /// ns), if it was partitioned instead.
     pub partitioned_at_ns: Option<u64>,
+    /// Wall-clock time the NATS server was SIGKILLed (Unix ns), if the
+    /// fault was a broker restart instead (no node fault: every node must
+    /// reconnect and go on).
+    pub broker_killed_at_ns: Option<u64>,
+    /// ... and when it was ready again.
+    pub broker_restarted_at_ns: Option<u64>,
     /// Engine nodes that ended on their own, left out of the checks.
     pub fail_stopped: Vec<FailStopped>,
     /// For each engine whose primary changed: the SIGKILL (SIGSTOP, cut) to
@@ -182,7 +188,7 @@ pub fn check(outcome: &mut ClusterOutcome, placed: &[Placed], logs: Option<&Path
         let why = f.why.as_deref().unwrap_or("no reason printed");
         if fault_at.is_none() {
             outcome.problems.push(format!(
-                "{} ended on its own (exit code {:?}: {why}) with no fault injected",
+                "{} ended on its own (exit code {:?}: {why}) with no node fault injected",
                 f.node, f.status
             ));
         } else if f.why.is_none() {
@@ -261,6 +267,21 @@ pub fn check(outcome: &mut ClusterOutcome, placed: &[Placed], logs: Option<&Path
                 outcome.problems.push(format!(
                     "engine {index}: standby on {} differs from its primary ({} vs {} orders)",
                     other.node, other.orders, primary.orders
+                ));
+            }
+        }
+        // With no node fault (none, or a broker restart), both engine
+        // nodes are alive: every engine keeps its primary and its standby.
+        if fault_at.is_none() {
+            if !of_engine.iter().any(|r| r.role == "standby") {
+                outcome.problems.push(format!(
+                    "engine {index}: no standby, with no node fault injected"
+                ));
+            }
+            if primary.promoted_at_ns.is_some() {
+                outcome.problems.push(format!(
+                    "engine {index}: the standby on {} took over, with no node fault injected",
+                    primary.node
                 ));
             }
         }
@@ -428,6 +449,15 @@ pub fn print_outcome(outcome: &ClusterOutcome, out: &mut dyn Write) -> std::io::
             f[0],
             f[f.len() / 2],
             f[f.len() - 1]
+        )?;
+    }
+    if let (Some(killed), Some(ready)) =
+        (outcome.broker_killed_at_ns, outcome.broker_restarted_at_ns)
+    {
+        writeln!(
+            out,
+            "nats-server restarted: {:.0} ms from its SIGKILL to ready again",
+            ready.saturating_sub(killed) as f64 / 1e6
         )?;
     }
     for p in &outcome.problems {

@@ -154,6 +154,7 @@ fn options(txlog: TxLog) -> Result<ClusterOptions, WorkloadError> {
         nats_server: Some(crate::nats::binary().map_err(WorkloadError::new)?),
         restart_killed: false,
         restart_all: false,
+        broker_outage: None,
         dispatcher: NodeDispatcher::Shared,
         threads: 1,
         snapshot_every: trading::cluster::engine::SNAPSHOT_EVERY,
