@@ -62,6 +62,17 @@ fn check(frame: Result<Frame<'_>, troupe_remote::DeadLetterReason>) {
         Ok(Frame::Reply { payload, .. }) => {
             let _ = wire::decode_payload::<Sample>(payload);
         }
+        Ok(Frame::Refused { id, reason }) => {
+            // A reason that came in reads back the same once re-encoded
+            // (if it is within the limit a sender keeps to).
+            if reason.len() <= wire::MAX_REASON_BYTES {
+                let again = wire::encode_refused(id, reason);
+                assert_eq!(
+                    wire::decode_frame(&again, usize::MAX),
+                    Ok(Frame::Refused { id, reason })
+                );
+            }
+        }
         Ok(Frame::NoReply { .. }) | Err(_) => {}
     }
 }

@@ -11,16 +11,24 @@ pub enum DeadLetterReason {
     /// The frame ended before its header or payload did.
     Truncated,
     /// The frame is larger than the configured `max_frame_size` (received),
-    /// or the encoded message is (sent: it was not sent).
+    /// or the encoded message is (sent: it was not sent). Counted by the
+    /// sending node too when the receiving node refuses a message over
+    /// its own `max_frame_size` back to it.
     Oversized,
     /// The frame's format version is not one this build reads.
     BadVersion,
     /// The header is not well formed (unknown kind, bad varint, non-UTF-8).
     Malformed,
-    /// The frame's tag is not the published actor's message tag.
+    /// The frame's tag is not the receiving actor's message tag (a ref of
+    /// another message type: a `select` of the wrong type, a proxy region
+    /// of another type than the hosting ones). Counted by the receiving
+    /// node, and by the sending node when the refusal comes back.
     UnknownTag,
-    /// The payload does not decode as the published actor's message type
-    /// (or has bytes left over), or an answer does not decode.
+    /// The payload does not decode as the receiving actor's message type
+    /// (or has bytes left over: version skew, a variant the receiver's
+    /// build lacks), or an answer does not decode. Counted by the
+    /// receiving node, and by the sending node when the refusal comes
+    /// back.
     Undecodable,
     /// No actor is published here under the frame's target name.
     UnknownName,
@@ -32,6 +40,17 @@ pub enum DeadLetterReason {
     EncodeFailed,
     /// The outbound buffer was full while connected to NATS.
     OutboundFull,
+    /// The encoded message (or answer) is within `max_frame_size` but
+    /// larger than the NATS server's `max_payload` (learned from the
+    /// server at connect and at every reconnect): it was not sent, since
+    /// the server would close the connection over it.
+    OverMaxPayload,
+    /// The server found nobody subscribed to the message's subject (no
+    /// node serves the name now, or the actor is gone), and said so on
+    /// the message's reply subject: what the message held is lost.
+    /// Counted once per NATS message at the sending node (a message may
+    /// hold several frames): a lower bound.
+    NoResponders,
     /// The outbound buffer was full while not connected to NATS.
     Unreachable,
     /// The node has shut down.
@@ -78,7 +97,7 @@ mod office {
 
     use super::{DeadLetter, DeadLetterReason};
 
-    const REASONS: [DeadLetterReason; 16] = [
+    const REASONS: [DeadLetterReason; 18] = [
         DeadLetterReason::Truncated,
         DeadLetterReason::Oversized,
         DeadLetterReason::BadVersion,
@@ -89,6 +108,8 @@ mod office {
         DeadLetterReason::UnknownReply,
         DeadLetterReason::EncodeFailed,
         DeadLetterReason::OutboundFull,
+        DeadLetterReason::OverMaxPayload,
+        DeadLetterReason::NoResponders,
         DeadLetterReason::Unreachable,
         DeadLetterReason::NodeStopped,
         DeadLetterReason::WrongIncarnation,

@@ -108,6 +108,8 @@ pub use error::RemoteError;
 #[cfg(feature = "node")]
 pub use membership::{DownReason, MemberEvent};
 #[cfg(feature = "node")]
+pub use node::refusal::{REFUSALS_PER_SECOND, REFUSAL_BURST};
+#[cfg(feature = "node")]
 pub use node::{Node, Stall};
 pub use wire::RemoteMessage;
 

@@ -1,14 +1,18 @@
 //! The node: one NATS connection per actor system, its API (start,
 //! publish, lookup, members, shutdown) and the state its tasks share. The
 //! tasks are in `node/tasks.rs`, the sending side of looked-up refs in
-//! `node/target.rs`, the connection options in `node/connect.rs`.
+//! `node/target.rs`, the connection options in `node/connect.rs`, the
+//! frame limit learned from the server in `node/limits.rs`, refusals in
+//! `node/refusal.rs`.
 //!
 //! # Subjects
 //!
 //! ```text
 //! troupe.<cluster>.actor.<name>       tell frames for the actor published as <name>
 //! troupe.<cluster>.lookup.<name>      lookups of <name> (request-reply, payload: tag)
-//! troupe.<cluster>.reply.<node>       reply and no-reply frames for <node>'s asks
+//! troupe.<cluster>.reply.<node>       reply, no-reply and refused frames for <node>'s asks
+//! troupe.<cluster>.noreply.<node>.…   the reply subject of <node>'s messages to actors:
+//!                                     no responders, and refusals (`node/refusal.rs`)
 //! troupe.<cluster>.ref.<node>.<token> tell frames for an actor <node> exported
 //! troupe.<cluster>.system.<node>      death-watch control messages for <node>
 //! ```
@@ -33,12 +37,18 @@
 //! Sends (`tell`, `ask` on a remote ref) encode on the caller's thread and
 //! `try_send` into one bounded channel (`outbound_buffer`); the writer task
 //! hands each frame to the async-nats client in channel order. A full
-//! channel is a dead letter, never a blocked sender. Received frames are
-//! decoded in the subscription's task and told to the local actor.
+//! channel is a dead letter, never a blocked sender; so is a frame over
+//! the node's frame limit (`max_frame_size`, or the server's
+//! `max_payload` if less), refused before it is queued: the node never
+//! publishes what would make the server close its connection. Received
+//! frames are decoded in the subscription's task and told to the local
+//! actor.
 
 mod connect;
+mod limits;
 mod locals;
 pub(crate) mod refs;
+pub(crate) mod refusal;
 mod target;
 mod tasks;
 mod watch;
@@ -63,13 +73,14 @@ use crate::dead_letters::{DeadLetter, DeadLetterReason, DeadLetters};
 use crate::error::RemoteError;
 use crate::liveness::Registry;
 use crate::membership::{MemberEvent, Membership};
-use crate::reply_to::{Pending, ReplySink};
-use crate::wire::RemoteMessage;
+use crate::reply_to::{Answer, Pending, ReplySink};
+use crate::wire::{self, RemoteMessage};
 use connect::connect_options;
+use limits::FrameLimit;
 use locals::Locals;
+use refusal::Refusals;
 use tasks::{
-    answer_lookups, beat, listen_members, listen_no_responders, listen_replies, serve,
-    serve_exports, sweep, write,
+    answer_lookups, beat, listen_members, listen_replies, serve, serve_exports, sweep, write,
 };
 use watch::Watching;
 
@@ -78,10 +89,14 @@ enum Outgoing {
     /// A frame for `subject`. A frame carrying an ask's reply handle names
     /// it (`ask`): the message is published with a reply subject listing
     /// the asks it carries, where the server answers "no responders" when
-    /// nobody serves `subject`, and those asks fail at once.
+    /// nobody serves `subject`, and those asks fail at once. A frame for
+    /// an actor (`to_actor`: a tell, not an answer or a control message)
+    /// gets a reply subject even without asks, where the receiving node
+    /// can refuse it back (`node/refusal.rs`).
     Frame {
         subject: Subject,
         ask: Option<u64>,
+        to_actor: bool,
         payload: Bytes,
     },
     /// Answered once every frame queued before it is with the client and
@@ -103,8 +118,16 @@ struct Shared {
     /// `troupe.<cluster>.reply.`.
     reply_prefix: Arc<str>,
     /// `troupe.<cluster>.noreply.<node>.`: where the server says that a
-    /// message carrying asks `<id>.<id>…` found no responders.
+    /// message found no responders, and a receiving node refuses frames
+    /// back (`node/refusal.rs`).
     no_responders_prefix: Arc<str>,
+    /// `troupe.<cluster>.noreply.<node>.t`: the reply subject of a message
+    /// of tells only.
+    tells_reply: Subject,
+    /// The largest NATS message the node publishes (`node/limits.rs`).
+    limit: Arc<FrameLimit>,
+    /// The budget of refusals sent, and the throttles of their logs.
+    refusals: Refusals,
     membership: Membership,
     /// The runtime the node's tasks run on (for work started from actor
     /// threads: watch requests, unpublishing a stopped actor).
@@ -136,6 +159,46 @@ pub struct Stall {
 }
 
 impl Shared {
+    /// Why a message or answer of `len` bytes cannot be sent: over
+    /// `max_frame_size` (`Oversized`), else over the server's
+    /// `max_payload` (`OverMaxPayload`); and the same in words, naming
+    /// the limit and the fix, starting with `what`.
+    fn too_large(&self, what: &str, len: usize) -> (DeadLetterReason, String) {
+        let max_frame_size = self.limit.max_frame_size();
+        if len > max_frame_size {
+            let why = format!(
+                "{what} is {len} bytes encoded, over RemoteConfig::max_frame_size of \
+                 {max_frame_size} bytes: not sent"
+            );
+            return (DeadLetterReason::Oversized, why);
+        }
+        let max_payload = self.limit.server_max_payload();
+        let why = format!(
+            "{what} is {len} bytes encoded, over the NATS server's max_payload of {max_payload} \
+             bytes: not sent (the server would close the connection over it; raise \
+             max_payload in the server's configuration, or send less)"
+        );
+        (DeadLetterReason::OverMaxPayload, why)
+    }
+
+    /// Refuses a message or answer of `len` bytes for `subject` that is
+    /// over the frame limit: counts it, logs it (at most once a second),
+    /// and fails `asks` at once with the reason.
+    fn refuse_too_large(&self, what: &str, subject: &str, len: usize, asks: &[u64]) {
+        let (reason, why) = self.too_large(what, len);
+        self.dead_letters.record(reason, subject);
+        self.pending.fail(asks, Answer::Refused(&why));
+        if let Some(left_out) = self.refusals.too_large.allow() {
+            tracing::warn!(
+                node = %self.config.node_name,
+                subject,
+                ?reason,
+                lines_left_out = left_out,
+                "troupe-remote: {why}"
+            );
+        }
+    }
+
     /// The incarnation of `node` as this node knows it now: its own for
     /// itself, else the one heard last, if it is up.
     fn heard_incarnation(&self, node: &str) -> Option<u64> {
@@ -177,19 +240,22 @@ impl Outbound {
         with_codec(Rc::new(codec), f)
     }
 
-    /// Queues a frame for the writer task.
+    /// Queues a frame for the writer task; a frame over the node's frame
+    /// limit is `Oversized` or `OverMaxPayload` (see [`Shared::too_large`]).
     fn send(
         &self,
         subject: Subject,
         ask: Option<u64>,
+        to_actor: bool,
         frame: Vec<u8>,
     ) -> Result<(), DeadLetterReason> {
-        if frame.len() > self.shared.config.max_frame_size {
-            return Err(DeadLetterReason::Oversized);
+        if frame.len() > self.shared.limit.get() {
+            return Err(self.shared.too_large("", frame.len()).0);
         }
         let out = Outgoing::Frame {
             subject,
             ask,
+            to_actor,
             payload: frame.into(),
         };
         match self.tx.try_send(out) {
@@ -205,9 +271,38 @@ impl Outbound {
         }
     }
 
+    /// Queues a frame that is not for an actor (an answer, a control
+    /// message), or records why it could not be.
     pub(crate) fn send_or_dead_letter(&self, subject: Subject, frame: Vec<u8>) {
-        if let Err(reason) = self.send(subject.clone(), None, frame) {
-            self.dead_letter(reason, &subject);
+        let len = frame.len();
+        match self.send(subject.clone(), None, false, frame) {
+            Ok(()) => {}
+            Err(DeadLetterReason::Oversized | DeadLetterReason::OverMaxPayload) => {
+                self.shared.refuse_too_large("a frame", &subject, len, &[]);
+            }
+            Err(reason) => self.dead_letter(reason, &subject),
+        }
+    }
+
+    /// Queues a frame for an actor carrying the asks `asks` (registered
+    /// while it was encoded), or records why it could not be and fails
+    /// the asks at once.
+    pub(crate) fn send_to_actor(
+        &self,
+        subject: &Subject,
+        asks: &[u64],
+        frame: Vec<u8>,
+    ) -> Result<(), DeadLetterReason> {
+        let len = frame.len();
+        // The (first) ask in the frame learns at once if nobody serves it.
+        match self.send(subject.clone(), asks.first().copied(), true, frame) {
+            Ok(()) => Ok(()),
+            Err(DeadLetterReason::Oversized | DeadLetterReason::OverMaxPayload) => {
+                self.shared
+                    .refuse_too_large("the message", subject, len, asks);
+                Ok(())
+            }
+            Err(reason) => Err(reason),
         }
     }
 
@@ -242,6 +337,25 @@ impl Outbound {
 impl ReplySink for Outbound {
     fn send_or_dead_letter(&self, subject: String, frame: Vec<u8>) {
         Outbound::send_or_dead_letter(self, subject.into(), frame);
+    }
+
+    fn send_answer(&self, subject: String, id: u64, frame: Vec<u8>) {
+        let subject = Subject::from(subject);
+        let len = frame.len();
+        match self.send(subject.clone(), None, false, frame) {
+            Ok(()) => {}
+            Err(DeadLetterReason::Oversized | DeadLetterReason::OverMaxPayload) => {
+                let (_, why) = self.shared.too_large("the answer", len);
+                self.shared
+                    .refuse_too_large("the answer", &subject, len, &[]);
+                // The asker learns at once, in a frame that fits.
+                let refused = wire::encode_refused(id, &why);
+                if let Err(reason) = self.send(subject.clone(), None, false, refused) {
+                    self.dead_letter(reason, &subject);
+                }
+            }
+            Err(reason) => self.dead_letter(reason, &subject),
+        }
     }
 
     fn dead_letter(&self, reason: DeadLetterReason, subject: &str) {
@@ -292,11 +406,13 @@ impl Node {
         }
         let incarnation = fresh_incarnation()?;
         let dead_letters = Arc::new(DeadLetters::default());
-        let client = connect_options(&config, dead_letters.clone())
+        let limit = Arc::new(FrameLimit::new(config.max_frame_size));
+        let client = connect_options(&config, dead_letters.clone(), limit.clone())
             .await?
             .connect(config.urls.clone())
             .await
             .map_err(|e| RemoteError::Connect(e.to_string()))?;
+        limit.attach(&client, &config.node_name);
         let reply_prefix: Arc<str> = format!("troupe.{}.reply.", config.cluster_name).into();
         let reply_subject: Arc<str> = format!("{reply_prefix}{}", config.node_name).into();
         let no_responders_prefix: Arc<str> = format!(
@@ -304,6 +420,7 @@ impl Node {
             config.cluster_name, config.node_name
         )
         .into();
+        let tells_reply = Subject::from(format!("{no_responders_prefix}{}", refusal::TELLS_ONLY));
         let no_responders = client
             .subscribe(format!("{no_responders_prefix}>"))
             .await
@@ -346,6 +463,9 @@ impl Node {
             reply_subject,
             reply_prefix,
             no_responders_prefix,
+            tells_reply,
+            limit,
+            refusals: Refusals::default(),
             config,
             incarnation,
             runtime: tokio::runtime::Handle::current(),
@@ -362,7 +482,7 @@ impl Node {
         let listen_members = tokio::spawn(listen_members(shared.clone(), members));
         let beat = tokio::spawn(beat(shared.clone()));
         let outbound = Outbound { tx, shared };
-        let unserved = tokio::spawn(listen_no_responders(outbound.clone(), no_responders));
+        let unserved = tokio::spawn(refusal::listen(outbound.clone(), no_responders));
         let listener = tokio::spawn(listen_replies(outbound.clone(), replies));
         let exports = tokio::spawn(serve_exports(outbound.clone(), exports));
         let control = tokio::spawn(watch::serve_control(outbound.clone(), control));
@@ -731,6 +851,17 @@ impl Node {
     /// that found it (a subscription task or a sender).
     pub fn on_dead_letter(&self, listener: impl Fn(&DeadLetter) + Send + Sync + 'static) {
         self.shared().dead_letters.subscribe(Arc::new(listener));
+    }
+
+    /// The largest frame this node sends now, in bytes (header included):
+    /// `RemoteConfig::max_frame_size`, or the NATS server's `max_payload`
+    /// if that is less. The server's is learned from it at connect and
+    /// again after every reconnect. A message or answer that encodes
+    /// larger is not sent: it is an `Oversized` or `OverMaxPayload` dead
+    /// letter, and an ask it carries fails at once with
+    /// `AskError::Refused`, naming the limit.
+    pub fn frame_limit(&self) -> usize {
+        self.shared().limit.get()
     }
 
     /// The configuration this node was started with (its heartbeat

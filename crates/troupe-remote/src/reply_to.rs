@@ -13,15 +13,19 @@
 //!   `reply_ttl`; with `Unreachable` when nobody serves the target (the
 //!   server's "no responders"), when the target's node refuses the frame
 //!   as addressed to a past incarnation of it, or when the target is known
-//!   gone so nothing was sent. Each entry remembers the ref it was sent
+//!   gone so nothing was sent; with `Refused` and the reason when the
+//!   request or its answer cannot be carried (over the server's
+//!   `max_payload` or `max_frame_size`), or the target's node refuses the
+//!   frame for its tag or a payload it cannot decode. Each entry remembers the ref it was sent
 //!   through (its `Liveness`), so such an answer also tells the node
 //!   which actor is gone.
 //! * **Receiving** (inside the node's subscription task): a fresh local
 //!   reply handle is made with [`troupe::ReplyTo::pair`] and put in the
 //!   message; its answer (`Ask::on_answer`, on the answering actor's
 //!   thread) is queued as a reply frame (or a no-reply frame if the actor
-//!   dropped the handle) for the asker's reply subject, which must belong
-//!   to this cluster.
+//!   dropped the handle, or a refused frame if the answer cannot be
+//!   encoded or is too large to send) for the asker's reply subject, which
+//!   must belong to this cluster.
 //!
 //! `ReplyTo` serializes itself (troupe's feature `serde`) through the codec
 //! a transport installs for one encode or decode (`troupe::transport`):
@@ -58,6 +62,9 @@ pub(crate) enum Answer<'a> {
     NoReply,
     /// The request did not reach the actor (`AskError::Unreachable`).
     Unreachable,
+    /// The request or its answer cannot be carried, for this reason
+    /// (`AskError::Refused`).
+    Refused(&'a str),
 }
 
 impl Answer<'_> {
@@ -213,6 +220,9 @@ impl Codec for Exporter {
                 Answer::Unreachable => {
                     reply.unreachable();
                 }
+                Answer::Refused(reason) => {
+                    reply.refuse(reason);
+                }
             }
             Ok(())
         });
@@ -246,6 +256,10 @@ fn deliver(reply: ExportedReply, payload: &[u8]) -> Result<(), DeadLetterReason>
 pub(crate) trait ReplySink: Send + Sync + 'static {
     /// Queues `frame` for `subject`, or records why it could not be.
     fn send_or_dead_letter(&self, subject: String, frame: Vec<u8>);
+    /// Queues the answer `frame` to ask `id` for `subject`; if it is too
+    /// large to send, records why and queues a refused frame instead, so
+    /// that the ask fails at once.
+    fn send_answer(&self, subject: String, id: u64, frame: Vec<u8>);
     /// Records a dead letter for `subject`.
     fn dead_letter(&self, reason: DeadLetterReason, subject: &str);
     /// Runs `encode` with the node available to `ActorRef` fields (an
@@ -284,10 +298,11 @@ impl Codec for Importer {
         let answer = move |result: Result<&dyn erased_serde::Serialize, AskError>| {
             let frame = match result {
                 Ok(value) => match encode_reply(&*outbound, id, value) {
-                    Ok(frame) => frame,
-                    Err(_) => {
+                    Ok(frame) => return outbound.send_answer(subject, id, frame),
+                    Err(e) => {
                         outbound.dead_letter(DeadLetterReason::EncodeFailed, &subject);
-                        wire::encode_no_reply(id)
+                        let reason = format!("the answer could not be encoded: {e}");
+                        wire::encode_refused(id, &reason)
                     }
                 },
                 // The asker has given up by now (its timeout is at most the

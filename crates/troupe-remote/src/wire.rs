@@ -2,10 +2,11 @@
 //! (version, kind, target or reply id, tag) around a postcard payload.
 //!
 //! ```text
-//! tell:   [VERSION] [KIND_TELL]   varint(incarnation) varint(len) name   varint(len) tag   payload
-//! reply:  [VERSION] [KIND_REPLY]  varint(reply id)                     payload
-//! noreply:[VERSION] [KIND_NO_REPLY] varint(reply id)
-//! batch:  [VERSION] [KIND_BATCH]  (varint(len) frame)*   frames of the kinds above
+//! tell:    [VERSION] [KIND_TELL]     varint(incarnation) varint(len) name   varint(len) tag   payload
+//! reply:   [VERSION] [KIND_REPLY]    varint(reply id)                     payload
+//! noreply: [VERSION] [KIND_NO_REPLY] varint(reply id)
+//! batch:   [VERSION] [KIND_BATCH]    (varint(len) frame)*   frames of the other kinds
+//! refused: [VERSION] [KIND_REFUSED]  varint(reply id)   reason (UTF-8, the rest)
 //! ```
 //!
 //! A tell names the **incarnation** of the node it is for (the random id a
@@ -19,13 +20,41 @@
 //! subject when it takes one (see `node/tasks.rs`), so a burst costs one
 //! NATS message per batch while a lone frame goes out alone and at once.
 //! [`frames`] yields the frames of a NATS message either way; a batch
-//! inside a batch is refused.
+//! inside a batch is refused. No NATS message the writer makes is larger
+//! than the node's frame limit: `max_frame_size`, or the server's
+//! `max_payload` if that is less.
+//!
+//! A **refused** frame answers an ask whose answer cannot be carried (too
+//! large for the server, or not encodable): the ask fails at once with
+//! `AskError::Refused` and the reason, instead of waiting for its timeout.
 //!
 //! The header is parsed by [`decode_frame`] without trusting a single byte:
 //! every length is checked against what is left, names and tags must be
 //! UTF-8, and the frame as a whole must not exceed the configured maximum.
 //! Anything wrong is a [`DeadLetterReason`], never a panic (the fuzz-style
 //! tests in this file and in `tests/hostile.rs` feed it garbage).
+//!
+//! # Versions and compatibility
+//!
+//! [`VERSION`] changes when a frame of an existing kind changes its
+//! layout: a node refuses every frame of another version (`BadVersion`),
+//! so nodes of two versions share nothing. New *kinds* are added within a
+//! version instead, and only for news whose loss leaves the old behaviour:
+//! a node that does not know a kind refuses that frame alone (`Malformed`,
+//! the rest of a batch is still read). `KIND_REFUSED` was added so in
+//! version 2: an older asker counts it `Malformed` and its ask times out,
+//! as it did before.
+//!
+//! Besides frames, a receiving node may answer on a message's **reply
+//! subject** (see `node/refusal.rs`): the sender puts one on every message
+//! it sends to an actor (`troupe.<cluster>.noreply.<node>.<asks>`), the
+//! server answers there when nobody is subscribed (no responders), and the
+//! receiving node there refuses frames back (a wrong incarnation, a wrong
+//! tag, a payload it cannot decode, a message over its `max_frame_size`).
+//! Only the sending node reads what comes back on its own reply subject,
+//! so those answers have a first byte of their own and no version: a
+//! node that does not know one counts it `Malformed`. A node of an older
+//! build puts a reply subject on asks only; it gets refusals for those.
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -41,6 +70,11 @@ const KIND_TELL: u8 = 0;
 const KIND_REPLY: u8 = 1;
 const KIND_NO_REPLY: u8 = 2;
 const KIND_BATCH: u8 = 3;
+const KIND_REFUSED: u8 = 4;
+
+/// The longest reason a refused frame carries, in bytes (a longer one is
+/// cut at a character boundary).
+pub const MAX_REASON_BYTES: usize = 1024;
 
 /// A message type that can cross nodes: troupe's own (feature `serde`),
 /// so that a crate defining messages needs troupe alone. `TAG` names the
@@ -73,6 +107,13 @@ pub enum Frame<'a> {
     NoReply {
         /// The reply id the asking node chose.
         id: u64,
+    },
+    /// The answer to ask `id` cannot be carried, for `reason`.
+    Refused {
+        /// The reply id the asking node chose.
+        id: u64,
+        /// Why, in the answering node's words.
+        reason: &'a str,
     },
 }
 
@@ -108,6 +149,11 @@ pub fn decode_frame(bytes: &[u8], max: usize) -> Result<Frame<'_>, DeadLetterRea
                 return Err(DeadLetterReason::Malformed);
             }
             Ok(Frame::NoReply { id })
+        }
+        KIND_REFUSED => {
+            let id = r.varint()?;
+            let reason = std::str::from_utf8(r.0).map_err(|_| DeadLetterReason::Malformed)?;
+            Ok(Frame::Refused { id, reason })
         }
         _ => Err(DeadLetterReason::Malformed),
     }
@@ -282,14 +328,66 @@ pub fn encode_no_reply(id: u64) -> Vec<u8> {
     out
 }
 
+/// Encodes "the answer to ask `id` cannot be carried, for `reason`" (cut
+/// to [`MAX_REASON_BYTES`]).
+///
+/// ```
+/// use troupe_remote::wire::{decode_frame, encode_refused, Frame};
+///
+/// let bytes = encode_refused(9, "too big");
+/// assert_eq!(decode_frame(&bytes, 64), Ok(Frame::Refused { id: 9, reason: "too big" }));
+/// ```
+pub fn encode_refused(id: u64, reason: &str) -> Vec<u8> {
+    let reason = cut(reason, MAX_REASON_BYTES);
+    let mut out = Vec::with_capacity(12 + reason.len());
+    out.extend_from_slice(&[VERSION, KIND_REFUSED]);
+    put_varint(&mut out, id);
+    out.extend_from_slice(reason.as_bytes());
+    out
+}
+
+/// `s` cut to at most `max` bytes, at a character boundary.
+pub(crate) fn cut(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 /// Decodes a whole payload: trailing bytes are an error too (a frame is
 /// exactly one value), and running out of bytes is `Truncated`.
 pub fn decode_payload<T: DeserializeOwned>(payload: &[u8]) -> Result<T, DeadLetterReason> {
+    decode_payload_explained(payload).map_err(|(reason, _)| reason)
+}
+
+/// [`decode_payload`], with what went wrong in words beside the reason
+/// (for a log line, or a refusal sent back to the sender).
+///
+/// ```
+/// use troupe_remote::wire::decode_payload_explained;
+/// use troupe_remote::DeadLetterReason;
+///
+/// let (reason, why) = decode_payload_explained::<(u8, u8)>(&[1, 2, 3]).unwrap_err();
+/// assert_eq!(reason, DeadLetterReason::Undecodable);
+/// assert!(why.contains("1 byte"), "{why}");
+/// ```
+pub fn decode_payload_explained<T: DeserializeOwned>(
+    payload: &[u8],
+) -> Result<T, (DeadLetterReason, String)> {
     match postcard::take_from_bytes::<T>(payload) {
         Ok((value, [])) => Ok(value),
-        Ok(_) => Err(DeadLetterReason::Undecodable),
-        Err(postcard::Error::DeserializeUnexpectedEnd) => Err(DeadLetterReason::Truncated),
-        Err(_) => Err(DeadLetterReason::Undecodable),
+        Ok((_, rest)) => Err((
+            DeadLetterReason::Undecodable,
+            format!("{} byte(s) left over after the message", rest.len()),
+        )),
+        Err(e @ postcard::Error::DeserializeUnexpectedEnd) => {
+            Err((DeadLetterReason::Truncated, e.to_string()))
+        }
+        Err(e) => Err((DeadLetterReason::Undecodable, e.to_string())),
     }
 }
 
@@ -301,28 +399,42 @@ pub fn decode_payload_with<T>(
     payload: &[u8],
     decode: impl FnOnce(&mut dyn erased_serde::Deserializer<'_>) -> Result<T, erased_serde::Error>,
 ) -> Result<T, DeadLetterReason> {
+    decode_payload_with_explained(payload, decode).map_err(|(reason, _)| reason)
+}
+
+/// [`decode_payload_with`], with what went wrong in words beside the
+/// reason.
+pub fn decode_payload_with_explained<T>(
+    payload: &[u8],
+    decode: impl FnOnce(&mut dyn erased_serde::Deserializer<'_>) -> Result<T, erased_serde::Error>,
+) -> Result<T, (DeadLetterReason, String)> {
     let mut de = postcard::Deserializer::from_bytes(payload);
     let value = decode(&mut <dyn erased_serde::Deserializer>::erase(&mut de)).map_err(|e| {
         // The erased error keeps only postcard's message; running out of
         // bytes is told apart by it.
-        if e.to_string() == postcard::Error::DeserializeUnexpectedEnd.to_string() {
-            DeadLetterReason::Truncated
+        let text = e.to_string();
+        if text == postcard::Error::DeserializeUnexpectedEnd.to_string() {
+            (DeadLetterReason::Truncated, text)
         } else {
-            DeadLetterReason::Undecodable
+            (DeadLetterReason::Undecodable, text)
         }
     })?;
     match de.finalize() {
         Ok([]) => Ok(value),
-        _ => Err(DeadLetterReason::Undecodable),
+        Ok(rest) => Err((
+            DeadLetterReason::Undecodable,
+            format!("{} byte(s) left over after the message", rest.len()),
+        )),
+        Err(e) => Err((DeadLetterReason::Undecodable, e.to_string())),
     }
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
     put_varint(out, s.len() as u64);
     out.extend_from_slice(s.as_bytes());
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -335,8 +447,20 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 pub struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
+    /// A cursor at the start of `bytes`.
+    #[cfg_attr(not(feature = "node"), allow(dead_code))]
+    pub(crate) fn new(bytes: &'a [u8]) -> Reader<'a> {
+        Reader(bytes)
+    }
+
+    /// What is left.
+    #[cfg_attr(not(feature = "node"), allow(dead_code))]
+    pub(crate) fn rest(&self) -> &'a [u8] {
+        self.0
+    }
+
     /// A length-prefixed byte string.
-    fn bytes(&mut self) -> Result<&'a [u8], DeadLetterReason> {
+    pub(crate) fn bytes(&mut self) -> Result<&'a [u8], DeadLetterReason> {
         let len = self.varint()?;
         let len = usize::try_from(len).map_err(|_| DeadLetterReason::Truncated)?;
         if len > self.0.len() {
@@ -347,13 +471,13 @@ impl<'a> Reader<'a> {
         Ok(bytes)
     }
 
-    fn byte(&mut self) -> Result<u8, DeadLetterReason> {
+    pub(crate) fn byte(&mut self) -> Result<u8, DeadLetterReason> {
         let (&b, rest) = self.0.split_first().ok_or(DeadLetterReason::Truncated)?;
         self.0 = rest;
         Ok(b)
     }
 
-    fn varint(&mut self) -> Result<u64, DeadLetterReason> {
+    pub(crate) fn varint(&mut self) -> Result<u64, DeadLetterReason> {
         let mut v: u64 = 0;
         for shift in (0..64).step_by(7) {
             let b = self.byte()?;
@@ -369,7 +493,7 @@ impl<'a> Reader<'a> {
         Err(DeadLetterReason::Malformed)
     }
 
-    fn str(&mut self) -> Result<&'a str, DeadLetterReason> {
+    pub(crate) fn str(&mut self) -> Result<&'a str, DeadLetterReason> {
         std::str::from_utf8(self.bytes()?).map_err(|_| DeadLetterReason::Malformed)
     }
 }
@@ -457,6 +581,30 @@ mod tests {
         }
         let bytes = encode_no_reply(300);
         assert_eq!(decode_frame(&bytes, 1024), Ok(Frame::NoReply { id: 300 }));
+    }
+
+    #[test]
+    fn refused_frames_round_trip_cut_to_their_limit() {
+        let bytes = encode_refused(u64::MAX, "too big for the server");
+        assert_eq!(
+            decode_frame(&bytes, 1024),
+            Ok(Frame::Refused {
+                id: u64::MAX,
+                reason: "too big for the server"
+            })
+        );
+        // A long reason is cut, never in the middle of a character.
+        let long = "é".repeat(MAX_REASON_BYTES);
+        let bytes = encode_refused(1, &long);
+        let Ok(Frame::Refused { reason, .. }) = decode_frame(&bytes, usize::MAX) else {
+            panic!("not a refused frame");
+        };
+        assert_eq!(reason.len(), MAX_REASON_BYTES);
+        assert!(long.starts_with(reason));
+        // A reason that is not UTF-8 is malformed.
+        let mut bad = encode_refused(1, "x");
+        bad.push(0xff);
+        assert_eq!(decode_frame(&bad, 64), Err(DeadLetterReason::Malformed));
     }
 
     #[test]

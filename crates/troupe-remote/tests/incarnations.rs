@@ -148,7 +148,10 @@ async fn a_frame_for_a_past_incarnation_is_refused_counted_and_answered() {
     a.publish("echo", &echo).await.unwrap();
     let probe = dead_letter_probe(&a);
     let client = async_nats::connect(server.url()).await.unwrap();
-    let mut answers = client.subscribe("refusals").await.unwrap();
+    // A node of the cluster's reply subject for a message carrying ask 1
+    // in its frame 0 (a node refuses only to such subjects).
+    let reply = "troupe.troupe.noreply.sender.1-0";
+    let mut answers = client.subscribe(reply).await.unwrap();
     client.flush().await.unwrap();
 
     // A frame for another start of node a, with a reply subject (as when
@@ -156,7 +159,7 @@ async fn a_frame_for_a_past_incarnation_is_refused_counted_and_answered() {
     let past = a.incarnation().wrapping_add(1).max(1);
     let stale = wire::encode_tell(past, "echo", &EchoMsg::Say("stale".into())).unwrap();
     client
-        .publish_with_reply("troupe.troupe.actor.echo", "refusals", stale.into())
+        .publish_with_reply("troupe.troupe.actor.echo", reply, stale.into())
         .await
         .unwrap();
     client.flush().await.unwrap();

@@ -345,7 +345,13 @@ async fn an_oversized_message_is_a_dead_letter_and_not_sent() {
     let big = remote
         .ask(|r| EchoMsg::Echo("y".repeat(1000), r), ASK)
         .await;
-    assert!(matches!(big, Err(AskError::NoReply { .. })), "{big:?}");
+    // Refused at once, naming the limit.
+    match big {
+        Err(AskError::Refused { reason, .. }) => {
+            assert!(reason.contains("max_frame_size"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
     assert_eq!(next_reason(&probe), DeadLetterReason::Oversized);
     assert_eq!(b.pending_replies(), 0);
     // Small messages still go, and nothing oversized arrived.

@@ -1,12 +1,14 @@
 //! The async-nats connection options a `RemoteConfig` asks for: auth, TLS,
 //! timeouts, how soon a lost connection is tried again, and the event
-//! callback that counts slow-consumer drops.
+//! callback that counts slow-consumer drops and learns the server's limit
+//! again after a reconnect.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::{ConnectOptions, Event};
 
+use super::limits::FrameLimit;
 use crate::config::{Auth, RemoteConfig};
 use crate::dead_letters::{DeadLetterReason, DeadLetters};
 use crate::error::RemoteError;
@@ -14,7 +16,9 @@ use crate::error::RemoteError;
 pub(super) async fn connect_options(
     config: &RemoteConfig,
     dead_letters: Arc<DeadLetters>,
+    limit: Arc<FrameLimit>,
 ) -> Result<ConnectOptions, RemoteError> {
+    let node = config.node_name.clone();
     let options = match &config.auth {
         Auth::None => ConnectOptions::new(),
         Auth::UserPassword { user, password } => {
@@ -34,6 +38,7 @@ pub(super) async fn connect_options(
         .require_tls(config.tls.required)
         .event_callback(move |event| {
             let dead_letters = dead_letters.clone();
+            let (limit, node) = (limit.clone(), node.clone());
             async move {
                 match event {
                     // One event per message the client dropped.
@@ -41,6 +46,13 @@ pub(super) async fn connect_options(
                         DeadLetterReason::SlowConsumer,
                         &format!("subscription {sid}"),
                     ),
+                    // The new server's max_payload, learned now even if
+                    // the writer has nothing to send (it checks too: the
+                    // client drops events when they come too fast).
+                    Event::Connected => {
+                        tracing::info!(event = %Event::Connected, "NATS connection event");
+                        tokio::spawn(async move { limit.refresh(&node).await });
+                    }
                     other => tracing::info!(event = %other, "NATS connection event"),
                 }
             }

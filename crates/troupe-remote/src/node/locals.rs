@@ -39,13 +39,14 @@ pub(crate) trait LocalActor: Send + Sync {
     /// The message type's tag.
     fn tag(&self) -> &'static str;
     /// Decodes `payload` as the actor's message (replies and refs inside
-    /// it through `outbound`) and tells it.
+    /// it through `outbound`) and tells it; a payload that does not decode
+    /// is its reason and what went wrong in words.
     fn deliver(
         &self,
         outbound: &Outbound,
         sink: &Arc<dyn ReplySink>,
         payload: &[u8],
-    ) -> Result<(), DeadLetterReason>;
+    ) -> Result<(), (DeadLetterReason, String)>;
     /// Spawns the sentinel that calls `gone` once this actor has stopped.
     fn sentinel(&self, system: &ActorSystem, gone: Box<dyn FnOnce() + Send>) -> bool;
     /// The actor's `ActorRef<M>`, boxed (a ref that comes home).
@@ -82,9 +83,9 @@ impl<M: RemoteMessage> LocalActor for Local<M> {
         outbound: &Outbound,
         sink: &Arc<dyn ReplySink>,
         payload: &[u8],
-    ) -> Result<(), DeadLetterReason> {
+    ) -> Result<(), (DeadLetterReason, String)> {
         let importer = importer(outbound, sink, self.0.id());
-        let msg = outbound.scope_with(importer, || wire::decode_payload::<M>(payload))?;
+        let msg = outbound.scope_with(importer, || wire::decode_payload_explained::<M>(payload))?;
         self.0.tell(msg);
         Ok(())
     }
@@ -116,10 +117,10 @@ impl LocalActor for Exported {
         outbound: &Outbound,
         sink: &Arc<dyn ReplySink>,
         payload: &[u8],
-    ) -> Result<(), DeadLetterReason> {
+    ) -> Result<(), (DeadLetterReason, String)> {
         let importer = importer(outbound, sink, self.0.id());
         let msg = outbound.scope_with(importer, || {
-            wire::decode_payload_with(payload, |input| self.0.decode(input))
+            wire::decode_payload_with_explained(payload, |input| self.0.decode(input))
         })?;
         msg.tell();
         Ok(())

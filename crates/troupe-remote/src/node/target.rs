@@ -3,7 +3,9 @@
 //! sends through, behind troupe's own external target, with the message
 //! type erased). It encodes on the sender's thread (registering any reply
 //! handles, exporting any local refs inside the message) and queues the
-//! frame for the writer; a failure is a dead letter with its reason. A ref
+//! frame for the writer; a failure is a dead letter with its reason (a
+//! frame over the node's frame limit also fails its asks at once with
+//! `AskError::Refused`, see `Outbound::send_to_actor`). A ref
 //! whose actor is known to be gone (`node/liveness.rs`) sends nothing: the
 //! message is a `Terminated` or `NodeDown` dead letter and its asks fail
 //! with `Unreachable`. Watches go to `node/watch.rs`.
@@ -65,11 +67,9 @@ impl Endpoint {
         // the rare path; the live one pays one relaxed load for it).
         let sent = match (self.liveness.gone(), frame) {
             (Some(gone), _) => Err(gone.reason()),
-            // The (first) ask in the frame learns at once if nobody serves it.
-            (None, Ok(frame)) => {
-                self.outbound
-                    .send(self.subject.clone(), registered.first().copied(), frame)
-            }
+            (None, Ok(frame)) => self
+                .outbound
+                .send_to_actor(&self.subject, &registered, frame),
             (None, Err(_)) => Err(DeadLetterReason::EncodeFailed),
         };
         if let Err(reason) = sent {

@@ -2,17 +2,18 @@
 //! one lookup responder per published name, the server of exported refs,
 //! the reply listener, the membership listener, the heartbeat, and the
 //! reply-table sweeper. (The control subject's server is in
-//! `node/watch.rs`.)
+//! `node/watch.rs`; the listener of what comes back on a message's reply
+//! subject, and the receiving side of refusals, in `node/refusal.rs`.)
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_nats::Subject;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 
 use super::locals::LocalActor;
+use super::refusal::{self, RefusedFrame, WHOLE_MESSAGE};
 use super::{watch, Outbound, Outgoing, Shared, Stall};
 use crate::address::Kind;
 use crate::batching::Linger;
@@ -21,7 +22,8 @@ use crate::dead_letters::DeadLetterReason;
 use crate::reply_to::{Answer, ReplySink};
 use crate::wire::{self, Frame};
 
-/// The largest batch the writer packs (less if `max_frame_size` is less).
+/// The largest batch the writer packs (less if the node's frame limit is
+/// less: see `node/limits.rs`).
 /// Half of the 64 KiB the nats-server reads a connection in at most: a
 /// message near that size spans reads. Measured with 64 KiB batches: 40,000
 /// round trips of 16 KiB took 1.7 s of server CPU, against 1.1-1.3 s when
@@ -43,9 +45,20 @@ const MAX_BATCH_ASKS: usize = 128;
 /// other tasks, until `batch_linger` has passed since it found the queue
 /// empty; when it may is [`Linger`]'s rule (dense traffic, and no linger
 /// that found nobody just before). Each published message is counted in
-/// the node's batch statistics. A message carrying asks is published with
-/// the reply subject `troupe.<cluster>.noreply.<node>.<id>.<id>…`, so that
-/// the server's "no responders" answer names every ask to fail.
+/// the node's batch statistics.
+///
+/// A message for an actor is published with a reply subject (see
+/// `node/refusal.rs`): `troupe.<cluster>.noreply.<node>.<id>-<frame>…`
+/// listing the asks it carries and the frames they are in, so that the
+/// server's "no responders" answer names every ask to fail and a
+/// receiving node's refusal the asks of the frames it refused; or
+/// `….noreply.<node>.t` for tells only.
+///
+/// Limits: before each message the writer checks whether the client has
+/// reconnected since the frame limit was learned, and learns it again if
+/// so (`node/limits.rs`); a frame over the limit (queued before a
+/// reconnect lowered it) is refused, counted, and its ask failed at once;
+/// no batch is packed past the limit.
 pub(super) async fn write(
     shared: Arc<Shared>,
     mut rx: mpsc::Receiver<Outgoing>,
@@ -58,7 +71,7 @@ pub(super) async fn write(
                 .record(DeadLetterReason::NodeStopped, subject);
         }
     };
-    let limit = MAX_BATCH_BYTES.min(shared.config.max_frame_size);
+    let connects = shared.client.statistics();
     // A frame taken from the channel that did not fit the last batch.
     let mut held: Option<Outgoing> = None;
     let mut linger = Linger::new(shared.config.batch_linger);
@@ -82,24 +95,43 @@ pub(super) async fn write(
             held = Some(out);
             break;
         }
+        if connects.connects.load(std::sync::atomic::Ordering::Relaxed) != shared.limit.learned_at()
+        {
+            shared.limit.refresh(&shared.config.node_name).await;
+        }
+        let frame_limit = shared.limit.get();
         match out {
             Outgoing::Frame {
                 subject,
                 ask,
                 payload,
+                ..
+            } if payload.len() > frame_limit => {
+                // Queued before a reconnect lowered the limit.
+                shared.refuse_too_large("a message", &subject, payload.len(), ask.as_slice());
+            }
+            Outgoing::Frame {
+                subject,
+                ask,
+                to_actor,
+                payload,
             } => {
-                let mut asks: Vec<u64> = ask.into_iter().collect();
+                let mut asks: Vec<(u64, usize)> = ask.map(|id| (id, 0)).into_iter().collect();
                 let wait = linger.wait(Instant::now());
+                let limit = MAX_BATCH_BYTES.min(frame_limit);
                 let packed = pack(
                     &mut rx, &subject, payload, limit, wait, &mut asks, &mut held,
                 )
                 .await;
                 linger.sent(Instant::now(), packed.found_nobody);
                 let (payload, frames) = (packed.payload, packed.frames);
-                let reply = (!asks.is_empty()).then(|| {
-                    let ids: Vec<String> = asks.iter().map(u64::to_string).collect();
-                    Subject::from(format!("{}{}", shared.no_responders_prefix, ids.join(".")))
-                });
+                let reply = if !asks.is_empty() {
+                    Some(refusal::asks_subject(&shared.no_responders_prefix, &asks))
+                } else if to_actor {
+                    Some(shared.tells_reply.clone())
+                } else {
+                    None
+                };
                 let publish = async {
                     match reply {
                         Some(reply) => {
@@ -119,8 +151,9 @@ pub(super) async fn write(
                         break;
                     }
                     published = publish => {
-                        // The client refuses only when closed or when the
-                        // frame exceeds the server's max_payload.
+                        // The client refuses only when closed (the frame
+                        // limit keeps every message within the server's
+                        // max_payload).
                         match published {
                             Ok(()) => shared.batches.record(frames),
                             Err(_) => stopped(&subject, frames),
@@ -173,15 +206,16 @@ struct Packed {
 /// Packs `first` with the frames queued behind it for `subject` (see
 /// [`write()`]), waiting up to `linger` for more once the queue is empty
 /// (spinning: it yields to the runtime's other tasks until then), and
-/// adds the asks they carry to `asks`. The first frame that cannot join
-/// is left in `held`.
+/// adds the asks they carry to `asks`, with the frame each is in. The
+/// first frame that cannot join (another subject, or it would take the
+/// batch past `limit` bytes) is left in `held`.
 async fn pack(
     rx: &mut mpsc::Receiver<Outgoing>,
     subject: &str,
     first: Bytes,
     limit: usize,
     linger: Duration,
-    asks: &mut Vec<u64>,
+    asks: &mut Vec<(u64, usize)>,
     held: &mut Option<Outgoing>,
 ) -> Packed {
     let mut batch: Option<wire::BatchWriter> = None;
@@ -210,6 +244,7 @@ async fn pack(
                 subject: next_subject,
                 ask,
                 payload,
+                ..
             } if next_subject.as_str() == subject
                 && (ask.is_none() || asks.len() < MAX_BATCH_ASKS) =>
             {
@@ -229,8 +264,8 @@ async fn pack(
             (true, Outgoing::Frame { payload, ask, .. }) => {
                 if let Some(batch) = batch.as_mut() {
                     batch.push(&payload);
+                    asks.extend(ask.map(|id| (id, batch.frames() - 1)));
                 }
-                asks.extend(ask);
             }
             (_, next) => {
                 *held = Some(next);
@@ -309,10 +344,12 @@ pub(super) async fn serve_exports(outbound: Outbound, mut frames: async_nats::Su
 }
 
 /// Tells every frame of `msg` to the actor `find` gives for its target; a
-/// refused frame is a dead letter with its reason. Frames addressed to
-/// another incarnation of this node are `WrongIncarnation` dead letters,
-/// and if `msg` carries asks the sender is told at once (see
-/// [`refusal`]).
+/// refused frame is a dead letter with its reason. A frame refused for
+/// what it carries (a tag the actor does not take, a payload it cannot
+/// decode) or a message over this node's `max_frame_size` is also logged
+/// and refused back to the sending node, as are frames addressed to
+/// another incarnation of this node if `msg` carries asks (see
+/// `node/refusal.rs`).
 async fn deliver_all(
     outbound: &Outbound,
     msg: &async_nats::Message,
@@ -320,32 +357,63 @@ async fn deliver_all(
     sink: &Arc<dyn ReplySink>,
 ) {
     let shared = &outbound.shared;
-    let mut refused: Vec<u64> = Vec::new();
-    for frame in wire::frames(&msg.payload, shared.config.max_frame_size) {
-        let delivered = tell_frame(frame, shared.incarnation, &find)
-            .and_then(|(actor, payload)| Ok(actor.deliver(outbound, sink, payload)?));
+    let max = shared.config.max_frame_size;
+    if msg.payload.len() > max {
+        let refused = RefusedFrame {
+            index: WHOLE_MESSAGE,
+            reason: DeadLetterReason::Oversized,
+            detail: format!(
+                "the message is {} bytes, over the receiving node's max_frame_size of {max} \
+                 bytes (RemoteConfig::max_frame_size should be the same on every node)",
+                msg.payload.len()
+            ),
+        };
+        return refusal::refuse_back(outbound, msg, &[], &[refused]).await;
+    }
+    let mut incarnations: Vec<u64> = Vec::new();
+    let mut refused: Vec<RefusedFrame> = Vec::new();
+    for (index, frame) in wire::frames(&msg.payload, max).enumerate() {
+        let delivered =
+            tell_frame(frame, shared.incarnation, &find).and_then(|(actor, payload)| {
+                actor
+                    .deliver(outbound, sink, payload)
+                    .map_err(|(reason, detail)| {
+                        let detail = format!(
+                            "cannot decode the message as the receiving actor's type (tag {:?}): \
+                         {detail}; do both nodes run the same version of that type?",
+                            actor.tag()
+                        );
+                        Refused::Back(reason, detail)
+                    })
+            });
         match delivered {
             Ok(()) => {}
             Err(Refused::Reason(reason)) => outbound.dead_letter(reason, &msg.subject),
+            Err(Refused::Back(reason, detail)) => refused.push(RefusedFrame {
+                index: index as u64,
+                reason,
+                detail,
+            }),
             Err(Refused::Incarnation(theirs)) => {
                 outbound.dead_letter(DeadLetterReason::WrongIncarnation, &msg.subject);
-                if !refused.contains(&theirs) {
-                    refused.push(theirs);
+                if !incarnations.contains(&theirs) {
+                    incarnations.push(theirs);
                 }
             }
         }
     }
-    if let Some(reply) = &msg.reply {
-        for incarnation in refused {
-            let answer = refusal(incarnation, &shared.config.node_name);
-            let _ = shared.client.publish(reply.clone(), answer).await;
-        }
+    if !incarnations.is_empty() || !refused.is_empty() {
+        refusal::refuse_back(outbound, msg, &incarnations, &refused).await;
     }
 }
 
 /// Why a tell frame was not delivered.
 enum Refused {
+    /// Counted here only (a frame no node of the cluster makes).
     Reason(DeadLetterReason),
+    /// Counted, logged and refused back to the sender: what the frame
+    /// carries does not suit the actor.
+    Back(DeadLetterReason, String),
     /// Addressed to this incarnation of another start of this node.
     Incarnation(u64),
 }
@@ -377,34 +445,14 @@ fn tell_frame<'a>(
     }
     let actor = find(target).ok_or(DeadLetterReason::UnknownName)?;
     if tag != actor.tag() {
-        return Err(DeadLetterReason::UnknownTag.into());
+        let detail = format!(
+            "tag mismatch: the receiving actor takes messages tagged {:?}, the frame is \
+             tagged {tag:?} (a ref, selection or proxy region of another message type)",
+            actor.tag()
+        );
+        return Err(Refused::Back(DeadLetterReason::UnknownTag, detail));
     }
     Ok((actor, payload))
-}
-
-/// The first byte of a refusal on a no-responders subject (a server's
-/// status message there has an empty payload).
-const REFUSAL: u8 = b'R';
-
-/// What a node answers on the asks' subject of a message whose frames
-/// named its past incarnation `theirs`: `R`, that incarnation (u64 LE),
-/// and this node's name.
-fn refusal(theirs: u64, node: &str) -> Bytes {
-    let mut out = Vec::with_capacity(9 + node.len());
-    out.push(REFUSAL);
-    out.extend_from_slice(&theirs.to_le_bytes());
-    out.extend_from_slice(node.as_bytes());
-    out.into()
-}
-
-/// Reads a [`refusal`]: the refused incarnation and the refusing node.
-fn read_refusal(payload: &[u8]) -> Option<(u64, &str)> {
-    let (&REFUSAL, rest) = payload.split_first()? else {
-        return None;
-    };
-    let (incarnation, node) = rest.split_first_chunk::<8>()?;
-    let node = std::str::from_utf8(node).ok().filter(|n| valid_token(n))?;
-    Some((u64::from_le_bytes(*incarnation), node))
 }
 
 /// Answers lookups of one published name: `[0] ++ this node's
@@ -452,59 +500,16 @@ pub(super) async fn listen_replies(outbound: Outbound, mut replies: async_nats::
                     .scope(|| shared.pending.complete(id, Answer::Reply(payload)))
                     .map(drop),
                 Ok(Frame::NoReply { id }) => shared.pending.complete(id, Answer::NoReply).map(drop),
+                Ok(Frame::Refused { id, reason }) => shared
+                    .pending
+                    .complete(id, Answer::Refused(reason))
+                    .map(drop),
                 Ok(Frame::Tell { .. }) => Err(DeadLetterReason::UnknownName),
                 Err(reason) => Err(reason),
             };
             if let Err(reason) = result {
                 shared.dead_letters.record(reason, &msg.subject);
             }
-        }
-    }
-}
-
-/// Fails at once, with `Unreachable`, the asks whose message found no
-/// responders (the server's 503 status on
-/// `troupe.<cluster>.noreply.<node>.<id>.<id>…`), and checks whether their
-/// actors are gone (`watch::confirm`); or those a node refused as sent to
-/// its past incarnation, whose node then is known restarted.
-pub(super) async fn listen_no_responders(outbound: Outbound, mut statuses: async_nats::Subscriber) {
-    let shared = &outbound.shared;
-    while let Some(msg) = statuses.next().await {
-        let ids: Option<Vec<u64>> = msg
-            .subject
-            .strip_prefix(&*shared.no_responders_prefix)
-            .map(|ids| {
-                ids.split('.')
-                    .map(str::parse)
-                    .collect::<Result<_, _>>()
-                    .ok()
-            })
-            .unwrap_or(None);
-        let refusal = read_refusal(&msg.payload);
-        match (msg.status, ids, refusal) {
-            (Some(async_nats::StatusCode::NO_RESPONDERS), Some(ids), _) => {
-                for id in ids {
-                    // Already answered or expired: nothing to fail.
-                    if let Ok(owner) = shared.pending.complete(id, Answer::Unreachable) {
-                        watch::confirm(&outbound, owner);
-                    }
-                }
-            }
-            (None, Some(ids), Some((incarnation, node))) => {
-                for owner in shared.pending.refused(&ids, incarnation) {
-                    if &*owner.address.host == node {
-                        // Its node answers as another incarnation: the one
-                        // this ref names was restarted away.
-                        watch::node_down(shared, node, incarnation);
-                    } else {
-                        // The name is served by another node now.
-                        watch::confirm(&outbound, owner);
-                    }
-                }
-            }
-            _ => shared
-                .dead_letters
-                .record(DeadLetterReason::Malformed, &msg.subject),
         }
     }
 }
@@ -596,24 +601,5 @@ pub(super) async fn sweep(shared: Arc<Shared>) {
     loop {
         ticks.tick().await;
         shared.pending.expire(shared.config.reply_ttl);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_refusal_reads_back_and_anything_else_is_not_one() {
-        let bytes = refusal(u64::MAX - 3, "node-a");
-        assert_eq!(read_refusal(&bytes), Some((u64::MAX - 3, "node-a")));
-        assert_eq!(read_refusal(&[]), None);
-        assert_eq!(read_refusal(&bytes[..8]), None);
-        let mut bad = bytes.to_vec();
-        bad[0] = b'X';
-        assert_eq!(read_refusal(&bad), None);
-        let mut dotted = bytes.to_vec();
-        dotted.extend_from_slice(b".>");
-        assert_eq!(read_refusal(&dotted), None);
     }
 }
