@@ -55,7 +55,7 @@ use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use troupe::ActorRef;
-use troupe_remote::{MemberEvent, Node, RemoteMessage};
+use troupe_remote::{MemberEvent, Node, RemoteError, RemoteMessage};
 
 use super::envelope::Envelope;
 use super::region::{Command, RegionMsg};
@@ -275,7 +275,21 @@ impl<M: RemoteMessage> Coordinator<M> {
         let peer_key = peer.clone();
         let task = tokio::spawn(async move {
             loop {
-                if let Ok(found) = node.lookup::<Envelope<M>>(&name).await {
+                let found = match node.lookup::<Envelope<M>>(&name).await {
+                    Ok(found) => Some(found),
+                    // The peer's region takes another message type (a proxy
+                    // or a region started with the wrong type). Its
+                    // messages go all the same, through the name: the
+                    // peer's node refuses each back with both tags, so it
+                    // is counted here and an ask in it fails at once,
+                    // instead of waiting here for ever.
+                    Err(e @ RemoteError::TagMismatch { .. }) => {
+                        tracing::error!(peer = %peer, error = %e, "sharding: the peer's region takes another message type; its messages will be refused");
+                        node.select::<Envelope<M>>(&name).ok()
+                    }
+                    Err(_) => None,
+                };
+                if let Some(found) = found {
                     region.tell(RegionMsg::Peer {
                         node: peer,
                         region: Some(found),
