@@ -58,8 +58,13 @@ pub struct RemoteConfig {
     /// owner's answer.
     pub lookup_timeout: Duration,
     /// Largest frame sent or accepted, in bytes (header included). Bigger
-    /// outgoing messages are dead letters (`Oversized`); so are bigger
-    /// incoming frames. Keep it at or below the server's `max_payload`.
+    /// outgoing messages are dead letters (`Oversized`) and their asks fail
+    /// at once (`AskError::Refused`); bigger incoming messages are refused
+    /// (counted, and refused back to the sending node). The node also
+    /// sends nothing above the NATS server's `max_payload`, which it
+    /// learns from the server ([`Node::frame_limit`](crate::Node::frame_limit);
+    /// `OverMaxPayload`). Keep it the same on every node, and at or below
+    /// the servers' `max_payload`.
     pub max_frame_size: usize,
     /// Messages waiting between senders and the NATS connection; beyond it
     /// a send is a dead letter (`OutboundFull`, or `Unreachable` while
@@ -81,8 +86,8 @@ pub struct RemoteConfig {
     pub heartbeat_timeout: Duration,
     /// How long the writer may hold a frame for company before it
     /// publishes it: frames queued behind it for the same subject within
-    /// this time go in the same NATS message (up to 32 KiB, or
-    /// `max_frame_size` if less, and 128 asks).
+    /// this time go in the same NATS message (up to 32 KiB, or the
+    /// node's frame limit if less, and 128 asks).
     /// Adaptive: the writer lingers only when traffic is dense (its last
     /// message went out less than 8 lingers ago), and after a linger that
     /// gathered nothing it sends the next 8 messages at once. So a frame
