@@ -77,6 +77,7 @@
 //! # Ok(()) }
 //! ```
 
+mod backoff;
 mod coordinator;
 mod envelope;
 mod ids;
@@ -104,7 +105,7 @@ pub use ids::IdValidator;
 pub use persistent::ShardingError;
 use region::{Command, Region, RegionMsg, RegionParts};
 use remember::Remembered;
-pub use settings::ShardingSettings;
+pub use settings::{EntityBackoff, ShardingSettings};
 
 /// What an entity's factory is told about the entity it starts.
 #[derive(Debug, Clone)]
@@ -121,6 +122,31 @@ pub struct EntityContext {
     /// [`ShardRegion::start_persistent`] gives it to each persistent
     /// entity itself.
     pub token: u64,
+    /// What this activation says of itself (see
+    /// [`report_failure`](Self::report_failure)); made by the shard.
+    activation: backoff::Activation,
+}
+
+impl EntityContext {
+    /// Says that this activation failed for `reason` (it could not load
+    /// its state, its store is unreachable): when it stops, its shard
+    /// starts the next activation only after a backoff, and refuses its
+    /// messages once it has failed too often in a row
+    /// ([`ShardingSettings::entity_backoff`]). Call it before the entity
+    /// stops (from the actor, with a clone of this context); the first
+    /// reason of an activation is the one kept. Persistent entities
+    /// started with [`ShardRegion::start_persistent`] report their journal
+    /// failures themselves.
+    pub fn report_failure(&self, reason: impl Into<String>) {
+        self.activation.failed(reason.into());
+    }
+
+    /// Says that this activation works (it has loaded its state): a
+    /// failure it reports later is counted as the first in a row, not
+    /// added to the failures before it.
+    pub fn report_recovered(&self) {
+        self.activation.recovered();
+    }
 }
 
 /// The shard an entity id belongs to among `shards`: CRC-32C of the id's
@@ -141,6 +167,9 @@ pub(crate) struct Counters {
     pub(crate) dropped: AtomicU64,
     pub(crate) forwarded: AtomicU64,
     pub(crate) refused: AtomicU64,
+    /// Of `refused`: for an entity whose activations kept failing.
+    pub(crate) refused_failing: AtomicU64,
+    pub(crate) failed_activations: AtomicU64,
 }
 
 /// What a region has done, on this node.
@@ -168,8 +197,16 @@ pub struct RegionStats {
     /// [`MAX_ID_BYTES`](crate::MAX_ID_BYTES), or refused by
     /// [`ShardingSettings::validate`]): by this node's handle before
     /// routing, or by a shard here before starting the entity. Each is
-    /// logged, and an ask in it answered with `AskError::Refused`.
+    /// logged, and an ask in it answered with `AskError::Refused`. Also
+    /// the messages refused for an entity whose activations failed
+    /// [`EntityBackoff::max_failures`] times in a row, or held beyond
+    /// [`EntityBackoff::max_held`] while it waits for its next attempt.
     pub refused: u64,
+    /// Entity activations that failed here, in all: reported a failure
+    /// (a persistent entity's journal failure), stopped during their
+    /// recovery, or stopped by their supervisor. Each delays the entity's
+    /// next activation ([`ShardingSettings::entity_backoff`]).
+    pub failed_activations: u64,
 }
 
 /// This node's region of one sharded entity type.
@@ -338,6 +375,8 @@ impl<M: RemoteMessage> ShardRegion<M> {
             remembered: remembered.clone(),
             ids: ids.clone(),
             refuse: ids::refuse::<M>,
+            backoff: settings.entity_backoff.clone(),
+            refuse_failing: backoff::refuse_failing::<M>,
         }));
         // The region does not fail (its shards are its children and are
         // supervised there); a factory that could run twice would need
@@ -485,6 +524,7 @@ impl<M: RemoteMessage> ShardRegion<M> {
             dropped: c.dropped.load(Ordering::Relaxed),
             forwarded: c.forwarded.load(Ordering::Relaxed),
             refused: c.refused.load(Ordering::Relaxed),
+            failed_activations: c.failed_activations.load(Ordering::Relaxed),
         }
     }
 

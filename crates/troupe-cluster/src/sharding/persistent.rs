@@ -14,6 +14,12 @@
 //! the same log. So the region looks at [`Journal::scope`] before it
 //! starts, and only a journal every node shares
 //! ([`JournalScope::Shared`], `JetStreamJournal`) is accepted.
+//!
+//! Each activation also sees its journal through [`Reporting`], which
+//! tells the shard how the activation's recovery went: a journal failure
+//! (a record it cannot decode, a server it cannot reach) is a failed
+//! activation, restarted after a backoff instead of at once
+//! (`sharding/backoff.rs`), since each attempt writes a fence record.
 
 use std::sync::Arc;
 
@@ -23,7 +29,8 @@ use troupe_remote::{Node, RemoteMessage};
 use super::{EntityContext, ShardRegion, ShardingSettings};
 use crate::lease::LeaseError;
 use crate::persistence::{
-    Journal, JournalScope, Msg, Persistent, PersistentActor, PersistentSettings,
+    Counters, Done, EachEvent, Journal, JournalScope, Msg, PersistenceError, Persistent,
+    PersistentActor, PersistentSettings, Replayed, Snapshot,
 };
 
 /// Why a region did not start.
@@ -162,7 +169,11 @@ impl<M: RemoteMessage> ShardRegion<M> {
         }
         let entity = Arc::new(entity);
         let factory = move |context: &EntityContext| {
-            let (entity, journal, context) = (entity.clone(), journal.clone(), context.clone());
+            let journal: Arc<dyn Journal> = Arc::new(Reporting {
+                journal: journal.clone(),
+                activation: context.clone(),
+            });
+            let (entity, context) = (entity.clone(), context.clone());
             let mut settings = persistent.clone();
             settings.token = Some(context.token);
             Props::new(move || {
@@ -170,5 +181,94 @@ impl<M: RemoteMessage> ShardRegion<M> {
             })
         };
         Ok(Self::start(node, system, settings, factory).await?)
+    }
+}
+
+/// An activation's journal: the type's, telling the activation's shard
+/// (through its [`EntityContext`]) whether its recovery is under way,
+/// done, or failed, and whether a write failed (after which the
+/// persistent actor stops). Everything else passes through.
+struct Reporting {
+    journal: Arc<dyn Journal>,
+    activation: EntityContext,
+}
+
+impl Reporting {
+    fn check<T>(&self, result: Result<T, PersistenceError>) -> Result<T, PersistenceError> {
+        if let Err(e) = &result {
+            self.activation.report_failure(e.to_string());
+        }
+        result
+    }
+
+    /// `done`, after reporting a failure the actor stops on.
+    fn reporting(&self, done: Done<u64>) -> Done<u64> {
+        let activation = self.activation.clone();
+        Box::new(move |result| {
+            if let Err(e) = &result {
+                // A rejected write (too large) leaves the actor running.
+                if !e.is_rejection() {
+                    activation.report_failure(e.to_string());
+                }
+            }
+            done(result)
+        })
+    }
+}
+
+impl Journal for Reporting {
+    fn acquire(&self, persistence_id: &str, token: Option<u64>, done: Done<u64>) {
+        // Taking the token starts the recovery: a stop before it is done
+        // is a failure (the actor reports a snapshot it cannot decode
+        // only to its own hook).
+        self.activation.activation.recovering();
+        self.journal
+            .acquire(persistence_id, token, self.reporting(done));
+    }
+
+    fn append(
+        &self,
+        persistence_id: &str,
+        token: u64,
+        first_seq_nr: u64,
+        events: Vec<Vec<u8>>,
+        done: Done<u64>,
+    ) {
+        let done = self.reporting(done);
+        self.journal
+            .append(persistence_id, token, first_seq_nr, events, done);
+    }
+
+    fn replay(
+        &self,
+        persistence_id: &str,
+        after_seq_nr: u64,
+        position: u64,
+        each: &mut EachEvent<'_>,
+    ) -> Result<Replayed, PersistenceError> {
+        let replayed =
+            self.check(
+                self.journal
+                    .replay(persistence_id, after_seq_nr, position, each),
+            )?;
+        // The replay is the recovery's last step.
+        self.activation.report_recovered();
+        Ok(replayed)
+    }
+
+    fn load_snapshot(&self, persistence_id: &str) -> Result<Option<Snapshot>, PersistenceError> {
+        self.check(self.journal.load_snapshot(persistence_id))
+    }
+
+    fn save_snapshot(&self, persistence_id: &str, snapshot: Snapshot, done: Done<u64>) {
+        self.journal.save_snapshot(persistence_id, snapshot, done);
+    }
+
+    fn counters(&self) -> &Counters {
+        self.journal.counters()
+    }
+
+    fn scope(&self) -> JournalScope {
+        self.journal.scope()
     }
 }

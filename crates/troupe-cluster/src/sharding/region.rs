@@ -36,7 +36,7 @@ use super::envelope::{Envelope, MAX_HOPS};
 use super::ids::IdCheck;
 use super::remember::Remembered;
 use super::shard::{Refuse, Shard, ShardMsg};
-use super::{Counters, EntityContext};
+use super::{Counters, EntityBackoff, EntityContext};
 use crate::lease::Holder;
 
 /// What the region handles.
@@ -100,6 +100,8 @@ pub(crate) struct Region<A: Actor, F, M: Send + 'static> {
     pub(crate) remembered: Option<Remembered>,
     ids: IdCheck,
     refuse: Refuse<M>,
+    backoff: EntityBackoff,
+    refuse_failing: Refuse<M>,
     views: Vec<View>,
     peers: HashMap<String, ActorRef<Envelope<M>>>,
     finding: HashSet<String>,
@@ -133,6 +135,10 @@ pub(crate) struct RegionParts<F, M: Send + 'static> {
     pub(crate) ids: IdCheck,
     /// How a shard refuses a message for an id it does not accept.
     pub(crate) refuse: Refuse<M>,
+    /// How a shard restarts an entity whose activation failed.
+    pub(crate) backoff: EntityBackoff,
+    /// How a shard refuses a message for an entity that keeps failing.
+    pub(crate) refuse_failing: Refuse<M>,
 }
 
 impl<A: Actor, F, M: Send + 'static> Region<A, F, M> {
@@ -149,6 +155,8 @@ impl<A: Actor, F, M: Send + 'static> Region<A, F, M> {
             remembered: parts.remembered,
             ids: parts.ids,
             refuse: parts.refuse,
+            backoff: parts.backoff,
+            refuse_failing: parts.refuse_failing,
             views: (0..parts.shards).map(|_| View::default()).collect(),
             peers: HashMap::new(),
             finding: HashSet::new(),
@@ -276,6 +284,7 @@ where
         let counters = self.counters.clone();
         let remembered = self.remembered.clone();
         let (ids, refuse) = (self.ids.clone(), self.refuse);
+        let (backoff, refuse_failing) = (self.backoff.clone(), self.refuse_failing);
         let props = Props::new(move || {
             Shard::<A, F, M>::new(
                 type_name.clone(),
@@ -287,6 +296,7 @@ where
             )
             .remembering(remembered.clone())
             .checking(ids.clone(), refuse)
+            .backing_off(backoff.clone(), refuse_failing)
         });
         match ctx.spawn(props) {
             Ok(actor) => {

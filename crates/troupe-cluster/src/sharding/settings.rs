@@ -52,13 +52,77 @@ pub struct ShardingSettings {
     /// answered at once with `AskError::Refused`. `None`: every id that
     /// fits is accepted.
     pub validate: Option<IdValidator>,
+    /// How a shard restarts an entity whose activation failed (a
+    /// persistent entity whose recovery or journal write failed, an
+    /// entity its supervisor stopped): after a backoff, holding the
+    /// messages that arrive meanwhile, and refusing them once it has
+    /// failed [`max_failures`](EntityBackoff::max_failures) times in a
+    /// row.
+    pub entity_backoff: EntityBackoff,
+}
+
+/// How a shard restarts an entity whose activation failed.
+///
+/// The `n`-th failure in a row delays the next activation by `min`
+/// doubled `n - 1` times, at most `max` (100 ms, 200 ms, 400 ms ... 10 s
+/// by default). The messages that arrive meanwhile wait in the shard, at
+/// most `max_held` per entity (beyond that each is refused). At the
+/// `max_failures`-th failure in a row the held messages are refused with
+/// the failure's reason (an ask in one is answered with
+/// `AskError::Refused`), and so is every message for the entity during
+/// the next `max`; the first message after that starts one activation
+/// again. Every refusal is counted in `RegionStats::refused` and logged.
+/// An activation that ends well (stopped on purpose after it recovered)
+/// clears the count. A persistent entity writes one fence record per
+/// activation, so these bound how many a lasting failure writes: at
+/// most `max_failures` in a row, then one per `max` while messages keep
+/// coming.
+///
+/// ```
+/// use std::time::Duration;
+/// use troupe_cluster::sharding::{EntityBackoff, ShardingSettings};
+///
+/// let mut settings = ShardingSettings::new("show");
+/// settings.entity_backoff = EntityBackoff {
+///     min: Duration::from_millis(50),
+///     max: Duration::from_secs(30),
+///     ..EntityBackoff::default()
+/// };
+/// assert_eq!(settings.entity_backoff.delay(3), Duration::from_millis(200));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntityBackoff {
+    /// The wait after the first failure.
+    pub min: Duration,
+    /// The longest wait, and how long an entity that failed
+    /// `max_failures` times in a row has its messages refused.
+    pub max: Duration,
+    /// Failures in a row after which the held messages are refused (at
+    /// least 1).
+    pub max_failures: u32,
+    /// Messages held per entity while it waits; more are refused.
+    pub max_held: usize,
+}
+
+impl Default for EntityBackoff {
+    /// 100 ms doubling to 10 s; refused after 5 failures in a row; 1,000
+    /// messages held per entity.
+    fn default() -> Self {
+        EntityBackoff {
+            min: Duration::from_millis(100),
+            max: Duration::from_secs(10),
+            max_failures: 5,
+            max_held: 1_000,
+        }
+    }
 }
 
 impl ShardingSettings {
     /// Settings for the entity type `type_name`: 100 shards, bucket
     /// `troupe-leases` with one replica, passivation after 120 s, a buffer
     /// of 10,000 messages, a rebalance round every 10 s moving at most 5
-    /// shards, every id that fits accepted.
+    /// shards, every id that fits accepted, a failed entity restarted
+    /// after [`EntityBackoff::default`].
     pub fn new(type_name: impl Into<String>) -> Self {
         ShardingSettings {
             type_name: type_name.into(),
@@ -72,6 +136,7 @@ impl ShardingSettings {
             self_fence_after: None,
             remember_entities: false,
             validate: None,
+            entity_backoff: EntityBackoff::default(),
         }
     }
 
@@ -116,6 +181,7 @@ impl std::fmt::Debug for ShardingSettings {
             .field("self_fence_after", &self.self_fence_after)
             .field("remember_entities", &self.remember_entities)
             .field("validate", &self.validate.as_ref().map(|_| "Fn(&str)"))
+            .field("entity_backoff", &self.entity_backoff)
             .finish()
     }
 }
