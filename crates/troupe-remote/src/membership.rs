@@ -6,7 +6,9 @@
 //! troupe.<cluster>.members.leave.<node>   once, from Node::shutdown, payload: incarnation
 //! ```
 //!
-//! A node draws a random **incarnation** each time it starts, and its
+//! A node draws a random **incarnation** each time it starts (and again
+//! when it resumes from a stall the others may have taken for its death:
+//! `node/tasks.rs`), and its
 //! heartbeats carry it. A heartbeat under a known name with another
 //! incarnation means the node was restarted: the old incarnation is down
 //! at once ([`DownReason::Restarted`]) and the new one is up, without
@@ -36,6 +38,7 @@
 //! outage of this node's own connection that began after it was last heard.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -76,7 +79,8 @@ pub(crate) struct Membership {
     me: String,
     /// This node's incarnation: only its heartbeats count as this node's
     /// own (another process under the same name is not this connection).
-    incarnation: u64,
+    /// Renewed after a long stall (`tasks::renew`).
+    incarnation: AtomicU64,
     /// How long this node's own heartbeat may stay away before its
     /// connection counts as not carrying (see the module docs).
     grace: Duration,
@@ -87,7 +91,8 @@ pub(crate) struct Membership {
     /// silent): a heartbeat of one must not bring it back. A node declared
     /// down is down for good in this incarnation, as its refs are (see
     /// `liveness.rs`): one paused past the timeout that resumes is not
-    /// taken back, and rejoins by restarting (a new incarnation).
+    /// taken back, and rejoins as a new incarnation (it draws one as it
+    /// resumes: `tasks::renew`; or it restarts).
     replaced: Mutex<HashSet<Gone>>,
     events: broadcast::Sender<MemberEvent>,
 }
@@ -113,7 +118,7 @@ impl Membership {
     ) -> Membership {
         Membership {
             me: me.to_string(),
-            incarnation,
+            incarnation: AtomicU64::new(incarnation),
             grace: grace(interval, timeout),
             own: Mutex::new(None),
             seen: Mutex::new(HashMap::new()),
@@ -148,7 +153,7 @@ impl Membership {
         down: impl FnOnce(&str, u64),
     ) -> Option<Gone> {
         if node == self.me {
-            if incarnation == self.incarnation {
+            if incarnation == self.incarnation.load(Ordering::Acquire) {
                 self.heard_myself(now);
             }
             return None;
@@ -204,6 +209,12 @@ impl Membership {
             });
         }
         was_up
+    }
+
+    /// This node is now incarnation `incarnation`: only its heartbeats
+    /// count as this node's own from now on.
+    pub(crate) fn renew(&self, incarnation: u64) {
+        self.incarnation.store(incarnation, Ordering::Release);
     }
 
     /// The incarnation of `node` heard last, if it is up (not this node's).

@@ -23,7 +23,10 @@
 //! incarnation: a node restarted under the same name refuses the frame
 //! (`WrongIncarnation`), so an old ref never reaches the new process, and
 //! the sender learns of the restart from the refusal or the new
-//! heartbeat (`node/watch.rs`, `liveness.rs`). A ref from `select` names
+//! heartbeat (`node/watch.rs`, `liveness.rs`). A running node draws a new
+//! incarnation when it resumes from a stall the others may have taken for
+//! its death (`tasks::renew`): to them it is a restart, while its actors
+//! keep running here. A ref from `select` names
 //! only the published name: NATS routes its frames to whichever node
 //! serves the name at the time. An actor sent inside a message is
 //! exported under a random token (`node/refs.rs`). Only published and
@@ -55,7 +58,7 @@ mod watch;
 
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_nats::connection::State;
@@ -107,8 +110,10 @@ enum Outgoing {
 /// State shared by the node handle, its tasks and every remote ref.
 struct Shared {
     config: RemoteConfig,
-    /// This start of the node (random, never 0).
-    incarnation: u64,
+    /// This node's incarnation now (random, never 0): drawn at start, and
+    /// drawn afresh when the process resumes from a stall the other nodes
+    /// may have taken for its death (see `tasks::beat`).
+    incarnation: AtomicU64,
     system: ActorSystem,
     client: Client,
     dead_letters: Arc<DeadLetters>,
@@ -141,8 +146,9 @@ struct Shared {
     /// Published names: their subscription tasks.
     published: Mutex<HashMap<String, PublishedEntry>>,
     stopped: AtomicBool,
-    /// The longest stall of this process the heartbeat task saw.
-    stall: Mutex<Option<Stall>>,
+    /// The longest stall of this process the heartbeat task saw, and the
+    /// last one.
+    stall: Mutex<Stalls>,
     /// Frames per published message, counted by the writer.
     batches: BatchCounters,
 }
@@ -156,6 +162,13 @@ pub struct Stall {
     pub ended: std::time::Instant,
     /// How long it lasted, about.
     pub lasted: std::time::Duration,
+}
+
+/// The stalls the heartbeat task saw: the longest and the last.
+#[derive(Default)]
+struct Stalls {
+    longest: Option<Stall>,
+    last: Option<Stall>,
 }
 
 impl Shared {
@@ -199,11 +212,17 @@ impl Shared {
         }
     }
 
+    /// This node's incarnation now (it changes only when the process
+    /// resumes from a long stall: see `tasks::beat`).
+    fn incarnation(&self) -> u64 {
+        self.incarnation.load(Ordering::Acquire)
+    }
+
     /// The incarnation of `node` as this node knows it now: its own for
     /// itself, else the one heard last, if it is up.
     fn heard_incarnation(&self, node: &str) -> Option<u64> {
         if node == self.config.node_name {
-            Some(self.incarnation)
+            Some(self.incarnation())
         } else {
             self.membership.incarnation(node)
         }
@@ -454,7 +473,7 @@ impl Node {
                 config.heartbeat_interval,
                 config.heartbeat_timeout,
             ),
-            stall: Mutex::new(None),
+            stall: Mutex::default(),
             batches: BatchCounters::default(),
             system: system.clone(),
             client,
@@ -467,7 +486,7 @@ impl Node {
             limit,
             refusals: Refusals::default(),
             config,
-            incarnation,
+            incarnation: AtomicU64::new(incarnation),
             runtime: tokio::runtime::Handle::current(),
             locals: Locals::default(),
             watching: Watching::default(),
@@ -506,12 +525,25 @@ impl Node {
         &self.shared().config.node_name
     }
 
-    /// This start of the node: a random number drawn by [`Node::start`],
+    /// This node's incarnation: a random number drawn by [`Node::start`],
     /// never 0. Refs to this node's actors carry it, so that once this
     /// process is gone they never reach another process started under the
     /// same name.
+    ///
+    /// It is drawn afresh, without a restart, when the process resumes
+    /// from a stall (SIGSTOP, a long pause) so long that the other nodes
+    /// may have declared it down: `heartbeat_timeout` less two and a half
+    /// heartbeat intervals or more. The other nodes then see what a restart
+    /// looks like: the old incarnation down (if they had not declared it
+    /// down yet) and the new one up. The refs they held to this node's
+    /// actors are dead, and a new lookup reaches the same actors under the
+    /// new incarnation. This node's actors keep running; watches made from
+    /// here are registered again under the new incarnation. Whatever
+    /// registered something under the old value (a region key, a lease, a
+    /// receptionist entry) compares it with this one to know it must
+    /// register again. See the remote section of `docs/semantics.md`.
     pub fn incarnation(&self) -> u64 {
-        self.shared().incarnation
+        self.shared().incarnation()
     }
 
     /// The node's NATS connection, for what an application keeps next to
@@ -873,19 +905,33 @@ impl Node {
     /// The longest stall of this process so far, if any: a pause (SIGSTOP, a
     /// debugger, swapping, a starved VM) during which it sent no
     /// heartbeat. One that lasted longer than `heartbeat_timeout` means
-    /// the other nodes have declared this node down, for good in this
+    /// the other nodes have declared this node down, for good in that
     /// incarnation: they drop what it sends them through their old refs
-    /// and never take it back as a member. A block that owns something on
-    /// this node's behalf (a lease, shards) must step down then; the node
-    /// rejoins by restarting. (Its own view of the others is not harmed:
-    /// their heartbeats that wait unread during the stall do not count as
-    /// their silence.)
+    /// and never take that incarnation back as a member. A block that owns
+    /// something on this node's behalf (a lease, shards) must step down
+    /// then. The node comes back by itself under a new
+    /// [`incarnation`](Node::incarnation), drawn as it resumes from any
+    /// stall the others may have taken for its death. (Its own view of the
+    /// others is not harmed: their heartbeats that wait unread during the
+    /// stall do not count as their silence.)
     pub fn longest_stall(&self) -> Option<Stall> {
-        *self
-            .shared()
+        self.shared()
             .stall
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+            .longest
+    }
+
+    /// The last stall of this process, if any (see
+    /// [`longest_stall`](Node::longest_stall)): a block that acts on each
+    /// stall compares its `ended` with the one it handled last, and so
+    /// sees a later stall even when it is shorter than the longest.
+    pub fn last_stall(&self) -> Option<Stall> {
+        self.shared()
+            .stall
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .last
     }
 
     /// This node and every node it hears heartbeats of, sorted by name.
@@ -981,7 +1027,7 @@ impl Node {
             shared.config.cluster_name, shared.config.node_name
         );
         let _ = tokio::time::timeout(shared.config.shutdown_timeout, async {
-            let incarnation = Bytes::copy_from_slice(&shared.incarnation.to_le_bytes());
+            let incarnation = Bytes::copy_from_slice(&shared.incarnation().to_le_bytes());
             let _ = shared.client.publish(leave, incarnation).await;
             let _ = shared.client.flush().await;
         })
@@ -993,7 +1039,7 @@ impl Node {
 
 /// A fresh incarnation: 64 random bits from the operating system, not 0
 /// (0 in a frame means "any incarnation").
-fn fresh_incarnation() -> Result<u64, RemoteError> {
+pub(crate) fn fresh_incarnation() -> Result<u64, RemoteError> {
     loop {
         let mut bytes = [0u8; 8];
         getrandom::getrandom(&mut bytes)

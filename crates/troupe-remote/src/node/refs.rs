@@ -93,7 +93,7 @@ impl Codec for NodeCodec {
                     .export(outbound, actor.id(), || actor.local())?;
                 Address {
                     host: outbound.shared.config.node_name.as_str().into(),
-                    incarnation: outbound.shared.incarnation,
+                    incarnation: outbound.shared.incarnation(),
                     kind: Kind::Exported,
                     id: token,
                 }
@@ -125,7 +125,7 @@ impl Codec for NodeCodec {
         let shared = &outbound.shared;
         if kind == Kind::Exported
             && host == shared.config.node_name
-            && incarnation == shared.incarnation
+            && incarnation == shared.incarnation()
         {
             if let Some(local) = shared.locals.exported(&id, want) {
                 return Ok(ImportedRef::Local(local));

@@ -374,7 +374,7 @@ async fn deliver_all(
     let mut refused: Vec<RefusedFrame> = Vec::new();
     for (index, frame) in wire::frames(&msg.payload, max).enumerate() {
         let delivered =
-            tell_frame(frame, shared.incarnation, &find).and_then(|(actor, payload)| {
+            tell_frame(frame, shared.incarnation(), &find).and_then(|(actor, payload)| {
                 actor
                     .deliver(outbound, sink, payload)
                     .map_err(|(reason, detail)| {
@@ -476,7 +476,7 @@ pub(super) async fn answer_lookups(
         let Some(reply) = request.reply else { continue };
         let answer = if request.payload == tag.as_bytes() {
             let mut found = vec![0];
-            found.extend_from_slice(&shared.incarnation.to_le_bytes());
+            found.extend_from_slice(&shared.incarnation().to_le_bytes());
             found.extend_from_slice(shared.config.node_name.as_bytes());
             found.into()
         } else {
@@ -541,12 +541,18 @@ pub(super) async fn listen_members(shared: Arc<Shared>, mut members: async_nats:
 
 /// Sends this node's heartbeat every `heartbeat_interval`, and declares
 /// silent nodes down, checking four times per interval.
+///
+/// A tick that comes far later than asked is a stall of this process
+/// (paused, swapped out, starved): the others' heartbeats wait unread in
+/// the connection meanwhile, so the stall is not their silence. One so
+/// long that the others may have declared this node down (see
+/// [`may_be_declared_down`]) makes it a new incarnation at once (see
+/// [`renew`]).
 pub(super) async fn beat(shared: Arc<Shared>) {
     let subject = format!(
         "troupe.{}.members.beat.{}",
         shared.config.cluster_name, shared.config.node_name
     );
-    let payload = Bytes::copy_from_slice(&shared.incarnation.to_le_bytes());
     let check = (shared.config.heartbeat_interval / 4).max(Duration::from_millis(10));
     let mut ticks = tokio::time::interval(check);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -554,36 +560,44 @@ pub(super) async fn beat(shared: Arc<Shared>) {
     let mut last = tokio::time::Instant::now();
     loop {
         ticks.tick().await;
-        // This process stalled (paused, swapped out, starved) if a tick
-        // came far later than asked: the others' heartbeats wait unread
-        // in the connection meanwhile, so the stall is not their silence.
         let now = tokio::time::Instant::now();
         let gap = now - last;
         last = now;
+        // A heartbeat at once after a renewal: the others learn of the new
+        // incarnation (and that the old one is gone) without waiting.
+        let mut renewed = false;
         if gap > check * 2 {
             let stall = gap - check;
             shared.membership.forgive(stall);
-            // The longest is what matters: once a stall has passed the
-            // others' timeout, this incarnation is down to them for good.
-            let mut longest = shared.stall.lock().unwrap_or_else(|e| e.into_inner());
-            if longest.is_none_or(|s| s.lasted < stall) {
-                *longest = Some(Stall {
-                    ended: std::time::Instant::now(),
-                    lasted: stall,
-                });
+            let past_timeout = may_be_declared_down(
+                stall,
+                shared.config.heartbeat_interval,
+                shared.config.heartbeat_timeout,
+            );
+            // Renewed before the stall is recorded: whoever sees the
+            // stall (sharding, singletons) sees the new incarnation too.
+            renewed = past_timeout && renew(&shared, stall);
+            let seen = Stall {
+                ended: std::time::Instant::now(),
+                lasted: stall,
+            };
+            let mut stalls = shared.stall.lock().unwrap_or_else(|e| e.into_inner());
+            // The longest is what matters to a block that only asks
+            // whether the others may ever have counted this node down.
+            if stalls.longest.is_none_or(|s| s.lasted < stall) {
+                stalls.longest = Some(seen);
             }
-            drop(longest);
-            if stall >= shared.config.heartbeat_timeout / 2 {
-                tracing::warn!(node = %shared.config.node_name, ?stall, "troupe-remote: this process stalled; if the stall passed the heartbeat timeout, the other nodes have declared it down for good");
-            } else {
+            stalls.last = Some(seen);
+            drop(stalls);
+            if stall >= shared.config.heartbeat_timeout / 2 && !renewed {
+                tracing::warn!(node = %shared.config.node_name, ?stall, "troupe-remote: this process stalled past half the heartbeat timeout, short of what the other nodes may take for its death");
+            } else if !renewed {
                 tracing::debug!(node = %shared.config.node_name, ?stall, "troupe-remote: this process ran late");
             }
         }
-        if n.is_multiple_of(4) {
-            let _ = shared
-                .client
-                .publish(subject.clone(), payload.clone())
-                .await;
+        if renewed || n.is_multiple_of(4) {
+            let payload = Bytes::copy_from_slice(&shared.incarnation().to_le_bytes());
+            let _ = shared.client.publish(subject.clone(), payload).await;
         }
         n += 1;
         shared
@@ -594,6 +608,50 @@ pub(super) async fn beat(shared: Arc<Shared>) {
     }
 }
 
+/// Whether the other nodes may have declared this node down during a
+/// stall of `stall`: they do after `timeout` without a heartbeat, and saw
+/// none for at most the stall plus about two intervals (the one due
+/// before it and the first after it), and the stall may be measured up to
+/// a quarter of an interval short. (Sharding's rejoin check uses the same
+/// margin.)
+fn may_be_declared_down(stall: Duration, interval: Duration, timeout: Duration) -> bool {
+    stall + interval * 5 / 2 >= timeout
+}
+
+/// Makes this node a new incarnation after a stall the others may have
+/// taken for its death (they never take the old one back): frames for the
+/// old one are refused from now on (`WrongIncarnation`, and the sender
+/// learns the old one is gone), heartbeats and lookup answers carry the
+/// new one, and the watches made from here are registered again under it
+/// (the others forgot them with the old one). This node's actors keep
+/// running. False if no randomness was at hand (the node stays the old
+/// incarnation, logged).
+fn renew(shared: &Arc<Shared>, stall: Duration) -> bool {
+    let fresh = match super::fresh_incarnation() {
+        Ok(fresh) => fresh,
+        Err(e) => {
+            tracing::error!(node = %shared.config.node_name, ?stall, error = %e, "troupe-remote: this process stalled past what the other nodes may take for its death, and cannot draw a new incarnation: restart it to make it a member again");
+            return false;
+        }
+    };
+    let old = shared
+        .incarnation
+        .swap(fresh, std::sync::atomic::Ordering::AcqRel);
+    shared.membership.renew(fresh);
+    watch::rewatch(shared);
+    tracing::warn!(
+        node = %shared.config.node_name,
+        ?stall,
+        heartbeat_timeout = ?shared.config.heartbeat_timeout,
+        old,
+        new = fresh,
+        "troupe-remote: this process stalled long enough that the other nodes may have declared \
+         it down; it comes back as a new incarnation (refs to its actors held elsewhere are dead, \
+         new lookups reach them)"
+    );
+    true
+}
+
 /// Drops reply handles older than `reply_ttl`, a few times per TTL.
 pub(super) async fn sweep(shared: Arc<Shared>) {
     let period = (shared.config.reply_ttl / 4).max(Duration::from_millis(100));
@@ -601,5 +659,23 @@ pub(super) async fn sweep(shared: Arc<Shared>) {
     loop {
         ticks.tick().await;
         shared.pending.expire(shared.config.reply_ttl);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_incarnation_only_after_a_stall_the_others_may_have_counted_a_death() {
+        let ms = Duration::from_millis;
+        // Beats every 100 ms, declared down after 1 s of silence: the
+        // others missed at most the stall plus 2.5 intervals of heartbeats.
+        assert!(!may_be_declared_down(ms(749), ms(100), ms(1000)));
+        assert!(may_be_declared_down(ms(750), ms(100), ms(1000)));
+        assert!(may_be_declared_down(ms(2000), ms(100), ms(1000)));
+        // The defaults (500 ms, 3 s): from a 1.75 s stall on.
+        assert!(!may_be_declared_down(ms(1700), ms(500), ms(3000)));
+        assert!(may_be_declared_down(ms(1750), ms(500), ms(3000)));
     }
 }

@@ -164,19 +164,30 @@ pub(crate) fn watch(outbound: &Outbound, liveness: &Liveness, watcher: Watcher) 
     if first {
         shared
             .runtime
-            .spawn(register(outbound.clone(), address.clone()));
+            .spawn(register(shared.clone(), address.clone()));
+    }
+}
+
+/// This node is a new incarnation (`tasks::renew`): the other nodes forget
+/// the watches of the old one when they count it down, so every address
+/// watched from here is registered again under the new one (a watch
+/// registered twice is one watch).
+pub(crate) fn rewatch(shared: &Arc<Shared>) {
+    let addresses: Vec<Address> = shared.watching.lock().keys().cloned().collect();
+    for address in addresses {
+        shared.runtime.spawn(register(shared.clone(), address));
     }
 }
 
 /// Tells `address`'s node that we watch it; fires at once if it is gone.
-async fn register(outbound: Outbound, address: Address) {
-    let shared = &outbound.shared;
+async fn register(shared: Arc<Shared>, address: Address) {
+    let shared = &*shared;
     let request = Control::Watch {
         incarnation: address.incarnation,
         kind: address.kind,
         id: address.id.to_string(),
         from: shared.config.node_name.clone(),
-        from_incarnation: shared.incarnation,
+        from_incarnation: shared.incarnation(),
     };
     // Until answered, or until nobody watches any more (fired or unwatched).
     let here = ask_host(shared, &address, &request, || {
@@ -286,7 +297,7 @@ pub(crate) fn unwatch(outbound: &Outbound, address: &Address, watcher: ActorId) 
             kind: address.kind,
             id: address.id.to_string(),
             from: shared.config.node_name.clone(),
-            from_incarnation: shared.incarnation,
+            from_incarnation: shared.incarnation(),
         };
         send(outbound, &address.host, &control);
     }
@@ -297,7 +308,7 @@ pub(crate) fn unwatch(outbound: &Outbound, address: &Address, watcher: ActorId) 
 pub(crate) fn tell_gone(outbound: &Outbound, kind: Kind, id: &str, nodes: HashSet<(String, u64)>) {
     let control = Control::Terminated {
         host: outbound.shared.config.node_name.clone(),
-        incarnation: outbound.shared.incarnation,
+        incarnation: outbound.shared.incarnation(),
         kind,
         id: id.to_string(),
     };
@@ -338,7 +349,7 @@ pub(super) async fn serve_control(outbound: Outbound, mut messages: async_nats::
             outbound.dead_letter(DeadLetterReason::Malformed, &msg.subject);
             continue;
         };
-        let mine = |incarnation: u64| incarnation == shared.incarnation;
+        let mine = |incarnation: u64| incarnation == shared.incarnation();
         let here = match control {
             Control::Watch {
                 incarnation,

@@ -24,7 +24,9 @@ impl<M: RemoteMessage> Coordinator<M> {
         if self.stepping_down {
             return true;
         }
-        let Some(stall) = self.node.longest_stall() else {
+        // The last stall, not the longest: a later, shorter stall past
+        // half the timeout needs a step-down of its own.
+        let Some(stall) = self.node.last_stall() else {
             return false;
         };
         if self.handled_stall == Some(stall.ended)
@@ -68,10 +70,7 @@ impl<M: RemoteMessage> Coordinator<M> {
                 self.regions.remove(&me);
             }
         }
-        let stall = self
-            .node
-            .longest_stall()
-            .map_or(Duration::ZERO, |s| s.lasted);
+        let stall = self.node.last_stall().map_or(Duration::ZERO, |s| s.lasted);
         self.stepped_down = Some(stall);
         self.region.tell(RegionMsg::Fenced(false));
         if self.may_rejoin() {
@@ -81,8 +80,8 @@ impl<M: RemoteMessage> Coordinator<M> {
                 region = %self.plan.type_name,
                 ?stall,
                 "sharding: this node stalled long enough that the others may have declared \
-                 it down for good: it only routes until it runs under a new incarnation \
-                 (restart it to host shards again)"
+                 it down for good, and it could not draw a new incarnation (see the node's \
+                 log): it only routes until it is restarted"
             );
         }
     }
