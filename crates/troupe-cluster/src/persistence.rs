@@ -73,6 +73,7 @@
 //!   without a consumer, and nothing over the server's limits is sent.
 //! - `error.rs`: every failure, typed.
 
+mod actor;
 mod effect;
 mod error;
 #[cfg(feature = "nats")]
@@ -83,15 +84,14 @@ mod runner;
 
 use troupe::{ActorRef, ActorSystem, Props, SpawnError};
 
+pub use actor::{PersistentActor, PersistentContext};
 pub use effect::Effect;
 pub use error::PersistenceError;
 #[cfg(feature = "nats")]
 pub use jetstream::{JetStreamJournal, JetStreamOptions, Storage, MAX_ENTITY_TYPE_BYTES};
 pub use journal::{Counters, Done, EachEvent, Journal, JournalScope, Replayed, Snapshot};
 pub use local::{Durability, LocalJournal, LogOptions};
-pub use runner::{
-    Internal, Msg, Persistent, PersistentActor, PersistentContext, PersistentSettings,
-};
+pub use runner::{Internal, Msg, Persistent, PersistentSettings};
 
 /// Spawns a persistent actor as a top-level actor of `system` and returns
 /// the ref of its command type (see [`command_ref`]).

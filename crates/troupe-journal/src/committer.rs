@@ -22,11 +22,22 @@ impl Done {
     }
 }
 
+/// Called once every append queued before it has been answered, with
+/// `Err` if the journal has failed by then.
+pub(crate) type Barrier = Box<dyn FnOnce(Result<(), JournalError>) + Send>;
+
 #[derive(Default)]
 struct Batch {
     frames: Vec<u8>,
     ends: Vec<usize>,
     done: Vec<(u64, Done)>,
+    barriers: Vec<Barrier>,
+}
+
+impl Batch {
+    fn is_empty(&self) -> bool {
+        self.ends.is_empty() && self.barriers.is_empty()
+    }
 }
 
 struct Queue {
@@ -86,21 +97,36 @@ fn run(shared: &Shared, tail: &Mutex<Tail>) {
     loop {
         {
             let mut q = lock(&shared.queue);
-            while q.batch.ends.is_empty() && !q.closing {
+            while q.batch.is_empty() && !q.closing {
                 q = shared.work.wait(q).unwrap_or_else(|e| e.into_inner());
             }
-            if q.batch.ends.is_empty() {
+            if q.batch.is_empty() {
                 return; // closing, and nothing left to write
             }
             mem::swap(&mut q.batch, &mut batch);
         }
-        let result = {
+        let result = if batch.ends.is_empty() {
+            // Only barriers: they learn whether an earlier batch failed.
+            if lock(tail).failed() {
+                Err(JournalError::Failed)
+            } else {
+                Ok(())
+            }
+        } else {
             let mut t = lock(tail);
-            t.write(&batch.frames, &batch.ends).and_then(|()| t.sync())
+            let result = t.write(&batch.frames, &batch.ends).and_then(|()| t.sync());
+            if result.is_ok() {
+                t.acknowledge();
+            }
+            result
         };
         let last = batch.done.last().map_or(0, |(seq, _)| seq + 1);
         for (seq, done) in batch.done.drain(..) {
             (done.0)(result.clone().map(|()| seq));
+        }
+        // After the appends queued before them are answered.
+        for barrier in batch.barriers.drain(..) {
+            barrier(result.clone());
         }
         batch.frames.clear();
         batch.ends.clear();
@@ -123,7 +149,21 @@ impl Committer {
         let end = q.batch.frames.len();
         q.batch.ends.push(end);
         q.batch.done.push((seq, done));
-        let first = q.batch.ends.len() == 1;
+        let first = q.batch.ends.len() == 1 && q.batch.barriers.is_empty();
+        drop(q);
+        if first {
+            self.shared.work.notify_one();
+        }
+    }
+
+    /// Queues `barrier`, called once every append queued before it has
+    /// been answered (after its batch's fsync, or at once if none is
+    /// pending), without writing anything; with the batch's failure, or
+    /// `Failed` if an earlier one failed.
+    pub fn after_pending(&self, barrier: Barrier) {
+        let mut q = lock(&self.shared.queue);
+        let first = q.batch.is_empty();
+        q.batch.barriers.push(barrier);
         drop(q);
         if first {
             self.shared.work.notify_one();

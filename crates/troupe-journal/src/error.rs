@@ -44,8 +44,8 @@ pub enum JournalError {
         dir: PathBuf,
     },
     /// An earlier write failed; the journal refuses further appends rather
-    /// than risk acknowledging a record behind a partial one. Reopen it to
-    /// recover.
+    /// than risk acknowledging a record behind a partial one.
+    /// [`Journal::repair`](crate::Journal::repair) (or reopening) recovers.
     Failed,
 }
 
@@ -85,9 +85,9 @@ impl fmt::Display for JournalError {
                 "journal: {} is already open for writing elsewhere",
                 dir.display()
             ),
-            JournalError::Failed => {
-                f.write_str("journal: an earlier write failed; reopen the journal to recover")
-            }
+            JournalError::Failed => f.write_str(
+                "journal: an earlier write failed; repair or reopen the journal to recover",
+            ),
         }
     }
 }

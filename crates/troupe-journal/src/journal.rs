@@ -12,12 +12,15 @@
 //!   exclusively (an OS file lock, released when the journal is dropped or
 //!   the process dies), before recovery touches anything.
 //! - After a failed write the journal is *failed*: every later append gets
-//!   an error, so no record is acknowledged behind a partial one. Reopening
-//!   truncates the partial frame as a torn tail.
+//!   an error, so no record is acknowledged behind a partial one, until
+//!   [`Journal::repair`] cuts the log back to its last acknowledged record
+//!   (or the journal is reopened, which truncates a partial frame as a torn
+//!   tail).
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -27,7 +30,7 @@ use crate::frame::{self, MAX_RECORD};
 use crate::guard::lock;
 use crate::reader::walk;
 use crate::segment::{self, HEADER};
-use crate::tail::Tail;
+use crate::tail::{Status, Tail};
 
 /// When an append counts as done.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -63,6 +66,7 @@ impl Default for Options {
 /// A durable append-only log of byte records (see the crate docs).
 pub struct Journal {
     tail: Arc<Mutex<Tail>>,
+    status: Arc<Status>,
     durability: Durability,
     committer: Option<(Committer, JoinHandle<()>)>,
     frame: Mutex<Vec<u8>>,
@@ -96,7 +100,7 @@ impl Journal {
         // rather than at replay.
         let Some(end) = walk(&dir, 0, |_, _| {})? else {
             let (path, file) = segment::create(&dir, 0, durable)?;
-            return Journal::start(dir, options, lock, (path, file), HEADER as u64, 0);
+            return Journal::start(dir, options, lock, (path, file), (0, HEADER as u64, 0));
         };
         if end.scanned.valid_len < end.len {
             truncate(&end.last.path, end.scanned.valid_len)?;
@@ -113,35 +117,37 @@ impl Journal {
             options,
             lock,
             (end.last.path, file),
-            end.scanned.valid_len,
-            end.next_seq,
+            (end.last.base, end.scanned.valid_len, end.next_seq),
         )
     }
 
+    /// Starts a journal appending to `file` (segment `base`, `len` bytes
+    /// long), whose next record is `next_seq`.
     fn start(
         dir: PathBuf,
         options: Options,
         lock: File,
-        (path, file): (PathBuf, File),
-        len: u64,
-        next_seq: u64,
+        file: (PathBuf, File),
+        (base, len, next_seq): (u64, u64, u64),
     ) -> Result<Journal, JournalError> {
-        let tail = Arc::new(Mutex::new(Tail {
+        let status = Arc::new(Status::default());
+        let tail = Arc::new(Mutex::new(Tail::new(
             dir,
             file,
-            path,
+            base,
             len,
             next_seq,
-            failed: false,
-            segment_bytes: options.segment_bytes.max(1),
-            durable: options.durability != Durability::None,
-        }));
+            options.segment_bytes.max(1),
+            options.durability != Durability::None,
+            status.clone(),
+        )));
         let committer = match options.durability {
             Durability::GroupCommit => Some(committer::start(tail.clone(), next_seq)?),
             _ => None,
         };
         Ok(Journal {
             tail,
+            status,
             durability: options.durability,
             committer,
             frame: Mutex::new(Vec::with_capacity(256)),
@@ -181,6 +187,7 @@ impl Journal {
                 if self.durability == Durability::SyncEach {
                     tail.sync()?;
                 }
+                tail.acknowledge();
                 Ok(seq)
             }
         }
@@ -203,6 +210,76 @@ impl Journal {
             Some((c, _)) => c.append(payload, Done::new(done)),
             None => done(self.append(payload)),
         }
+    }
+
+    /// Calls `done` once every append made before this call has been
+    /// answered (acknowledged or failed), without writing anything: at
+    /// once, on this thread, without group commit (appends are answered
+    /// before they return); from the writer thread after the pending
+    /// batch with it. What a reader that must see every earlier
+    /// acknowledged record waits for. `done` gets an error if the journal
+    /// has failed by then (the log may end in records never acknowledged
+    /// until a [`repair`](Self::repair)).
+    pub fn after_pending(&self, done: impl FnOnce(Result<(), JournalError>) + Send + 'static) {
+        match &self.committer {
+            Some((c, _)) => c.after_pending(Box::new(done)),
+            None if self.is_failed() => done(Err(JournalError::Failed)),
+            None => done(Ok(())),
+        }
+    }
+
+    /// The number of records acknowledged so far: every record below it
+    /// is written and, under a durable policy, fsynced, and survives a
+    /// [`repair`](Self::repair).
+    pub fn acknowledged(&self) -> u64 {
+        self.status.acknowledged.load(Ordering::Acquire)
+    }
+
+    /// Whether a write, fsync or rotation failed: every append is refused
+    /// until a [`repair`](Self::repair).
+    pub fn is_failed(&self) -> bool {
+        self.status.failed.load(Ordering::Acquire)
+    }
+
+    /// Recovers a failed journal in place: appends queued behind the
+    /// failure are answered with it, then the log is cut back to its last
+    /// acknowledged record (a partial frame, whole frames whose fsync
+    /// failed, a segment a rotation created after it are removed; nothing
+    /// acknowledged is touched) and appends go on from there. A journal
+    /// that has not failed is left as it is. On a disk that is still full
+    /// the repair itself writes nothing (cutting a file needs no space);
+    /// the next append fails again.
+    ///
+    /// # Errors
+    ///
+    /// If the log cannot be cut back (an IO error): the journal stays
+    /// failed, and the repair can be tried again.
+    pub fn repair(&mut self) -> Result<(), JournalError> {
+        if !self.is_failed() {
+            return Ok(());
+        }
+        // The writer is stopped first: it answers what is queued (every
+        // append behind the failure fails), and nothing is written while
+        // the files are cut back.
+        if let Some((committer, handle)) = self.committer.take() {
+            committer.close();
+            let _ = handle.join();
+        }
+        let (result, next_seq) = {
+            let mut tail = lock(&self.tail);
+            (tail.repair(), tail.next_seq)
+        };
+        if self.durability == Durability::GroupCommit {
+            match committer::start(self.tail.clone(), next_seq) {
+                Ok(c) => self.committer = Some(c),
+                Err(e) => {
+                    // Without its writer the journal must not take appends.
+                    self.status.failed.store(true, Ordering::Release);
+                    return Err(e);
+                }
+            }
+        }
+        result
     }
 
     /// Makes every record appended so far durable (an fsync; under group

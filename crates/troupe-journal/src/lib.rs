@@ -29,6 +29,15 @@
 //! fsync), `GroupCommit` (a writer thread batches appends and acknowledges
 //! them after one fsync per batch), `SyncEach` (an fsync per append).
 //!
+//! # A failed write
+//!
+//! A write, fsync or rotation that fails (a full disk, an IO error) is
+//! reported to its append, and the journal refuses every later one, so
+//! nothing is acknowledged behind a partial record. [`Journal::repair`]
+//! recovers in place: the log is cut back to its last acknowledged record
+//! (which needs no free space) and appends go on, so a failed append is
+//! never in the log. Reopening recovers too.
+//!
 //! # Recovery
 //!
 //! [`Journal::open`] checks every segment. A torn tail (the last segment

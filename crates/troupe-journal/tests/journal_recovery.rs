@@ -381,3 +381,36 @@ fn a_zero_filled_tail_after_good_records_is_truncated_and_appendable() {
         fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+#[test]
+fn after_pending_is_called_once_every_earlier_append_is_answered() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    for durability in [
+        Durability::None,
+        Durability::GroupCommit,
+        Durability::SyncEach,
+    ] {
+        let dir = temp_dir("barrier");
+        let j = Journal::open(&dir, options(durability, 1 << 20)).unwrap();
+        let answered = Arc::new(AtomicU64::new(0));
+        for round in 0..20u64 {
+            for i in 0..50 {
+                let answered = answered.clone();
+                j.append_with(&payload(i), move |r| {
+                    r.unwrap();
+                    answered.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+            let (tx, rx) = std::sync::mpsc::channel();
+            let seen = answered.clone();
+            j.after_pending(move |r| {
+                r.unwrap();
+                tx.send(seen.load(Ordering::SeqCst)).unwrap()
+            });
+            assert!(rx.recv().unwrap() >= (round + 1) * 50, "{durability:?}");
+            assert!(j.acknowledged() >= (round + 1) * 50, "{durability:?}");
+        }
+        drop(j);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

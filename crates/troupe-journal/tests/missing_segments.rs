@@ -208,3 +208,45 @@ fn an_interrupted_rotation_opens_with_every_record_and_stays_checked() {
     assert!(Journal::open(&dir, Options::default()).is_err());
     fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn each_step_of_taking_the_last_segment_off_leaves_a_log_that_opens() {
+    // What a repair does to a segment a rotation created after the last
+    // acknowledgement, one step at a time, as a crash could leave it: the
+    // log must read (and open) after every step, with every record of
+    // the segments before it.
+    let (dir, files) = journal("take-off", 60);
+    let last = files.last().unwrap();
+    let before = &files[files.len() - 2];
+    let name = last.file_name().unwrap().to_string_lossy().to_string();
+    let base: u64 = name.trim_end_matches(".log").parse().unwrap();
+    let count = || {
+        let mut n = 0u64;
+        read_from(&dir, 0, |_| n += 1).unwrap_or_else(|e| panic!("{e}"));
+        n
+    };
+    // 1. The last segment emptied to its header.
+    fs::OpenOptions::new()
+        .write(true)
+        .open(last)
+        .unwrap()
+        .set_len(20)
+        .unwrap();
+    assert_eq!(count(), base);
+    // 2. The seal of the one before it cut off.
+    let len = fs::metadata(before).unwrap().len();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(before)
+        .unwrap()
+        .set_len(len - 16)
+        .unwrap();
+    assert_eq!(count(), base);
+    // 3. The empty segment removed.
+    fs::remove_file(last).unwrap();
+    assert_eq!(count(), base);
+    let j = Journal::open(&dir, Options::default()).unwrap();
+    assert_eq!(j.next_seq(), base);
+    drop(j);
+    fs::remove_dir_all(&dir).unwrap();
+}

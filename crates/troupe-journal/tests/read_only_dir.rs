@@ -141,7 +141,7 @@ fn a_directory_that_becomes_unwritable_fails_the_rotation_and_nothing_after_it()
         let link = temp_dir("ro-link");
         symlink(&real, &link).unwrap();
 
-        let journal = Journal::open(&link, options(durability)).unwrap();
+        let mut journal = Journal::open(&link, options(durability)).unwrap();
         for i in 0..3 {
             assert_eq!(journal.append(&payload(i)).unwrap(), i as u64);
         }
@@ -171,6 +171,21 @@ fn a_directory_that_becomes_unwritable_fails_the_rotation_and_nothing_after_it()
         journal.append_with(&payload(5), move |r| tx.send(r).unwrap());
         assert!(matches!(rx.recv().unwrap(), Err(JournalError::Failed)));
         assert!(journal.sync().is_err(), "{durability:?}");
+        // A repair while the directory still refuses: nothing to cut back
+        // (the rotation created nothing), and the rotation fails again.
+        journal.repair().unwrap();
+        assert!(!journal.is_failed(), "{durability:?}");
+        assert!(
+            matches!(
+                journal.append(&payload(3)),
+                Err(JournalError::Io {
+                    op: "create segment",
+                    ..
+                })
+            ),
+            "{durability:?}"
+        );
+        assert!(journal.is_failed(), "{durability:?}");
         drop(journal);
 
         match &refusal {

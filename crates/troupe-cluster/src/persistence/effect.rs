@@ -1,14 +1,17 @@
 //! `Effect`: what a command handler asks for. Events to persist, what to
-//! run once they are durable and applied (a reply, usually), a snapshot,
-//! a stop. The handler itself changes nothing: the state changes only by
-//! applying events the journal acknowledged.
+//! run once they are durable and applied (a reply, usually), what to run
+//! if they are not (an error for the asker), a snapshot, a stop. The
+//! handler itself changes nothing: the state changes only by applying
+//! events the journal acknowledged.
 
 use troupe::ReplyTo;
 
-use super::PersistentActor;
+use super::{PersistenceError, PersistentActor};
 
-/// A follow-up run with the state after the command's events.
-pub(crate) type Then<A> = Box<dyn FnOnce(&<A as PersistentActor>::State) + Send>;
+/// A follow-up: run with the state after the command's events once they
+/// are durable and applied, or with the error that refused or failed them.
+pub(crate) type Then<A> =
+    Box<dyn FnOnce(Result<&<A as PersistentActor>::State, &PersistenceError>) + Send>;
 
 /// What a command handler returns: see [`PersistentActor::handle`].
 ///
@@ -86,15 +89,39 @@ impl<A: PersistentActor> Effect<A> {
 
     /// Runs `f` with the state once this effect's events are durable and
     /// applied (at once if there are none). It runs on the actor's thread,
-    /// before the next command; it is not run if the append fails or is
-    /// fenced.
+    /// before the next command; it is not run if the events are refused or
+    /// their append fails (see [`on_failure`](Self::on_failure)).
     pub fn then(mut self, f: impl FnOnce(&A::State) + Send + 'static) -> Self {
-        self.then.push(Box::new(f));
+        self.then.push(Box::new(move |outcome| {
+            if let Ok(state) = outcome {
+                f(state);
+            }
+        }));
+        self
+    }
+
+    /// Runs `f` with the error if this effect's events are not stored: a
+    /// *rejection* (an event that does not serialise, or too large: the
+    /// actor goes on) or a *failure* (the journal could not write, or the
+    /// activation was fenced: the actor stops, or restarts with
+    /// [`PersistentSettings::restart_on_failure`](super::PersistentSettings::restart_on_failure)).
+    /// It runs on the actor's thread, after
+    /// [`PersistentActor::failed`], before the actor goes on or stops.
+    pub fn on_failure(mut self, f: impl FnOnce(&PersistenceError) + Send + 'static) -> Self {
+        self.then.push(Box::new(move |outcome| {
+            if let Err(error) = outcome {
+                f(error);
+            }
+        }));
         self
     }
 
     /// Answers `reply_to` with `f(state)` once the events are durable and
     /// applied: the asker learns of the command only after it is durable.
+    /// If they are not stored the reply handle is dropped and the asker
+    /// gets `AskError::NoReply`; to hand it the error instead, use
+    /// [`then_reply_result`](Self::then_reply_result) or
+    /// [`then_reply_or`](Self::then_reply_or).
     pub fn then_reply<R: Send + 'static>(
         self,
         reply_to: ReplyTo<R>,
@@ -103,6 +130,58 @@ impl<A: PersistentActor> Effect<A> {
         self.then(move |state| {
             reply_to.reply(f(state));
         })
+    }
+
+    /// Answers `reply_to` with `Ok(f(state))` once the events are durable
+    /// and applied, or with the [`PersistenceError`] that refused or
+    /// failed them: the asker always hears, and learns why.
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use troupe::ReplyTo;
+    /// use troupe_cluster::persistence::{Effect, PersistenceError, PersistentActor, PersistentContext};
+    ///
+    /// enum Cmd { Add(u64, ReplyTo<Result<u64, PersistenceError>>) }
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Added(u64);
+    /// struct Counter;
+    /// impl PersistentActor for Counter {
+    ///     type Command = Cmd;
+    ///     type Event = Added;
+    ///     type State = u64;
+    ///     fn persistence_id(&self) -> String { "counter".into() }
+    ///     fn handle(&mut self, _ctx: &mut PersistentContext<'_, Self>, _: &u64, cmd: Cmd) -> Effect<Self> {
+    ///         let Cmd::Add(n, reply) = cmd;
+    ///         // Ok(total) once durable; Err(TooLarge { .. }), Err(Journal(..)), ... if not.
+    ///         Effect::persist(Added(n)).then_reply_result(reply, |total: &u64| *total)
+    ///     }
+    ///     fn apply(total: &mut u64, Added(n): &Added) { *total += n; }
+    /// }
+    /// ```
+    pub fn then_reply_result<R: Send + 'static>(
+        self,
+        reply_to: ReplyTo<Result<R, PersistenceError>>,
+        f: impl FnOnce(&A::State) -> R + Send + 'static,
+    ) -> Self {
+        self.then_reply_or(reply_to, move |state| Ok(f(state)), |e| Err(e.clone()))
+    }
+
+    /// Answers `reply_to` with `ok(state)` once the events are durable and
+    /// applied, or with `err(error)` if they are refused or fail: for a
+    /// reply type of your own that carries a failure.
+    pub fn then_reply_or<R: Send + 'static>(
+        mut self,
+        reply_to: ReplyTo<R>,
+        ok: impl FnOnce(&A::State) -> R + Send + 'static,
+        err: impl FnOnce(&PersistenceError) -> R + Send + 'static,
+    ) -> Self {
+        self.then.push(Box::new(move |outcome| {
+            reply_to.reply(match outcome {
+                Ok(state) => ok(state),
+                Err(error) => err(error),
+            });
+        }));
+        self
     }
 
     /// Saves a snapshot once the events are applied (besides the ones
@@ -114,6 +193,8 @@ impl<A: PersistentActor> Effect<A> {
     }
 
     /// Stops the actor once the events are applied and the follow-ups run.
+    /// (If the events are rejected the whole effect is: the actor goes on,
+    /// without the stop or the snapshot.)
     pub fn and_stop(mut self) -> Self {
         self.stop = true;
         self

@@ -42,15 +42,33 @@
 //! token is compared with the id's highest, and its record is queued to
 //! the log (which fixes its position) under the same lock. A token taken
 //! by [`Journal::acquire`] is the highest from that moment, so any later
-//! append with a lower one is refused before it reaches the log, and every
-//! earlier one is ordered before the fence record, hence durable when the
-//! acquisition is acknowledged. Tokens are kept in the log itself (fence
-//! records and every events record carry one), so they survive restarts.
+//! append with a lower one is refused before it reaches the log. Taking a
+//! token writes nothing: it is acknowledged once every append queued
+//! before it has been answered (`troupe_journal::Journal::after_pending`),
+//! so the new activation's replay sees the older one's acknowledged
+//! events, and recovery works on a full disk. A token reaches the log
+//! with the first events record written under it; one never written under
+//! belonged to an activation that wrote nothing, so after a restart the
+//! next activation may reuse it without any two writers' records
+//! interleaving. (Logs written before this keep their fence records,
+//! which the index still reads.)
 //!
 //! Across processes, troupe-journal's directory lock lets only one process
 //! open the directory; fencing here orders activations within it. A
 //! cluster passes the owner's lease revision as the token instead.
+//!
+//! # A failed write
+//!
+//! When the log fails (a full disk, an IO error), every append queued
+//! behind the failure fails too, and the actors that made them stop. The
+//! next acquisition or append repairs the log in place: it is cut back to
+//! its last acknowledged record (nothing of a failed append stays: a
+//! failed append is never stored) and the index's entries go back to
+//! match (`local/index.rs`). On a disk that is still full the repair
+//! writes nothing, so recovery and reads go on; the next append fails
+//! again, and succeeds once there is room, with no reopening.
 
+mod index;
 mod record;
 mod snapshots;
 
@@ -61,29 +79,34 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use troupe_journal::{read_from, Journal as Log, MAX_RECORD};
 pub use troupe_journal::{Durability, Options as LogOptions};
 
+use self::index::{lock, Entry, Index};
 use self::record::Body;
 use super::error::PersistenceError;
 use super::journal::{Counters, Done, EachEvent, Journal, JournalScope, Replayed, Snapshot};
 
-/// What the journal knows of one persistence id (module header).
-#[derive(Clone, Copy, Debug, Default)]
-struct Entry {
-    /// The last event's sequence number (0: none yet).
-    seq_nr: u64,
-    /// The highest fencing token seen.
-    token: u64,
-    /// The position of the id's first events record.
-    first_position: Option<u64>,
-    /// The sequence number of the newest snapshot written by this process.
-    snapshot_seq_nr: u64,
+fn lock_log(log: &Mutex<Log>) -> MutexGuard<'_, Log> {
+    // Taken after the index's lock; the log itself is consistent whatever
+    // a panicking holder did (its own state is behind its own locks).
+    log.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-type Index = Arc<Mutex<HashMap<String, Entry>>>;
-
-fn lock(index: &Index) -> MutexGuard<'_, HashMap<String, Entry>> {
-    // A panic while holding the lock cannot leave an entry half-updated
-    // (each update is a few plain stores), so a poisoned lock is usable.
-    index.lock().unwrap_or_else(|e| e.into_inner())
+/// Repairs a failed log and takes the index back to match (module
+/// header); nothing to do if the log has not failed.
+fn repair(log: &mut Log, index: &mut HashMap<String, Entry>) -> Result<(), PersistenceError> {
+    if !log.is_failed() {
+        return Ok(());
+    }
+    let queued = log.next_seq();
+    log.repair()?;
+    let acknowledged = log.acknowledged();
+    index::roll_back(index, acknowledged);
+    tracing::warn!(
+        cut = queued.saturating_sub(acknowledged),
+        acknowledged,
+        "local journal repaired after a failed write: the records after the last \
+         acknowledged one are cut (their appends had failed)"
+    );
+    Ok(())
 }
 
 /// The local-disk journal of one entity type (see the module header).
@@ -102,8 +125,8 @@ pub struct LocalJournal {
     index: Index,
     counters: Counters,
     // Dropped in this order: pending appends are written and answered,
-    // then pending snapshots.
-    log: Log,
+    // then pending snapshots. Locked after `index`, when both are.
+    log: Mutex<Log>,
     snapshots: snapshots::Writer,
 }
 
@@ -143,14 +166,14 @@ impl LocalJournal {
         // Opening recovers the log (a torn tail is truncated) before it is
         // indexed, so the index never counts a record that is not there.
         let log = Log::open(&log_dir, options)?;
-        let index = rebuild(&log_dir)?;
+        let index = index::rebuild(&log_dir)?;
         Ok(LocalJournal {
             snapshots: snapshots::Writer::start(snapshot_dir.clone())?,
             log_dir,
             snapshot_dir,
             index: Arc::new(Mutex::new(index)),
             counters: Counters::default(),
-            log,
+            log: Mutex::new(log),
         })
     }
 
@@ -173,7 +196,7 @@ impl LocalJournal {
         &self,
         persistence_id: &str,
     ) -> Result<Vec<(u64, u64, u32)>, PersistenceError> {
-        self.log.sync()?;
+        lock_log(&self.log).sync()?;
         let mut out = Vec::new();
         let mut error = None;
         read_from(&self.log_dir, 0, |r| match record::decode(&r.payload) {
@@ -251,47 +274,6 @@ impl LocalJournal {
     }
 }
 
-/// Reads the whole log once to rebuild the index (module header).
-fn rebuild(log_dir: &Path) -> Result<HashMap<String, Entry>, PersistenceError> {
-    let mut index: HashMap<String, Entry> = HashMap::new();
-    let mut error = None;
-    read_from(log_dir, 0, |r| {
-        if error.is_some() {
-            return;
-        }
-        let rec = match record::decode(&r.payload) {
-            Ok(rec) => rec,
-            Err(e) => {
-                error = Some(e);
-                return;
-            }
-        };
-        let Ok(id) = std::str::from_utf8(rec.id) else {
-            error = Some(PersistenceError::Decode {
-                persistence_id: String::from_utf8_lossy(rec.id).into_owned(),
-                what: "record",
-                reason: "the persistence id is not UTF-8".into(),
-            });
-            return;
-        };
-        let entry = match index.get_mut(id) {
-            Some(e) => e,
-            None => index.entry(id.to_string()).or_default(),
-        };
-        entry.token = entry.token.max(rec.token);
-        if let Body::Events {
-            first_seq_nr,
-            count,
-            ..
-        } = rec.body
-        {
-            entry.seq_nr = first_seq_nr + u64::from(count) - 1;
-            entry.first_position.get_or_insert(r.seq);
-        }
-    })?;
-    error.map_or(Ok(index), Err)
-}
-
 /// Hands `each` the events of `persistence_id` after `replayed.seq_nr`
 /// from the log in `log_dir`, starting at record `position`: a replay's
 /// body, shared by [`Journal::replay`] and [`LocalJournal::read_events`].
@@ -348,12 +330,19 @@ impl Journal for LocalJournal {
             return done(Err(e));
         }
         let mut index = lock(&self.index);
+        let mut log = lock_log(&self.log);
+        // Before the recovery that follows reads the log: what it reads
+        // is then exactly what was acknowledged.
+        if let Err(e) = repair(&mut log, &mut index) {
+            drop((log, index));
+            return done(Err(e));
+        }
         let entry = index.entry(persistence_id.to_string()).or_default();
         let token = match token {
             None => entry.token + 1,
             Some(t) if t < entry.token => {
                 let highest = entry.token;
-                drop(index);
+                drop((log, index));
                 return done(Err(PersistenceError::Fenced {
                     persistence_id: persistence_id.to_string(),
                     token: t,
@@ -363,12 +352,13 @@ impl Journal for LocalJournal {
             Some(t) => t,
         };
         entry.token = token;
-        // Queued under the lock: appends checked before this are ordered
-        // before the fence record, later ones with a lower token refused.
-        self.log
-            .append_with(&record::fence(persistence_id, token), move |r| {
-                done(r.map(|_| token).map_err(PersistenceError::from))
-            });
+        // Queued under the lock: every append checked before this one is
+        // answered first (so the replay sees it), every later one with a
+        // lower token is refused. Nothing is written (module header). If
+        // one of those appends failed, the log may end in records never
+        // acknowledged: the activation fails, and the next acquisition
+        // repairs the log before its replay.
+        log.after_pending(move |r| done(r.map(|()| token).map_err(PersistenceError::from)));
     }
 
     fn append(
@@ -394,13 +384,18 @@ impl Journal for LocalJournal {
             }));
         }
         let mut index = lock(&self.index);
+        let mut log = lock_log(&self.log);
+        if let Err(e) = repair(&mut log, &mut index) {
+            drop((log, index));
+            return done(Err(e));
+        }
         let entry = match index.get_mut(persistence_id) {
             Some(e) => e,
             None => index.entry(persistence_id.to_string()).or_default(),
         };
         if token < entry.token {
             let highest = entry.token;
-            drop(index);
+            drop((log, index));
             return done(Err(PersistenceError::Fenced {
                 persistence_id: persistence_id.to_string(),
                 token,
@@ -409,7 +404,7 @@ impl Journal for LocalJournal {
         }
         if first_seq_nr != entry.seq_nr + 1 {
             let actual = entry.seq_nr + 1;
-            drop(index);
+            drop((log, index));
             return done(Err(PersistenceError::SequenceMismatch {
                 persistence_id: persistence_id.to_string(),
                 expected: first_seq_nr,
@@ -419,11 +414,9 @@ impl Journal for LocalJournal {
         entry.token = token;
         // Under the lock, so the position read here is the one the log
         // gives the record (every append goes through this lock).
-        let position = self.log.next_seq();
-        entry.first_position.get_or_insert(position);
-        entry.seq_nr += events.len() as u64;
-        self.log
-            .append_with(&bytes, move |r| done(r.map_err(PersistenceError::from)));
+        let position = log.next_seq();
+        entry.appended(position, events.len() as u64, log.acknowledged());
+        log.append_with(&bytes, move |r| done(r.map_err(PersistenceError::from)));
     }
 
     fn replay(

@@ -31,19 +31,28 @@
 //! `VecDeque` instead. A restart (a panic in `handle`) drops it, counted
 //! as stash drops: their askers get an error, never a silent loss.
 //!
-//! The `PersistentActor` trait (what a user writes: a command handler that
-//! looks at the state and returns an [`Effect`], and a pure event handler
-//! that folds events into the state) lives here too, beside the actor that
-//! runs it: each names the other (the handler's context is the wrapper's).
+//! # Rejections and failures
+//!
+//! Events that are never stored end their command one of two ways, as in
+//! Akka's event-sourced actors. A *rejection* (the event does not
+//! serialise, or is over the journal's limit: nothing was written, the
+//! journal is sound) ends only the command: its failure follow-ups run
+//! (an asker hears the error) and the actor goes on. A *failure* (the
+//! journal could not write, the activation was fenced or out of
+//! sequence) ends the activation: the follow-ups run, then the actor
+//! stops, or, with [`PersistentSettings::restart_on_failure`], fails so
+//! that its supervisor restarts it (with a backoff, as it chooses) and it
+//! recovers from what the journal holds. A snapshot that cannot be saved
+//! is neither: the events are durable, so it is reported and counted, and
+//! the next snapshot point tries again.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 use troupe::{Actor, ActorRef, Context, Failure};
 
+use super::actor::PersistentActor;
 use super::effect::{Effect, Then};
 use super::error::PersistenceError;
 use super::journal::{Journal, Snapshot};
@@ -88,6 +97,16 @@ pub struct PersistentSettings {
     /// The fencing token to write with (a lease revision); `None` lets the
     /// journal pick one above every earlier activation's.
     pub token: Option<u64>,
+    /// What a failed append or a failure to take a token does to the
+    /// actor: stop it (`false`, the default), or fail it, so that its
+    /// supervisor's strategy decides (`true`; give it a backoff, as
+    /// `SupervisorStrategy::restart().with_backoff(..)`: on a full disk
+    /// every restart recovers, answers reads, and fails its next write
+    /// until there is room). Fencing always stops the actor (a restart
+    /// would fence the newer activation in turn), and so does a failed
+    /// recovery (a damaged or mismatched store, which a restart cannot
+    /// mend).
+    pub restart_on_failure: bool,
 }
 
 impl Default for PersistentSettings {
@@ -96,6 +115,7 @@ impl Default for PersistentSettings {
             snapshot_every: None,
             stash_capacity: 10_000,
             token: None,
+            restart_on_failure: false,
         }
     }
 }
@@ -184,6 +204,13 @@ impl<A: PersistentActor> Persistent<A> {
         self
     }
 
+    /// Fails the actor, for its supervisor to restart, where a failed
+    /// append would stop it (see [`PersistentSettings::restart_on_failure`]).
+    pub fn restart_on_failure(mut self) -> Self {
+        self.settings.restart_on_failure = true;
+        self
+    }
+
     fn tell_me(
         ctx: &Context<'_, Self>,
         activation: u64,
@@ -235,14 +262,14 @@ impl<A: PersistentActor> Persistent<A> {
             match postcard::to_allocvec(event) {
                 Ok(bytes) => encoded.push(bytes),
                 Err(e) => {
-                    // Nothing was written: the state is still consistent,
-                    // so the actor goes on; the command's follow-ups are
-                    // dropped (an asker gets an error).
-                    return self.report(&PersistenceError::Serialize {
+                    // Nothing was written: a rejection (module header).
+                    let error = PersistenceError::Serialize {
                         persistence_id: self.id.clone(),
                         what: "event",
                         reason: e.to_string(),
-                    });
+                    };
+                    self.report(&error);
+                    return refused::<A>(effect.then, &error);
                 }
             }
         }
@@ -277,7 +304,7 @@ impl<A: PersistentActor> Persistent<A> {
             self.snapshot(ctx);
         }
         for f in then {
-            f(&self.state);
+            f(Ok(&self.state));
         }
         if stop {
             self.stop(ctx);
@@ -324,11 +351,28 @@ impl<A: PersistentActor> Persistent<A> {
         ctx.stop();
     }
 
-    fn fail(&mut self, ctx: &mut Context<'_, Self>, error: PersistenceError) {
-        if let PersistenceError::Fenced { .. } = error {
+    /// Ends the activation after a failure (module header): the failed
+    /// command's follow-ups hear the error, then the actor stops, or fails
+    /// for its supervisor if `restart` and the settings allow it.
+    fn fail(&mut self, ctx: &mut Context<'_, Self>, error: PersistenceError, restart: bool) {
+        let fenced = matches!(error, PersistenceError::Fenced { .. });
+        if fenced {
             tracing::error!(persistence_id = %self.id, %error, "fenced: stopping without writing");
         }
         self.report(&error);
+        if let Some(in_flight) = self.in_flight.take() {
+            refused::<A>(in_flight.then, &error);
+        }
+        if restart && !fenced && self.settings.restart_on_failure {
+            tracing::warn!(persistence_id = %self.id, %error, "persistence failure: restarting");
+            self.phase = Phase::Stopped;
+            // A failure for the supervisor, without the panic hook's
+            // report (the failure was reported above).
+            std::panic::resume_unwind(Box::new(format!(
+                "persistence failure of {}: {error}",
+                self.id
+            )));
+        }
         self.stop(ctx);
     }
 
@@ -394,7 +438,7 @@ impl<A: PersistentActor> Actor for Persistent<A> {
                         self.actor.recovered(&self.state, self.seq_nr);
                         self.drain(ctx);
                     }
-                    Err(e) => self.fail(ctx, e),
+                    Err(e) => self.fail(ctx, e, false),
                 }
             }
             Kind::Appended(Ok(position)) => {
@@ -413,12 +457,18 @@ impl<A: PersistentActor> Actor for Persistent<A> {
             Kind::Appended(Err(e)) if e.is_rejection() => {
                 // Nothing was stored: the state is the one the command saw,
                 // so the actor goes on with the next command.
-                self.in_flight = None;
                 self.phase = Phase::Running;
                 self.report(&e);
+                if let Some(in_flight) = self.in_flight.take() {
+                    refused::<A>(in_flight.then, &e);
+                }
                 self.drain(ctx);
             }
-            Kind::Acquired(Err(e)) | Kind::Appended(Err(e)) => self.fail(ctx, e),
+            Kind::Acquired(Err(e)) => {
+                let restart = !matches!(e, PersistenceError::InvalidId { .. });
+                self.fail(ctx, e, restart);
+            }
+            Kind::Appended(Err(e)) => self.fail(ctx, e, true),
             // The events are durable either way: a snapshot that could not
             // be written only makes the next recovery longer.
             Kind::SnapshotSaved(Ok(_)) => {}
@@ -439,6 +489,15 @@ impl<A: PersistentActor> Actor for Persistent<A> {
     }
 }
 
+/// Runs a command's follow-ups with the error that refused or failed its
+/// events (their `on_failure` parts; an asker of `then_reply_result`
+/// hears it).
+fn refused<A: PersistentActor>(then: Vec<Then<A>>, error: &PersistenceError) {
+    for f in then {
+        f(Err(error));
+    }
+}
+
 /// An `ActorRef<C>` for a [`Persistent`] actor's ref: what callers that
 /// speak only the command type hold.
 pub(crate) struct Commands<C: Send + 'static>(pub(crate) ActorRef<Msg<C>>);
@@ -454,63 +513,5 @@ impl<C: Send + 'static> troupe::ExternalTarget<C> for Commands<C> {
 
     fn name(&self) -> Option<&str> {
         self.0.name()
-    }
-}
-
-/// The context a command handler gets: the wrapper actor's (its
-/// `myself()` is an `ActorRef<Msg<Command>>`).
-pub type PersistentContext<'a, A> = troupe::Context<'a, Persistent<A>>;
-
-/// An event-sourced actor: its state is the fold of its events, and the
-/// events are its durable record.
-///
-/// Run it by wrapping it in a [`Persistent`] and spawning that with
-/// ordinary `Props`. See the module docs for a complete example.
-///
-/// The rules the wrapper keeps:
-/// - `handle` sees the state after every event acknowledged so far; it
-///   returns events, and changes nothing itself.
-/// - The events are appended to the journal; only once the journal has
-///   made them durable are they applied (with `apply`) and the effect's
-///   follow-ups run. Commands arriving meanwhile wait, in order.
-/// - On start and restart the state is rebuilt: the latest snapshot, then
-///   `apply` for every event after it.
-pub trait PersistentActor: Send + Sized + 'static {
-    /// The messages the actor handles.
-    type Command: Send + 'static;
-    /// What happened: appended to the journal, replayed on recovery.
-    type Event: Serialize + DeserializeOwned + Send + 'static;
-    /// The fold of the events (and what a snapshot saves).
-    type State: Serialize + DeserializeOwned + Default + Send + 'static;
-
-    /// The id of this actor's event log: the same id recovers the same
-    /// state. Called once per activation.
-    fn persistence_id(&self) -> String;
-
-    /// Decides what a command does, from the current state.
-    fn handle(
-        &mut self,
-        ctx: &mut PersistentContext<'_, Self>,
-        state: &Self::State,
-        command: Self::Command,
-    ) -> Effect<Self>;
-
-    /// Applies one event to the state. It must be pure (the same events
-    /// always give the same state): it runs again on every recovery, and
-    /// takes no `self` so it cannot read anything else.
-    fn apply(state: &mut Self::State, event: &Self::Event);
-
-    /// Called once recovery is done, before the first command, with the
-    /// recovered state and its last sequence number.
-    fn recovered(&mut self, state: &Self::State, seq_nr: u64) {
-        let _ = (state, seq_nr);
-    }
-
-    /// Called with every persistence failure of this activation (the
-    /// default logs it at `error`). After a journal failure or a fencing
-    /// the actor stops; after an event that did not serialise it goes on
-    /// (nothing was written, the command got no reply).
-    fn failed(&mut self, error: &PersistenceError) {
-        tracing::error!(%error, "persistent actor failure");
     }
 }

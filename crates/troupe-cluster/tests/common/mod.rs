@@ -29,6 +29,13 @@ pub enum Cmd {
     /// Persist a blob of bytes (an event of any size), answer the new
     /// length.
     AddBlob(Vec<u8>, ReplyTo<usize>),
+    /// Persist `n`; answer the new length, or the error that refused or
+    /// failed the event.
+    AddResult(u64, ReplyTo<Result<usize, PersistenceError>>),
+    /// As `AddBlob`, answering the error too.
+    BlobResult(Vec<u8>, ReplyTo<Result<usize, PersistenceError>>),
+    /// An event that cannot be serialised, answering the error.
+    PoisonResult(ReplyTo<Result<usize, PersistenceError>>),
     Get(ReplyTo<Vec<u64>>),
     /// Persist nothing, save a snapshot now.
     Snapshot(ReplyTo<u64>),
@@ -84,6 +91,11 @@ impl PersistentActor for Ledger {
             }
             Cmd::Poison(r) => Effect::persist(Event::Poison(0)).then_reply(r, Vec::len),
             Cmd::AddBlob(b, r) => Effect::persist(Event::Blob(b)).then_reply(r, Vec::len),
+            Cmd::AddResult(n, r) => Effect::persist(Event::Added(n)).then_reply_result(r, Vec::len),
+            Cmd::BlobResult(b, r) => Effect::persist(Event::Blob(b)).then_reply_result(r, Vec::len),
+            Cmd::PoisonResult(r) => {
+                Effect::persist(Event::Poison(0)).then_reply_result(r, Vec::len)
+            }
             Cmd::Get(r) => Effect::reply(r, state.clone()),
             Cmd::Snapshot(r) => {
                 let len = state.len() as u64;
@@ -123,6 +135,27 @@ impl PersistentActor for Ledger {
 
 pub fn journal(dir: &std::path::Path) -> Arc<dyn Journal> {
     Arc::new(LocalJournal::open(dir).unwrap())
+}
+
+/// A ledger that restarts through its supervisor after a failed write
+/// (`restart_on_failure`), with a short backoff.
+pub fn restarting_props(
+    id: &str,
+    journal: &Arc<dyn Journal>,
+    reports: Option<ActorRef<Report>>,
+) -> Props<Persistent<Ledger>> {
+    let (id, journal) = (id.to_string(), journal.clone());
+    Props::new(move || {
+        let ledger = Ledger {
+            id: id.clone(),
+            reports: reports.clone(),
+        };
+        Persistent::new(ledger, journal.clone()).restart_on_failure()
+    })
+    .supervisor(
+        troupe::SupervisorStrategy::restart()
+            .with_backoff(Duration::from_millis(10), Duration::from_millis(100)),
+    )
 }
 
 pub fn props(

@@ -314,7 +314,10 @@ mod tests {
         // escapes.
         let name = file_name(&".".repeat(200));
         assert!(name.starts_with("%2E%2E"), "{name}");
-        assert!(name.split('~').next().unwrap().len().is_multiple_of(3), "{name}");
+        assert!(
+            name.split('~').next().unwrap().len().is_multiple_of(3),
+            "{name}"
+        );
     }
 
     #[test]
