@@ -157,12 +157,14 @@ impl Tail {
     /// Records that everything written so far is acknowledged (written,
     /// and under a durable policy fsynced): a repair keeps it.
     pub fn acknowledge(&mut self) {
-        self.mark = Mark {
-            base: self.base,
-            path: self.path.clone(),
-            len: self.len,
-            next_seq: self.next_seq,
-        };
+        // The path is copied only when a rotation changed it: this runs
+        // after every append (or batch).
+        if self.mark.base != self.base {
+            self.mark.base = self.base;
+            self.mark.path.clone_from(&self.path);
+        }
+        self.mark.len = self.len;
+        self.mark.next_seq = self.next_seq;
         self.status
             .acknowledged
             .store(self.next_seq, Ordering::Release);
