@@ -25,6 +25,12 @@
 //!   registered actor: the far actor's stop, or its node's loss, takes it
 //!   off the listing without the bucket.
 //!
+//! A node that comes back from a stall as a new incarnation (see
+//! `Node::incarnation`) writes its entries again under the new one: the
+//! others deleted the old ones when they declared it down. Its importer
+//! notices the change within a heartbeat interval and subscribes the
+//! exporter again, which gets the listing at once and rewrites it.
+//!
 //! The bucket is cleaned by whoever notices: a node deletes the keys of
 //! its own earlier incarnations when it shares a key, the keys of a node
 //! declared down, and those of a node it has not heard from for a
@@ -202,6 +208,7 @@ impl ClusterReceptionist {
             system: self.system.clone(),
             key: key.clone(),
             me,
+            exporter: exporter.clone(),
             prefix: prefix.clone(),
             changes,
             listed: HashMap::new(),
@@ -338,6 +345,16 @@ impl<M: RemoteMessage> Actor for Exporter<M> {
     type Msg = Listing<M>;
 
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, listing: Listing<M>) {
+        let now = self.node.incarnation();
+        if now != self.me.incarnation {
+            // This node came back from a stall as a new incarnation: the
+            // others deleted (or will delete) the old one's entries. Write
+            // every local actor again under the new one.
+            self.me.incarnation = now;
+            for (_, key) in self.written.drain() {
+                let _ = self.changes.send(Change::Delete(key));
+            }
+        }
         // Remote refs in the listing are the importer's: never written back.
         let local: HashMap<ActorId, &ActorRef<M>> = listing
             .refs()
@@ -405,6 +422,9 @@ struct Importer<M: RemoteMessage> {
     system: ActorSystem,
     key: ServiceKey<M>,
     me: Me,
+    /// Subscribed again when this node becomes a new incarnation, so it
+    /// rewrites its entries at once.
+    exporter: ActorRef<Listing<M>>,
     prefix: String,
     /// Deletes go through the writer, in order with this node's puts.
     changes: mpsc::UnboundedSender<Change>,
@@ -419,6 +439,8 @@ impl<M: RemoteMessage> Importer<M> {
         let mut events = self.node.member_events();
         let timeout = self.node.config().heartbeat_timeout;
         let mut sweep = tokio::time::interval(timeout.max(Duration::from_millis(10)));
+        let beat = self.node.config().heartbeat_interval;
+        let mut renewal = tokio::time::interval(beat.max(Duration::from_millis(10)));
         loop {
             tokio::select! {
                 entry = watch.next() => match entry {
@@ -457,6 +479,7 @@ impl<M: RemoteMessage> Importer<M> {
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 },
                 _ = sweep.tick() => self.sweep(timeout),
+                _ = renewal.tick() => self.renewed(),
             }
         }
     }
@@ -468,8 +491,10 @@ impl<M: RemoteMessage> Importer<M> {
         };
         if owner.node == self.me.name {
             // Ours: the exporter's. One of an earlier incarnation of this
-            // node is a leftover: its actors are gone.
-            if owner.incarnation != self.me.incarnation && operation == Operation::Put {
+            // node is a leftover: its refs are dead. (The incarnation now,
+            // not the one this task last noticed: the exporter may write
+            // under a new one first.)
+            if owner.incarnation != self.node.incarnation() && operation == Operation::Put {
                 let _ = self.changes.send(Change::Delete(key.to_string()));
             }
             return;
@@ -500,6 +525,22 @@ impl<M: RemoteMessage> Importer<M> {
         } else {
             self.waiting
                 .insert(key.to_string(), (owner.node, actor, Instant::now()));
+        }
+    }
+
+    /// This node became a new incarnation (it resumed from a stall the
+    /// others took for its death): its entries of the new one are its own
+    /// from now on, and the exporter, subscribed again, gets the listing
+    /// at once and writes them. (Each renewal adds one subscription; the
+    /// exporter's writes are idempotent, so a listing told twice writes
+    /// nothing more.)
+    fn renewed(&mut self) {
+        let now = self.node.incarnation();
+        if now != self.me.incarnation {
+            self.me.incarnation = now;
+            self.system
+                .receptionist()
+                .subscribe(&self.key, self.exporter.clone());
         }
     }
 

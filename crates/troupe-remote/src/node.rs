@@ -164,11 +164,13 @@ pub struct Stall {
     pub lasted: std::time::Duration,
 }
 
-/// The stalls the heartbeat task saw: the longest and the last.
+/// The stalls the heartbeat task saw: the longest, the last, and the
+/// longest since this node became its current incarnation.
 #[derive(Default)]
 struct Stalls {
     longest: Option<Stall>,
     last: Option<Stall>,
+    this_incarnation: Option<Stall>,
 }
 
 impl Shared {
@@ -932,6 +934,22 @@ impl Node {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .last
+    }
+
+    /// The longest stall of this process since it became its current
+    /// [`incarnation`](Node::incarnation), if any. A stall that made it a
+    /// new incarnation belongs to the old one: the others take the new
+    /// one as a member that never stalled. A block that must not own
+    /// something while the others may count this node down (a singleton's
+    /// lease) asks this rather than
+    /// [`longest_stall`](Node::longest_stall), which keeps counting a
+    /// stall the node has since come back from.
+    pub fn longest_stall_this_incarnation(&self) -> Option<Stall> {
+        self.shared()
+            .stall
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .this_incarnation
     }
 
     /// This node and every node it hears heartbeats of, sorted by name.

@@ -16,9 +16,11 @@
 //!   then take the lease over at the revision followed (a compare-and-set:
 //!   of several followers one wins, the others follow it), or acquire it
 //!   again if it was released;
-//! - never hold or take over once this node has stalled past half its
-//!   heartbeat timeout (`Node::longest_stall`): the others may have declared
-//!   it down for good, and could not reach an instance here;
+//! - never hold or take over once this node incarnation has stalled past
+//!   half its heartbeat timeout (`Node::longest_stall_this_incarnation`):
+//!   the others may have declared it down for good, and could not reach an
+//!   instance here. A stall that made the node a new incarnation (see
+//!   `Node::incarnation`) does not count: the new one may hold again;
 //! - **hold**: start the instance with the lease revision as its fencing
 //!   token (and its front, `front.rs`, when its message type is wider
 //!   than the protocol), name it to the proxy, publish it under the singleton's name
@@ -183,12 +185,14 @@ where
         }
     }
 
-    /// Whether this node stalled long enough (half the heartbeat timeout,
-    /// to be safe) that the others may have declared it down: they would
-    /// never reach an instance here, so it may not hold the lease again.
+    /// Whether this node incarnation stalled long enough (half the
+    /// heartbeat timeout, to be safe) that the others may have declared it
+    /// down: they would never reach an instance here, so it may not hold
+    /// the lease again. A stall that made the node a new incarnation does
+    /// not count: the others take the new one as a fresh member.
     fn declared_down(&self) -> bool {
         self.node
-            .longest_stall()
+            .longest_stall_this_incarnation()
             .is_some_and(|s| s.lasted >= self.node.config().heartbeat_timeout / 2)
     }
 

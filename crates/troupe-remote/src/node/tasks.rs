@@ -588,6 +588,13 @@ pub(super) async fn beat(shared: Arc<Shared>) {
                 stalls.longest = Some(seen);
             }
             stalls.last = Some(seen);
+            // A stall that made this node a new incarnation belongs to the
+            // old one: the new one starts with none.
+            if renewed {
+                stalls.this_incarnation = None;
+            } else if stalls.this_incarnation.is_none_or(|s| s.lasted < stall) {
+                stalls.this_incarnation = Some(seen);
+            }
             drop(stalls);
             if stall >= shared.config.heartbeat_timeout / 2 && !renewed {
                 tracing::warn!(node = %shared.config.node_name, ?stall, "troupe-remote: this process stalled past half the heartbeat timeout, short of what the other nodes may take for its death");
