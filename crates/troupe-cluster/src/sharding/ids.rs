@@ -2,7 +2,7 @@
 //! one it does not.
 //!
 //! An id is refused when it is empty, longer than
-//! [`MAX_ID_BYTES`](crate::MAX_ID_BYTES) (it would not fit in the journal's
+//! [`MAX_ID_BYTES`] (it would not fit in the journal's
 //! subject, a key or a file name: a subject over the server's control line
 //! closes the node's whole connection), or when the type's validator
 //! (`ShardingSettings::validate`) says no. It is checked twice:
