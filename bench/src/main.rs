@@ -1,6 +1,6 @@
 //! troupe-bench: the command line that runs the experiments of
 //! `docs/experiments.md` on troupe, on baselines without actors and on the
-//! Pekko peer, prints one table per experiment and optionally writes the
+//! peers (Apache Pekko; kameo, ractor and actix), prints one table per experiment and optionally writes the
 //! results as JSON, a report folder, the results of `docs/benchmarks.md`
 //! and the README's summary.
 //!
@@ -24,6 +24,7 @@ mod readme;
 mod report;
 mod rss;
 mod runner;
+mod rust_peers;
 mod shared;
 mod site;
 mod table;
@@ -41,8 +42,9 @@ use crate::experiments::{Context, LIST};
 use crate::report::{Machine, Report, Row, RunInfo};
 use crate::runner::{RunOptions, Scale};
 
-/// Benchmarks troupe against plain threads, tokio and Apache Pekko on the
-/// experiments of docs/experiments.md.
+/// Benchmarks troupe against plain threads, tokio, Apache Pekko and the Rust
+/// actor libraries kameo, ractor and actix on the experiments of
+/// docs/experiments.md.
 #[derive(Debug, Parser)]
 #[command(name = "troupe-bench", version)]
 struct Cli {
@@ -188,10 +190,12 @@ struct CommonArgs {
     /// markers).
     #[arg(long, value_name = "FILE")]
     docs: Option<PathBuf>,
-    /// Also run a peer after troupe's rows: `pekko` (peers/pekko, built with
-    /// Maven if needed) or `none`. `all` runs Pekko whenever java and mvn
-    /// are present.
-    #[arg(long, value_name = "NAME", value_parser = ["pekko", "none"])]
+    /// Also run peers after troupe's rows: `pekko` (peers/pekko, built with
+    /// Maven if needed), `rust` (kameo, ractor and actix: peers/rust, built
+    /// with cargo), `all` (both) or `none`. Without the flag, the `all`
+    /// command runs every peer that can be built (saying which cannot) and
+    /// an experiment's own command runs none.
+    #[arg(long, value_name = "NAME", value_parser = ["pekko", "rust", "all", "none"])]
     peer: Option<String>,
 }
 
@@ -204,30 +208,45 @@ impl CommonArgs {
         }
     }
 
-    /// Whether to run the Pekko peer: as asked, or for `all` (`auto`)
-    /// whenever it can be built, saying so when it cannot.
-    fn pekko(&self, auto: bool) -> Result<bool, String> {
-        match self.peer.as_deref() {
-            Some("none") => Ok(false),
-            Some(_) => peer::ensure_built()
+    /// Which peers to run, `(pekko, rust)`: as asked, or for `all` (`auto`)
+    /// each whenever it can be built, saying so when it cannot. A peer asked
+    /// for by name that cannot be built is an error.
+    fn peers(&self, auto: bool) -> Result<(bool, bool), String> {
+        let asked = |name: &str| match self.peer.as_deref() {
+            Some("all") => Some(true),
+            Some(p) => Some(p == name),
+            None if auto => None,
+            None => Some(false),
+        };
+        let decide = |name: &str, build: fn() -> Result<(), String>, what: &str| match asked(name) {
+            Some(false) => Ok(false),
+            Some(true) => build()
                 .map(|()| true)
-                .map_err(|e| format!("--peer pekko: {e}")),
-            None if auto => match peer::ensure_built() {
+                .map_err(|e| format!("--peer {name}: {e}")),
+            None => match build() {
                 Ok(()) => Ok(true),
                 Err(e) => {
-                    eprintln!("troupe-bench: the Pekko peer is skipped: {e}");
+                    eprintln!("troupe-bench: {what} skipped: {e}");
                     Ok(false)
                 }
             },
-            None => Ok(false),
-        }
+        };
+        Ok((
+            decide("pekko", peer::ensure_built, "the Pekko peer is")?,
+            decide(
+                "rust",
+                rust_peers::ensure_built,
+                "the Rust peers (kameo, ractor, actix) are",
+            )?,
+        ))
     }
 
-    fn context(&self, pekko: bool, in_all: bool) -> Context {
+    fn context(&self, (pekko, rust): (bool, bool), in_all: bool) -> Context {
         Context {
             scale: self.scale(),
             options: self.options(),
             pekko,
+            rust,
             in_all,
         }
     }
@@ -296,7 +315,7 @@ fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
         let rows = if common.processes > 1 {
             processes::run(common.processes, &argv, false)?
         } else {
-            entry.execute(args, &common.context(common.pekko(false)?, false))?
+            entry.execute(args, &common.context(common.peers(false)?, false))?
         };
         (common, rows)
     } else {
@@ -399,7 +418,7 @@ fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
                     let rows = processes::run(common.processes, &argv, true)?;
                     return finish(machine, started, &common, rows, report_dir);
                 }
-                let ctx = common.context(common.pekko(true)?, true);
+                let ctx = common.context(common.peers(true)?, true);
                 let mut rows = Vec::new();
                 for entry in LIST.iter().filter(|e| e.in_all()) {
                     rows.extend(entry.execute(&experiments::default_args(*entry)?, &ctx)?);
@@ -486,6 +505,8 @@ mod tests {
             "troupe-bench trading --variants one-way --clients 10,40 --processes 10",
             "troupe-bench chameneos --meetings 100 --sweep --workers 2 --throughput 5",
             "troupe-bench delayed --jobs 10 --peer pekko",
+            "troupe-bench pingpong --peer rust --quick",
+            "troupe-bench all --peer all --quick",
             "troupe-bench soak --minutes 0.1 --quick",
             "troupe-bench micro --json /tmp/m.json",
             "troupe-bench compare a.json b.json --threshold 5",

@@ -15,13 +15,28 @@ use serde_json::Value;
 
 use crate::report::Row;
 
-/// The runtime of a row: `troupe`, `baseline` or `pekko` (`params.runtime`;
-/// rows saved before it was recorded are troupe's).
+/// The runtime of a row: `troupe`, `baseline`, or a peer's (`pekko`,
+/// `kameo`, `ractor`, `actix`) (`params.runtime`; rows saved before it was
+/// recorded are troupe's).
 pub fn runtime(row: &Row) -> &str {
     row.params
         .get("runtime")
         .and_then(Value::as_str)
         .unwrap_or("troupe")
+}
+
+/// Whether `runtime` is a peer's: Apache Pekko or one of the Rust libraries.
+pub fn is_peer(runtime: &str) -> bool {
+    runtime == "pekko" || crate::rust_peers::is_rust_peer(runtime)
+}
+
+/// A peer's name in sentences: "Pekko", "kameo", ...
+pub fn peer_name(runtime: &str) -> &str {
+    if runtime == "pekko" {
+        "Pekko"
+    } else {
+        runtime
+    }
 }
 
 /// The threads that ran the row's workload, when the row records them.
@@ -137,18 +152,19 @@ pub fn mismatch(a: &Row, b: &Row, keys: &[&str], strict: bool) -> Option<String>
     }
 }
 
-/// For every Pekko row, the troupe row it names (`params.peer_of`, same
-/// workload key): the pair, or a line saying why there is none.
+/// For every peer row (Pekko's, a Rust library's), the troupe row it names
+/// (`params.peer_of`, same workload key): the pair, or a line saying why
+/// there is none.
 pub fn peer_pairs<'a>(rows: &'a [Row], keys: &[&str]) -> Vec<Result<Pair<'a>, String>> {
     let mut out = Vec::new();
-    for peer in rows.iter().filter(|r| runtime(r) == "pekko") {
+    for peer in rows.iter().filter(|r| is_peer(runtime(r))) {
         let Some(of) = peer.params.get("peer_of").and_then(Value::as_str) else {
             continue;
         };
         let troupe = rows.iter().find(|r| {
             r.experiment == peer.experiment
                 && r.variant == of
-                && runtime(r) != "pekko"
+                && runtime(r) == "troupe"
                 && same_workload(r, peer, keys, false)
         });
         out.push(match troupe {
@@ -192,7 +208,7 @@ pub fn baseline_pairs<'a>(rows: &'a [Row], keys: &[&str]) -> Vec<Pair<'a>> {
 }
 
 /// The lines printed under a table: troupe against each baseline and each
-/// Pekko row it may be compared with, and the Pekko rows it may not.
+/// peer row it may be compared with, and the peer rows it may not.
 pub fn ratio_lines(rows: &[Row], keys: &[&str]) -> Vec<String> {
     let mut out = Vec::new();
     for pair in baseline_pairs(rows, keys) {
@@ -205,9 +221,10 @@ pub fn ratio_lines(rows: &[Row], keys: &[&str]) -> Vec<String> {
     for pair in peer_pairs(rows, keys) {
         out.push(match pair {
             Ok(pair) => format!(
-                "{}: troupe {}x Pekko's speed",
+                "{}: troupe {}x {}'s speed",
                 pair.label(),
-                ratio_text(pair.ratio())
+                ratio_text(pair.ratio()),
+                peer_name(runtime(pair.other))
             ),
             Err(why) => why,
         });

@@ -1,4 +1,4 @@
-//! Apache Pekko as a side-by-side peer: the Maven project in `peers/pekko`
+//! The side-by-side peers' plumbing, and Apache Pekko's: the Maven project in `peers/pekko`
 //! implements the same experiments with the same parameters and checks;
 //! this module builds its jar when needed (`mvn -q package`), runs it after
 //! troupe's rows in the same invocation, and turns each `RESULT {json}` line
@@ -10,6 +10,9 @@
 //! take as many measured runs as troupe's rows, all of which the row keeps.
 //! The peer says per row what it did (`protocol`), and a failed check comes
 //! back as a RESULT with a `failure` field, which becomes the row's failure.
+//!
+//! The Rust peers (kameo, ractor, actix; [`crate::rust_peers`]) speak the
+//! same protocol through [`run_child`] and [`row_of`].
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -99,18 +102,29 @@ fn warmup_args() -> [String; 6] {
     ]
 }
 
-/// Runs one experiment of the peer (with the [`WarmUp`] rule) and returns
-/// its RESULT object. A run whose checks failed still returns its RESULT,
-/// with a `failure` field; a run with no RESULT at all is an error.
+/// Runs one experiment of the Pekko peer (with the [`WarmUp`] rule) and
+/// returns its RESULT object. A run whose checks failed still returns its
+/// RESULT, with a `failure` field; a run with no RESULT at all is an error.
 pub fn run(args: &[&str]) -> Result<Map<String, Value>, WorkloadError> {
-    eprintln!("pekko: {}", args.join(" "));
+    run_child("pekko", java(), args)
+}
+
+/// Runs `command` with `args` and the [`WarmUp`] rule's arguments, and
+/// returns the RESULT object it printed (see [`run`]); `name` says which
+/// peer in progress lines and errors.
+pub fn run_child(
+    name: &str,
+    mut command: Command,
+    args: &[&str],
+) -> Result<Map<String, Value>, WorkloadError> {
+    eprintln!("{name}: {}", args.join(" "));
     let rtt = crate::core_latency::Around::start();
-    let output = java()
+    let output = command
         .args(args)
         .args(warmup_args())
         .stderr(Stdio::piped())
         .output()
-        .map_err(|e| WorkloadError::new(format!("cannot start java: {e}")))?;
+        .map_err(|e| WorkloadError::new(format!("cannot start the {name} peer: {e}")))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let last = stderr
@@ -120,7 +134,7 @@ pub fn run(args: &[&str]) -> Result<Map<String, Value>, WorkloadError> {
         .unwrap_or("");
     let Some(line) = stdout.lines().find_map(|l| l.strip_prefix("RESULT ")) else {
         return Err(WorkloadError::new(format!(
-            "pekko {}: no RESULT line ({}): {last}",
+            "{name} {}: no RESULT line ({}): {last}",
             args.join(" "),
             output.status
         )));
@@ -129,7 +143,7 @@ pub fn run(args: &[&str]) -> Result<Map<String, Value>, WorkloadError> {
         Ok(Value::Object(map)) => map,
         _ => {
             return Err(WorkloadError::new(format!(
-                "pekko: unreadable RESULT line {line}"
+                "{name}: unreadable RESULT line {line}"
             )))
         }
     };
@@ -138,7 +152,7 @@ pub fn run(args: &[&str]) -> Result<Map<String, Value>, WorkloadError> {
     map.insert(crate::core_latency::PARAM.into(), rtt.finish());
     if !output.status.success() && !map.contains_key("failure") {
         return Err(WorkloadError::new(format!(
-            "pekko {}: exited with {} without saying why: {last}",
+            "{name} {}: exited with {} without saying why: {last}",
             args.join(" "),
             output.status
         )));
@@ -156,6 +170,19 @@ pub fn row(
     variant: &str,
     peer_of: &str,
     msgs: u64,
+    params: Map<String, Value>,
+) -> Result<Row, WorkloadError> {
+    row_of("pekko", experiment, variant, peer_of, msgs, params)
+}
+
+/// [`row`] for the peer `runtime` (`pekko`, or a Rust library: see
+/// [`crate::rust_peers`]), which becomes the row's `params.runtime`.
+pub fn row_of(
+    runtime: &str,
+    experiment: &str,
+    variant: &str,
+    peer_of: &str,
+    msgs: u64,
     mut params: Map<String, Value>,
 ) -> Result<Row, WorkloadError> {
     let sample = |ns: f64| Sample {
@@ -169,14 +196,14 @@ pub fn row(
         .unwrap_or_default();
     if samples.is_empty() {
         return Err(WorkloadError::new(format!(
-            "pekko {experiment}/{variant}: the peer reported no samples"
+            "{runtime} {experiment}/{variant}: the peer reported no samples"
         )));
     }
     let warmup = params
         .get("warmup_ns_per_msg")
         .and_then(Value::as_f64)
         .map_or(samples[0], sample);
-    params.insert("runtime".into(), json!("pekko"));
+    params.insert("runtime".into(), json!(runtime));
     params.insert("peer_of".into(), json!(peer_of));
     let protocol = params.remove("protocol");
     let failure = params.remove("failure");

@@ -21,6 +21,7 @@ use std::path::Path;
 use crate::experiments;
 use crate::pairing::{self, ratio_text};
 use crate::report::{duration_text, Machine, Row, RunInfo};
+use crate::rust_peers::is_rust_peer;
 use crate::site::summary;
 use crate::table::{Align, Table};
 
@@ -49,9 +50,10 @@ pub const SUMMARY: Markers = Markers {
 pub const SUMMARY_LINES: usize = 10;
 
 /// The summary's columns, by their index in the report's summary table:
-/// experiment, figure, threads, troupe, troupe vs baseline, troupe vs Pekko
-/// (the baseline's and Pekko's own figures stay in the benchmarks page).
-const SUMMARY_COLUMNS: [usize; 6] = [0, 1, 2, 3, 6, 7];
+/// experiment, figure, threads, troupe, troupe vs baseline, troupe vs
+/// Pekko, troupe vs best Rust peer (the others' own figures stay in the
+/// benchmarks page).
+const SUMMARY_COLUMNS: [usize; 7] = [0, 1, 2, 3, 7, 8, 9];
 
 /// Which run the figures come from: the command, the machine, the commit.
 fn provenance(machine: &Machine, run: &RunInfo) -> String {
@@ -72,7 +74,7 @@ fn provenance(machine: &Machine, run: &RunInfo) -> String {
 }
 
 /// The README's summary: the report's summary lines that pair troupe with
-/// a baseline or Pekko on the same number of threads, at most
+/// a baseline or a peer on the same number of threads, at most
 /// [`SUMMARY_LINES`], under a line naming the run.
 pub fn render_summary(machine: &Machine, run: &RunInfo, rows: &[Row]) -> String {
     let full = summary::table(rows);
@@ -83,7 +85,7 @@ pub fn render_summary(machine: &Machine, run: &RunInfo, rows: &[Row]) -> String 
     let lines: Vec<Vec<String>> = full
         .rows
         .iter()
-        .filter(|line| has_ratio(&line[6]) || has_ratio(&line[7]))
+        .filter(|line| summary::RATIO_COLUMNS.iter().any(|&i| has_ratio(&line[i])))
         .take(SUMMARY_LINES)
         .map(|line| SUMMARY_COLUMNS.iter().map(|&i| line[i].clone()).collect())
         .collect();
@@ -105,6 +107,12 @@ pub fn render_summary(machine: &Machine, run: &RunInfo, rows: &[Row]) -> String 
 pub fn render(machine: &Machine, run: &RunInfo, rows: &[Row]) -> String {
     let mut out = provenance(machine, run);
     out.push('\n');
+    let headlines = summary::table(rows);
+    if !headlines.rows.is_empty() {
+        out.push_str("**Summary** (each experiment's headline figure: troupe's best row against the best baseline, Pekko and the best Rust peer on the same number of threads):\n\n");
+        out.push_str(&headlines.markdown());
+        out.push('\n');
+    }
     let groups = experiments::group(rows);
     for (entry, these) in &groups {
         let refs: Vec<&Row> = these.iter().collect();
@@ -132,28 +140,55 @@ pub fn render(machine: &Machine, run: &RunInfo, rows: &[Row]) -> String {
             out.push('\n');
         }
     }
-    let mut pekko = Vec::new();
+    let mut peers = Vec::new();
     let mut unpaired = Vec::new();
+    let mut rust_best: Vec<pairing::Pair> = Vec::new();
     for (entry, these) in &groups {
         for pair in pairing::peer_pairs(these, entry.keys()) {
             match pair {
-                Ok(p) => pekko.push(format!(
-                    "| {} {} | {} | {}x |",
-                    p.troupe.experiment,
-                    p.troupe.variant,
-                    p.label(),
-                    ratio_text(p.ratio())
-                )),
+                Ok(p) => {
+                    peers.push(format!(
+                        "| {} {} | {} | {}x |",
+                        p.troupe.experiment,
+                        p.troupe.variant,
+                        p.label(),
+                        ratio_text(p.ratio())
+                    ));
+                    if is_rust_peer(pairing::runtime(p.other)) {
+                        best_of(&mut rust_best, p);
+                    }
+                }
                 Err(why) => unpaired.push(format!("{}: {why}", entry.name())),
             }
         }
     }
-    if !pekko.is_empty() || !unpaired.is_empty() {
-        out.push_str("**troupe vs Apache Pekko** (same machine, same run; Pekko's time per message divided by troupe's, so above 1 means troupe is faster; only rows that ran on the same number of threads are paired):\n\n");
+    if !rust_best.is_empty() {
+        out.push_str("**troupe vs the best Rust peer** (per troupe row, the fastest of kameo, ractor and actix on the same workload and the same number of threads; its time per message divided by troupe's, so above 1 means troupe is faster):\n\n");
+        out.push_str("| troupe row | best Rust peer | workload | threads | vs best Rust peer |\n|---|---|---|---|---:|\n");
+        for p in &rust_best {
+            let _ = writeln!(
+                out,
+                "| {} {} | {} | {} | {} | {}x |",
+                p.troupe.experiment,
+                p.troupe.variant,
+                p.other.variant,
+                if p.workload.is_empty() {
+                    "-"
+                } else {
+                    &p.workload
+                },
+                pairing::threads_text(p.threads),
+                ratio_text(p.ratio())
+            );
+        }
+        out.push('\n');
     }
-    if !pekko.is_empty() {
-        out.push_str("| troupe row | paired with | Pekko time / troupe time |\n|---|---|---:|\n");
-        for line in pekko {
+    if !peers.is_empty() || !unpaired.is_empty() {
+        out.push_str("**troupe vs each peer** (Apache Pekko, kameo, ractor, actix; same machine, same run; the peer's time per message divided by troupe's, so above 1 means troupe is faster; only rows that ran on the same number of threads are paired):\n\n");
+    }
+    if !peers.is_empty() {
+        out.push_str("| troupe row | paired with | peer time / troupe time |\n|---|---|---:|\n");
+        for line in peers {
             let _ = writeln!(out, "{line}");
         }
         out.push('\n');
@@ -162,6 +197,19 @@ pub fn render(machine: &Machine, run: &RunInfo, rows: &[Row]) -> String {
         let _ = writeln!(out, "- {line}");
     }
     out
+}
+
+/// Keeps in `best` one pair per troupe row and workload: the one whose peer
+/// was fastest (the smallest ratio).
+fn best_of<'a>(best: &mut Vec<pairing::Pair<'a>>, p: pairing::Pair<'a>) {
+    let same = |q: &pairing::Pair| {
+        std::ptr::eq(q.troupe, p.troupe) && q.workload == p.workload && q.threads == p.threads
+    };
+    match best.iter_mut().find(|q| same(q)) {
+        Some(q) if p.ratio() < q.ratio() => *q = p,
+        Some(_) => {}
+        None => best.push(p),
+    }
 }
 
 /// Replaces the section between `markers` in `path` with `section`.

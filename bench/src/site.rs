@@ -6,10 +6,11 @@
 //! saved run.
 //!
 //! The page opens with the summary table (each experiment's headline figure
-//! for troupe, the best baseline and Pekko, with ratios between rows of the
-//! same thread count), then one section per experiment, made by the
-//! experiment (see `experiments`). Rows carry `params.runtime` (`troupe`,
-//! `baseline`, `pekko`): tables show it and charts colour by it.
+//! for troupe, the best baseline, Pekko and the best Rust peer, with ratios
+//! between rows of the same thread count), then one section per experiment,
+//! made by the experiment (see `experiments`). Rows carry `params.runtime`
+//! (`troupe`, `baseline`, `pekko`, `kameo`, `ractor`, `actix`): tables show
+//! it and charts colour by it.
 
 pub mod charts;
 mod sections;
@@ -192,9 +193,10 @@ fn summary_md(report: &Report, sections: &[Section]) -> String {
 
 /// What the summary table's ratios mean.
 const SUMMARY_NOTE: &str = "Each experiment's headline figure for troupe's best row, the best \
-baseline and Pekko, one line per thread count: a ratio only pairs rows that ran on the same \
-number of threads (above 1: troupe is better). Colours in every chart: troupe blue, baselines \
-orange, Pekko green.";
+baseline, Pekko and the best Rust peer (the fastest of kameo, ractor and actix), one line per \
+thread count: a ratio only pairs rows that ran on the same number of threads (above 1: troupe is \
+better). Colours in every chart: troupe blue, baselines orange, Pekko green, kameo purple, ractor \
+brown, actix pink.";
 
 #[cfg(test)]
 mod tests {

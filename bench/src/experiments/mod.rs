@@ -42,8 +42,8 @@ experiments![
     soak::Soak,
 ];
 
-/// How one invocation runs: the scale, the repeats and filter, whether the
-/// Pekko peer runs, and whether this is part of `all`.
+/// How one invocation runs: the scale, the repeats and filter, which peers
+/// run, and whether this is part of `all`.
 #[derive(Clone, Debug)]
 pub struct Context {
     /// `--quick`, the default or `--full`.
@@ -52,6 +52,9 @@ pub struct Context {
     pub options: RunOptions,
     /// Run the experiment's Pekko rows after troupe's.
     pub pekko: bool,
+    /// Run the experiment's Rust peer rows (kameo, ractor, actix) after
+    /// troupe's.
+    pub rust: bool,
     /// Running under `all` (with every flag of the experiment at its default).
     pub in_all: bool,
 }
@@ -86,6 +89,10 @@ pub trait Experiment: Sync {
     /// Makes the Pekko peer's rows at the same settings (usually the peer
     /// module's `rows`); none when the experiment has no peer.
     const PEER: Option<Rows<Self::Settings>> = None;
+    /// Makes the Rust peers' rows (kameo, ractor, actix) at the same
+    /// settings (usually the `rust_peers` module's `rows`); none when the
+    /// experiment has no Rust peer.
+    const RUST_PEERS: Option<Rows<Self::Settings>> = None;
 
     /// The subcommand, and the `experiment` field of its rows.
     fn name(&self) -> &'static str;
@@ -123,6 +130,18 @@ pub trait Experiment: Sync {
         options: &RunOptions,
     ) -> Result<Vec<Row>, WorkloadError> {
         match Self::PEER {
+            Some(rows) => rows(settings, options),
+            None => Ok(Vec::new()),
+        }
+    }
+    /// Runs the Rust peers' rows at the same settings
+    /// ([`Experiment::RUST_PEERS`]; none without them).
+    fn rust_peer_rows(
+        &self,
+        settings: &Self::Settings,
+        options: &RunOptions,
+    ) -> Result<Vec<Row>, WorkloadError> {
+        match Self::RUST_PEERS {
             Some(rows) => rows(settings, options),
             None => Ok(Vec::new()),
         }
@@ -172,7 +191,7 @@ pub trait Entry: Sync {
     /// The subcommand with the experiment's own flags (not the common ones).
     fn command(&self) -> clap::Command;
     /// Makes the settings from parsed flags, runs troupe's rows and, when
-    /// asked, Pekko's, and prints the tables and the lines under them.
+    /// asked, the peers', and prints the tables and the lines under them.
     fn execute(&self, args: &ArgMatches, ctx: &Context) -> Result<Vec<Row>, Box<dyn Error>>;
     /// See [`Experiment::tables`].
     fn tables(&self, rows: &[&Row]) -> Vec<(String, Table)>;
@@ -213,6 +232,9 @@ impl<E: Experiment> Entry for E {
         let mut rows = self.run(&settings, &ctx.options)?;
         if ctx.pekko {
             rows.extend(self.peer_rows(&settings, &ctx.options)?);
+        }
+        if ctx.rust {
+            rows.extend(self.rust_peer_rows(&settings, &ctx.options)?);
         }
         if !rows.is_empty() {
             print!("{}", text(self, &rows));

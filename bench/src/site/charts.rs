@@ -40,6 +40,10 @@ pub fn runtime_colour(runtime: &str) -> RGBColor {
         "troupe" => RGBColor(31, 119, 180),
         "baseline" => RGBColor(255, 127, 14),
         "pekko" => RGBColor(44, 160, 44),
+        // The Rust peers: purple, brown, pink.
+        "kameo" => RGBColor(148, 103, 189),
+        "ractor" => RGBColor(140, 86, 75),
+        "actix" => RGBColor(227, 119, 194),
         _ => RGBColor(127, 127, 127),
     }
 }

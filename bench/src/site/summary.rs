@@ -1,6 +1,6 @@
 //! The summary table the report opens with: per experiment, its headline
-//! figure for troupe, the best baseline and Pekko, and troupe's ratio to
-//! each, one line per thread count (and workload) so that every ratio pairs
+//! figure for troupe, the best baseline, Pekko and the best Rust peer
+//! (the fastest of kameo, ractor and actix), and troupe's ratio to each, one line per thread count (and workload) so that every ratio pairs
 //! rows that ran on the same number of threads, and says how many.
 //!
 //! A line whose rows do not record their threads shows the figures without
@@ -10,19 +10,25 @@
 use crate::experiments::{self, Entry, Headline};
 use crate::pairing::{runtime, threads, threads_text};
 use crate::report::Row;
+use crate::rust_peers::is_rust_peer;
 use crate::table::{param_text, Align, Table};
 
 /// The header of the summary table.
-const HEADER: [&str; 8] = [
+const HEADER: [&str; 10] = [
     "experiment",
     "figure",
     "threads",
     "troupe",
     "best baseline",
     "Pekko",
+    "best Rust peer",
     "troupe vs baseline",
     "troupe vs Pekko",
+    "troupe vs best Rust peer",
 ];
+
+/// The columns of the three ratios, for callers that pick columns.
+pub const RATIO_COLUMNS: [usize; 3] = [7, 8, 9];
 
 /// The summary table of `rows` (empty when no experiment has a headline).
 pub fn table(rows: &[Row]) -> Table {
@@ -38,10 +44,10 @@ pub fn table(rows: &[Row]) -> Table {
     table
 }
 
-/// The best row of `runtime` in a group: valid rows by the figure; when
-/// every row of that runtime failed, the first failed one.
-fn best<'a>(group: &[&'a Row], rt: &str, headline: &Headline) -> Option<&'a Row> {
-    let mine: Vec<&Row> = group.iter().copied().filter(|r| runtime(r) == rt).collect();
+/// The best row of the runtimes `of` in a group: valid rows by the figure;
+/// when every row of those runtimes failed, the first failed one.
+fn best<'a>(group: &[&'a Row], of: impl Fn(&str) -> bool, headline: &Headline) -> Option<&'a Row> {
+    let mine: Vec<&Row> = group.iter().copied().filter(|r| of(runtime(r))).collect();
     let valid = mine
         .iter()
         .copied()
@@ -130,11 +136,12 @@ fn experiment_lines(entry: &dyn Entry, headline: &Headline, rows: &[Row]) -> Vec
     groups.sort_by_key(|(t, _, _)| t.map_or(u64::MAX, |t| t));
     let mut out = Vec::new();
     for (threads, _, group) in groups {
-        let Some(troupe) = best(&group, "troupe", headline) else {
+        let Some(troupe) = best(&group, |r| r == "troupe", headline) else {
             continue;
         };
-        let baseline = best(&group, "baseline", headline);
-        let pekko = best(&group, "pekko", headline);
+        let baseline = best(&group, |r| r == "baseline", headline);
+        let pekko = best(&group, |r| r == "pekko", headline);
+        let rust = best(&group, is_rust_peer, headline);
         out.push(vec![
             entry.name().to_string(),
             headline.figure.to_string(),
@@ -142,8 +149,10 @@ fn experiment_lines(entry: &dyn Entry, headline: &Headline, rows: &[Row]) -> Vec
             cell(Some(troupe), headline),
             cell(baseline, headline),
             cell(pekko, headline),
+            cell(rust, headline),
             ratio(Some(troupe), baseline, threads, headline),
             ratio(Some(troupe), pekko, threads, headline),
+            ratio(Some(troupe), rust, threads, headline),
         ]);
     }
     out
@@ -184,6 +193,9 @@ mod tests {
             pingpong("actor-tp5-w2", "troupe", Some(2), 125.0),
             pingpong("pekko-pair", "pekko", Some(2), 250.0),
             pingpong("pekko-unknown", "pekko", None, 50.0),
+            pingpong("kameo-pair-w1", "kameo", Some(1), 400.0),
+            pingpong("actix-pair-w1", "actix", Some(1), 160.0),
+            pingpong("ractor-pair-w1", "ractor", Some(1), 240.0),
         ];
         let t = table(&rows);
         assert_eq!(t.header, HEADER.map(String::from).to_vec());
@@ -193,15 +205,20 @@ mod tests {
         assert_eq!(one[3], "actor-tp5-w1: 80.0");
         assert_eq!(one[4], "tokio-mpsc-ct: 400.0");
         assert_eq!(one[5], "-");
-        assert_eq!(one[6], "5.00x better");
+        // The best of the three Rust libraries on one thread.
+        assert_eq!(one[6], "actix-pair-w1: 160.0");
+        assert_eq!(one[7], "5.00x better");
+        assert_eq!(one[9], "2.00x better");
         let two = &t.rows[1];
         assert_eq!(two[2], "2 threads");
         assert_eq!(two[3], "actor-tp5-w2: 125.0");
-        assert_eq!(two[6], "4.00x better");
+        assert_eq!(two[7], "4.00x better");
         assert_eq!(
-            (two[5].as_str(), two[7].as_str()),
+            (two[5].as_str(), two[8].as_str()),
             ("pekko-pair: 250.0", "2.00x better")
         );
+        // No Rust peer ran on two threads: no ratio.
+        assert_eq!((two[6].as_str(), two[9].as_str()), ("-", "-"));
         // The Pekko row without a thread count forms no line (no troupe
         // row shares its group) and enters no ratio.
         assert!(!t.markdown().contains("pekko-unknown"));
@@ -229,9 +246,9 @@ mod tests {
         ];
         let t = table(&rows);
         assert_eq!(t.rows.len(), 1);
-        assert_eq!(t.rows[0][6], "0.50x (worse)");
+        assert_eq!(t.rows[0][7], "0.50x (worse)");
         assert_eq!(t.rows[0][5], "pekko-one-way/off: FAILED: not verified");
-        assert_eq!(t.rows[0][7], "- (a row failed)");
+        assert_eq!(t.rows[0][8], "- (a row failed)");
     }
 
     #[test]
@@ -246,6 +263,6 @@ mod tests {
         let t = table(&rows);
         assert_eq!(t.rows[0][2], "not recorded");
         assert_eq!(t.rows[0][4], "tokio-sleep: 3.000");
-        assert_eq!(t.rows[0][6], "- (threads not recorded)");
+        assert_eq!(t.rows[0][7], "- (threads not recorded)");
     }
 }

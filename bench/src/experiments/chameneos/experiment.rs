@@ -1,4 +1,4 @@
-//! Chameneos as an [`Experiment`]: its flags, its Pekko rows, its two
+//! Chameneos as an [`Experiment`]: its flags, its peers' rows, its two
 //! tables (the games, and the sweep's seconds per point), the lines under
 //! them and its charts. It owns two kinds of rows: `chameneos` and the
 //! sweep's `chameneos-sweep`.
@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use clap::Args;
 
-use super::{peer, program, run, seconds, sweep, sweep_cap, Settings, EXPERIMENT};
+use super::{peer, program, run, rust_peers, seconds, sweep, sweep_cap, Settings, EXPERIMENT};
 use crate::experiments::{Experiment, Headline, Rows};
 use crate::pairing::{runtime, threads, threads_text};
 use crate::report::Row;
@@ -61,6 +61,11 @@ impl Setup {
     fn peer_rows(&self, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
         peer::rows(&self.settings, options)
     }
+
+    /// The Rust peers' rows at the same settings.
+    fn rust_peer_rows(&self, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
+        rust_peers::rows(&self.settings, options)
+    }
 }
 
 impl Experiment for Chameneos {
@@ -68,6 +73,7 @@ impl Experiment for Chameneos {
     type Settings = Setup;
     const RUN: Rows<Setup> = Setup::rows;
     const PEER: Option<Rows<Setup>> = Some(Setup::peer_rows);
+    const RUST_PEERS: Option<Rows<Setup>> = Some(Setup::rust_peer_rows);
 
     fn name(&self) -> &'static str {
         EXPERIMENT
@@ -131,7 +137,10 @@ impl Experiment for Chameneos {
         summary(rows)
     }
     fn notes(&self) -> Vec<String> {
-        vec!["The sweep: seconds per game against meetings, log-log, as in the original post.".into()]
+        vec![
+            "The sweep: seconds per game against meetings, log-log, as in the original post."
+                .into(),
+        ]
     }
     fn charts(&self, rows: &[&Row]) -> Vec<String> {
         let bars: Vec<Bar> = rows

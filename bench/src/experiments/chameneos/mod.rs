@@ -40,6 +40,7 @@ pub mod mall;
 pub mod meeting_place;
 pub mod output;
 pub mod peer;
+pub mod rust_peers;
 pub mod sweep;
 pub mod threads;
 
@@ -54,10 +55,10 @@ use troupe::{DispatcherConfig, Stealing};
 
 use crate::experiments::chameneos::colour::{Colour, GAME_TEN, GAME_THREE};
 use crate::experiments::chameneos::output::{Game, Tally};
-use crate::shared::SystemGuard;
 use crate::report::Row;
 use crate::runner::{RunOptions, Scale, Stopwatch, Workload, WorkloadError};
 use crate::shared::run_experiment;
+use crate::shared::SystemGuard;
 
 /// The experiment's name in tables, progress lines and JSON.
 pub const EXPERIMENT: &str = "chameneos";
@@ -111,7 +112,6 @@ impl Dispatcher {
         format!("w{}-tp{}{stealing}", self.workers, self.throughput)
     }
 }
-
 
 /// The sizes and settings of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -470,7 +470,11 @@ mod tests {
             assert_eq!(row.params["workers"], 2);
             assert_eq!(row.params["throughput"], 5);
             let stealing = row.variant.rsplit('-').next().unwrap();
-            let stealing = if stealing == "tp5" { "adaptive" } else { stealing };
+            let stealing = if stealing == "tp5" {
+                "adaptive"
+            } else {
+                stealing
+            };
             assert_eq!(row.params["stealing"], stealing);
         }
         // Two sweep points (1 and 10), four rows each.

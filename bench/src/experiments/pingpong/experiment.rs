@@ -1,8 +1,8 @@
-//! Ping-pong as an [`Experiment`]: its flag, its Pekko rows and its chart.
+//! Ping-pong as an [`Experiment`]: its flag, its peers' rows and its chart.
 
 use clap::Args;
 
-use super::{peer, run, Settings, EXPERIMENT};
+use super::{peer, run, rust_peers, Settings, EXPERIMENT};
 use crate::experiments::{Experiment, Headline, Rows};
 use crate::pairing::runtime;
 use crate::report::Row;
@@ -25,6 +25,7 @@ impl Experiment for PingPong {
     type Settings = Settings;
     const RUN: Rows<Settings> = run;
     const PEER: Option<Rows<Settings>> = Some(peer::rows);
+    const RUST_PEERS: Option<Rows<Settings>> = Some(rust_peers::rows);
 
     fn name(&self) -> &'static str {
         EXPERIMENT

@@ -18,6 +18,7 @@ pub mod baselines;
 mod experiment;
 pub mod many_pairs;
 pub mod peer;
+pub mod rust_peers;
 
 use crate::report::Row;
 use crate::runner::{RunOptions, Scale, Workload, WorkloadError};

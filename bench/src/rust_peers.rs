@@ -1,0 +1,106 @@
+//! kameo, ractor and actix as side-by-side peers: the cargo project in
+//! `peers/rust` (a workspace of its own, so that troupe's `cargo test
+//! --workspace` never compiles three actor libraries) implements the
+//! experiments on each library with the same parameters and checks as
+//! troupe's rows. This module builds its binary when a run needs it
+//! (`cargo build --release --locked`, into `target/rust-peers`; cargo
+//! itself decides whether anything changed), runs it after troupe's rows
+//! and turns each `RESULT {json}` line into a row with `params.runtime`
+//! naming the library and `params.peer_of` the troupe row it is compared
+//! with, exactly as the Pekko peer's ([`crate::peer`]): the same warm-up
+//! rule, every measured run kept, a failed check a failed row.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+
+use crate::peer;
+use crate::report::Row;
+use crate::runner::WorkloadError;
+
+/// The libraries, in the order their rows run; each is a row's `runtime`.
+pub const LIBRARIES: [&str; 3] = ["kameo", "ractor", "actix"];
+
+/// Whether `runtime` is one of the Rust peers.
+pub fn is_rust_peer(runtime: &str) -> bool {
+    LIBRARIES.contains(&runtime)
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The peers' cargo project.
+pub fn project_dir() -> PathBuf {
+    repo().join("peers/rust")
+}
+
+/// Where the peers build: their own target directory, under the
+/// repository's, whatever `CARGO_TARGET_DIR` says for troupe's build.
+fn target_dir() -> PathBuf {
+    repo().join("target/rust-peers")
+}
+
+fn binary() -> PathBuf {
+    target_dir().join("release/troupe-rust-peers")
+}
+
+/// Builds the peers' binary (once per process; a no-op for cargo when
+/// nothing changed). `Err` says why the peers cannot run.
+pub fn ensure_built() -> Result<(), String> {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            // The cargo that runs this bench when there is one, else the PATH's.
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let manifest = project_dir().join("Cargo.toml");
+            eprintln!(
+                "rust peers: cargo build --release --locked --manifest-path {} --target-dir {}",
+                manifest.display(),
+                target_dir().display()
+            );
+            let started = Instant::now();
+            let status = Command::new(&cargo)
+                .args(["build", "--release", "--locked", "--manifest-path"])
+                .arg(&manifest)
+                .arg("--target-dir")
+                .arg(target_dir())
+                .status()
+                .map_err(|e| format!("cannot run cargo ({}): {e}", cargo.to_string_lossy()))?;
+            if !status.success() {
+                return Err(format!(
+                    "building peers/rust failed ({status}); see the cargo output above"
+                ));
+            }
+            eprintln!(
+                "rust peers: ready after {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+            Ok(())
+        })
+        .clone()
+}
+
+/// Runs one experiment of `library` (with the warm-up rule) and returns its
+/// RESULT object; see [`peer::run_child`].
+pub fn run(library: &str, args: &[&str]) -> Result<Map<String, Value>, WorkloadError> {
+    ensure_built().map_err(WorkloadError::new)?;
+    let mut command = Command::new(binary());
+    command.arg(library);
+    peer::run_child(library, command, args)
+}
+
+/// A row of `library` from its RESULT's fields; see [`peer::row_of`].
+pub fn row(
+    library: &str,
+    experiment: &str,
+    variant: &str,
+    peer_of: &str,
+    msgs: u64,
+    params: Map<String, Value>,
+) -> Result<Row, WorkloadError> {
+    peer::row_of(library, experiment, variant, peer_of, msgs, params)
+}
