@@ -2,9 +2,11 @@
 //! rows, the guard that stops an actor system when a row is done with it, the child-process probe (a hidden subcommand
 //! of this same binary, run in a fresh process and answering with one JSON
 //! object) and the number formats of the tables, the lines and the
-//! report's charts.
+//! report's charts, and a countdown a row waits on for its actors.
 
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
@@ -130,6 +132,63 @@ pub fn run_experiment(
     }
     progress.finish();
     Ok(rows)
+}
+
+/// The longest a run of a workload that waits for its actors may take.
+pub const DEADLINE: Duration = Duration::from_secs(600);
+
+/// Counts down to zero; [`Countdown::wait`] returns then.
+pub struct Countdown {
+    left: AtomicUsize,
+    zero: (Mutex<bool>, Condvar),
+}
+
+impl Countdown {
+    /// A countdown at zero; [`Countdown::arm`] sets it.
+    pub fn new() -> Self {
+        Countdown {
+            left: AtomicUsize::new(0),
+            zero: (Mutex::new(false), Condvar::new()),
+        }
+    }
+
+    /// Starts counting down from `n`.
+    pub fn arm(&self, n: usize) {
+        *self.zero.0.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        self.left.store(n, Ordering::Release);
+    }
+
+    /// One of the `n` is done.
+    pub fn count_down(&self) {
+        if self.left.fetch_sub(1, Ordering::AcqRel) == 1 {
+            *self.zero.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            self.zero.1.notify_all();
+        }
+    }
+
+    /// Waits until the count is zero, at most [`DEADLINE`].
+    pub fn wait(&self, what: &str) -> Result<(), WorkloadError> {
+        let done = self.zero.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (done, _) = self
+            .zero
+            .1
+            .wait_timeout_while(done, DEADLINE, |d| !*d)
+            .unwrap_or_else(|e| e.into_inner());
+        if *done {
+            Ok(())
+        } else {
+            Err(WorkloadError::new(format!(
+                "{what} did not finish within {} s",
+                DEADLINE.as_secs()
+            )))
+        }
+    }
+}
+
+impl Default for Countdown {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 #[cfg(test)]

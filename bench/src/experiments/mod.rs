@@ -31,6 +31,7 @@ macro_rules! experiments {
 experiments![
     pingpong::PingPong,
     micro::Micro,
+    fan::Fan,
     delayed::Delayed,
     primes::Primes,
     trading::Trading,

@@ -12,6 +12,7 @@ mod actix_system;
 mod args;
 mod ask;
 mod chameneos;
+mod delayed;
 mod fan;
 mod harness;
 mod pingpong;
@@ -53,7 +54,7 @@ impl Library {
     }
 }
 
-const USAGE: &str = "usage: troupe-rust-peers <kameo|ractor|actix> <pingpong|chameneos|ask|spawn|fan> [--key value]...";
+const USAGE: &str = "usage: troupe-rust-peers <kameo|ractor|actix> <pingpong|chameneos|ask|spawn|fan|delayed> [--key value]...";
 
 fn run(words: &[String]) -> Result<Map<String, Value>, String> {
     let [library, experiment, options @ ..] = words else {
@@ -74,6 +75,7 @@ fn run(words: &[String]) -> Result<Map<String, Value>, String> {
         "ask" => ask::run(library, &args)?,
         "spawn" => spawn::run(library, &args)?,
         "fan" => fan::run(library, &args)?,
+        "delayed" => delayed::run(library, &args)?,
         other => return Err(format!("unknown experiment {other}\n{USAGE}")),
     };
     result.insert("library".into(), json!(library.name()));

@@ -98,6 +98,9 @@ impl Steady {
         let pct = format!("{:.0}%", self.tolerance * 100.0);
         let warm = if warmup.is_empty() {
             "no warm-up".to_string()
+        } else if warmup.len() < 3 {
+            // Too few runs to see two run-to-run changes (a capped warm-up).
+            format!("warm-up: {} run(s)", warmup.len())
         } else if change < self.tolerance && previous < self.tolerance {
             format!(
                 "warm-up: {} runs, until 3 in a row were within {pct} run to run",
@@ -130,7 +133,7 @@ impl Measured {
     /// Puts `samples`, `warmup_samples`, `warmup_ns_per_msg` (the last
     /// warm-up run), `protocol` and, when the CPU time was read,
     /// `cpus_busy` and `cpu_ns_per_msg` (medians), each key with `suffix`.
-    pub fn into_json(&self, json: &mut Map<String, Value>, suffix: &str) {
+    pub fn write_json(&self, json: &mut Map<String, Value>, suffix: &str) {
         if !self.cpus_busy.is_empty() {
             let per_msg: Vec<f64> = self
                 .cpus_busy

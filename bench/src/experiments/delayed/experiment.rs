@@ -5,7 +5,7 @@
 use clap::Args;
 use serde_json::Value;
 
-use super::{peer, run, Settings, EXPERIMENT};
+use super::{peer, run, rust_peers, Settings, EXPERIMENT};
 use crate::experiments::{Experiment, Headline, Rows};
 use crate::pairing::runtime;
 use crate::report::Row;
@@ -29,6 +29,7 @@ impl Experiment for Delayed {
     type Settings = Settings;
     const RUN: Rows<Settings> = run;
     const PEER: Option<Rows<Settings>> = Some(peer::rows);
+    const RUST_PEERS: Option<Rows<Settings>> = Some(rust_peers::rows);
 
     fn name(&self) -> &'static str {
         EXPERIMENT

@@ -27,6 +27,7 @@
 mod experiment;
 pub mod peer;
 pub mod probe;
+pub mod rust_peers;
 
 pub use experiment::Delayed;
 

@@ -4,7 +4,7 @@
 
 use clap::Args;
 
-use super::{run, Settings, EXPERIMENT};
+use super::{run, rust_peers, Settings, EXPERIMENT};
 use crate::experiments::{Experiment, Headline, Rows};
 use crate::report::Row;
 use crate::runner::Scale;
@@ -21,12 +21,14 @@ impl Experiment for Micro {
     type Args = MicroArgs;
     type Settings = Settings;
     const RUN: Rows<Settings> = run;
+    const RUST_PEERS: Option<Rows<Settings>> = Some(rust_peers::rows);
 
     fn name(&self) -> &'static str {
         EXPERIMENT
     }
     fn about(&self) -> &'static str {
-        "Micro-benchmarks: spawn cost, idle-actor memory, ask round trip from a thread."
+        "Micro-benchmarks: spawn cost, idle-actor memory, ask round trip from a thread and \
+         between actors, spawn and stop."
     }
     fn settings(&self, _: MicroArgs, scale: Scale, _: bool) -> Result<Settings, String> {
         Ok(Settings::for_scale(scale))
@@ -52,10 +54,10 @@ impl Experiment for Micro {
     }
     fn headline(&self) -> Option<Headline> {
         Some(Headline {
-            figure: "ns per spawn",
+            figure: "ns per actor spawned, started and stopped",
             value: |r| Some(r.ns_per_msg),
             lower_is_better: true,
-            select: |r| r.variant == "spawn",
+            select: |r| r.variant.ends_with("spawn-stop"),
         })
     }
 }

@@ -8,6 +8,11 @@
 //! - `ask-thread`: a plain thread asks an echo actor N times in a row and
 //!   waits for each answer; `ns_per_msg` is the mean round trip of a run, and
 //!   the row's params carry the per-ask median and 99th percentile.
+//! - `ask-actor`, `spawn-stop`: an actor asking another, and the spawn and
+//!   stop cycle ([`actors`]), which the Rust peers also run.
+//!
+//! Every row runs on a system of the machine's cores (troupe's default),
+//! recorded as `workers`, and the Rust peers' rows on as many threads.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -18,7 +23,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use troupe::prelude::*;
 
+mod actors;
 mod experiment;
+pub mod rust_peers;
 
 pub use experiment::Micro;
 
@@ -38,6 +45,11 @@ pub struct Settings {
     pub actors: usize,
     /// Asks per run.
     pub asks: u64,
+    /// Actors spawned and stopped per run of the `spawn-stop` rows (fewer
+    /// than `actors`: a peer's idle actor can take several kilobytes).
+    pub cycled: usize,
+    /// The threads every row runs on: troupe's default, the machine's cores.
+    pub workers: usize,
 }
 
 impl Settings {
@@ -47,13 +59,22 @@ impl Settings {
             Scale::Quick => Settings {
                 actors: 100_000,
                 asks: 10_000,
+                cycled: 20_000,
+                workers: cores(),
             },
             Scale::Default | Scale::Full => Settings {
                 actors: 1_000_000,
                 asks: 100_000,
+                cycled: 100_000,
+                workers: cores(),
             },
         }
     }
+}
+
+/// The machine's cores: the default system's worker threads.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Actors started in this process, and how many the probe waits for. The
@@ -146,10 +167,14 @@ pub fn spawn_probe(actors: usize) -> Result<SpawnProbe, WorkloadError> {
     })
 }
 
-fn spawn_workload(actors: usize, extras: Extras) -> Workload {
+fn spawn_workload(actors: usize, workers: usize, extras: Extras) -> Workload {
     let variant = "spawn";
     Workload::new(variant, move || {
-        let args = ["spawn-probe".to_string(), "--actors".into(), actors.to_string()];
+        let args = [
+            "spawn-probe".to_string(),
+            "--actors".into(),
+            actors.to_string(),
+        ];
         let probe: SpawnProbe = crate::shared::probe("spawn probe", &args)?;
         extras.borrow_mut().push((
             variant.to_string(),
@@ -163,14 +188,17 @@ fn spawn_workload(actors: usize, extras: Extras) -> Workload {
     })
     .param("runtime", "troupe")
     .param("actors", actors)
+    .param("workers", workers)
     .param("process", "fresh per run")
 }
 
-enum Echo {
+/// The echo's request: a number to send back.
+pub(crate) enum Echo {
     Ask(u64, ReplyTo<u64>),
 }
 
-struct EchoActor;
+/// Answers every request with its number.
+pub(crate) struct EchoActor;
 
 impl Actor for EchoActor {
     type Msg = Echo;
@@ -181,7 +209,7 @@ impl Actor for EchoActor {
     }
 }
 
-fn ask_workload(asks: u64, extras: Extras) -> Workload {
+fn ask_workload(asks: u64, workers: usize, extras: Extras) -> Workload {
     let variant = "ask-thread";
     Workload::with_setup(variant, move || {
         let system = ActorSystem::builder()
@@ -216,6 +244,7 @@ fn ask_workload(asks: u64, extras: Extras) -> Workload {
     })
     .param("runtime", "troupe")
     .param("asks", asks)
+    .param("workers", workers)
 }
 
 /// Runs the micro-benchmarks; measured extras (bytes per actor, ask
@@ -224,8 +253,10 @@ fn ask_workload(asks: u64, extras: Extras) -> Workload {
 pub fn run(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
     let extras: Extras = Rc::default();
     let workloads = vec![
-        spawn_workload(sizes.actors, extras.clone()),
-        ask_workload(sizes.asks, extras.clone()),
+        spawn_workload(sizes.actors, sizes.workers, extras.clone()),
+        ask_workload(sizes.asks, sizes.workers, extras.clone()),
+        actors::ask_actor_workload(sizes.asks, sizes.workers),
+        actors::spawn_stop_workload(sizes.cycled, sizes.workers),
     ];
     let mut rows = run_experiment(EXPERIMENT, workloads, options)?;
     let extras = extras.borrow();

@@ -122,7 +122,7 @@ impl Runner {
 }
 
 impl Asks for Runner {
-    fn from_thread(&mut self, asks: u64) -> Result<(Vec<f64>, u64), String> {
+    fn ask_from_thread(&mut self, asks: u64) -> Result<(Vec<f64>, u64), String> {
         let echo = self.echo.clone();
         std::thread::spawn(move || {
             let mut lat = Vec::with_capacity(asks as usize);

@@ -24,7 +24,7 @@ use crate::Library;
 pub trait Asks {
     /// One run from a plain thread: every ask's round trip in ns, and how
     /// many answers were wrong.
-    fn from_thread(&mut self, asks: u64) -> Result<(Vec<f64>, u64), String>;
+    fn ask_from_thread(&mut self, asks: u64) -> Result<(Vec<f64>, u64), String>;
     /// One run between two actors: the run's ns, and how many answers
     /// were wrong.
     fn between_actors(&mut self, asks: u64) -> Result<(f64, u64), String>;
@@ -49,7 +49,7 @@ pub fn run(library: Library, a: &Args) -> Result<Map<String, Value>, String> {
     let (mut p50, mut p99) = (Vec::new(), Vec::new());
     let what = format!("{} ask-thread", library.name());
     let thread = steady.measure(&what, |measured| {
-        let (mut lat, bad) = lib.from_thread(asks)?;
+        let (mut lat, bad) = lib.ask_from_thread(asks)?;
         wrong(bad, &mut checks);
         let mean = lat.iter().sum::<f64>() / lat.len().max(1) as f64;
         if measured {
@@ -69,8 +69,8 @@ pub fn run(library: Library, a: &Args) -> Result<Map<String, Value>, String> {
     json.insert("experiment".into(), json!("ask"));
     json.insert("asks".into(), json!(asks));
     json.insert("threads".into(), json!(threads));
-    thread.into_json(&mut json, "_thread");
-    actor.into_json(&mut json, "_actor");
+    thread.write_json(&mut json, "_thread");
+    actor.write_json(&mut json, "_actor");
     json.insert("p50_ns_thread".into(), json!(median(&p50)));
     json.insert("p99_ns_thread".into(), json!(median(&p99)));
     if let Some(f) = checks.failure() {

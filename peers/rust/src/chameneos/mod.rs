@@ -133,7 +133,7 @@ pub fn run(library: Library, a: &Args) -> Result<Map<String, Value>, String> {
             Ok(seconds * 1e9 / n as f64)
         })?;
         let suffix = format!("_{}", colours.len());
-        measured.into_json(&mut json, &suffix);
+        measured.write_json(&mut json, &suffix);
         json.insert(
             format!("seconds{suffix}"),
             json!(measured.median() * n as f64 / 1e9),

@@ -115,8 +115,8 @@ pub fn run(library: Library, a: &Args) -> Result<Map<String, Value>, String> {
     json.insert("msgs_in".into(), json!(per_producer * PRODUCERS as u64));
     json.insert("msgs_out".into(), json!(per_worker * WORKERS as u64));
     json.insert("threads".into(), json!(threads));
-    fan_in.into_json(&mut json, "_in");
-    fan_out.into_json(&mut json, "_out");
+    fan_in.write_json(&mut json, "_in");
+    fan_out.write_json(&mut json, "_out");
     if let Some(f) = checks.failure() {
         json.insert("failure".into(), json!(f));
     }

@@ -134,7 +134,7 @@ pub fn run(library: Library, a: &Args) -> Result<Map<String, Value>, String> {
     json.insert("balls".into(), json!(balls));
     json.insert("threads".into(), json!(threads));
     json.insert("ns_per_msg".into(), json!(measured.median()));
-    measured.into_json(&mut json, "");
+    measured.write_json(&mut json, "");
     if let Some(f) = checks.failure() {
         json.insert("failure".into(), json!(f));
     }

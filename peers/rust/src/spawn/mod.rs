@@ -85,7 +85,7 @@ pub fn run(library: Library, a: &Args) -> Result<Map<String, Value>, String> {
     json.insert("actors".into(), json!(actors));
     json.insert("threads".into(), json!(threads));
     json.insert("bytes_per_actor".into(), json!(bytes));
-    measured.into_json(&mut json, "");
+    measured.write_json(&mut json, "");
     if let Some(f) = checks.failure() {
         json.insert("failure".into(), json!(f));
     }
