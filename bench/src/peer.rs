@@ -11,7 +11,7 @@
 //! The peer says per row what it did (`protocol`), and a failed check comes
 //! back as a RESULT with a `failure` field, which becomes the row's failure.
 //!
-//! The Rust peers (kameo, ractor, actix; [`crate::rust_peers`]) speak the
+//! The Rust peers (kameo, ractor, actix; the `rust_peers` module) speak the
 //! same protocol through [`run_child`] and [`row_of`].
 
 use std::net::SocketAddr;
@@ -176,7 +176,7 @@ pub fn row(
 }
 
 /// [`row`] for the peer `runtime` (`pekko`, or a Rust library: see
-/// [`crate::rust_peers`]), which becomes the row's `params.runtime`.
+/// the `rust_peers` module), which becomes the row's `params.runtime`.
 pub fn row_of(
     runtime: &str,
     experiment: &str,
