@@ -58,9 +58,9 @@
 //!
 //! # The pieces
 //!
-//! - `actor.rs`: the trait a user implements.
 //! - `effect.rs`: what a command handler returns.
-//! - `runner.rs`: the troupe actor that runs it (recovery, the stash, the
+//! - `runner.rs`: the trait a user implements, and the troupe actor that
+//!   runs it (the two name each other) (recovery, the stash, the
 //!   append/acknowledge cycle, snapshots, fencing).
 //! - `journal.rs`: the storage trait, in bytes.
 //! - `local.rs`: the local-disk journal on troupe-journal (its header says
@@ -73,7 +73,6 @@
 //!   without a consumer, and nothing over the server's limits is sent.
 //! - `error.rs`: every failure, typed.
 
-mod actor;
 mod effect;
 mod error;
 #[cfg(feature = "nats")]
@@ -84,14 +83,15 @@ mod runner;
 
 use troupe::{ActorRef, ActorSystem, Props, SpawnError};
 
-pub use actor::{PersistentActor, PersistentContext};
 pub use effect::Effect;
 pub use error::PersistenceError;
 #[cfg(feature = "nats")]
 pub use jetstream::{JetStreamJournal, JetStreamOptions, Storage, MAX_ENTITY_TYPE_BYTES};
 pub use journal::{Counters, Done, EachEvent, Journal, JournalScope, Replayed, Snapshot};
 pub use local::{Durability, LocalJournal, LogOptions};
-pub use runner::{Internal, Msg, Persistent, PersistentSettings};
+pub use runner::{
+    Internal, Msg, Persistent, PersistentActor, PersistentContext, PersistentSettings,
+};
 
 /// Spawns a persistent actor as a top-level actor of `system` and returns
 /// the ref of its command type (see [`command_ref`]).

@@ -357,7 +357,7 @@ pub enum EngineCmd {
         last: bool,
     },
     /// From the engine itself: its catch-up has not come within
-    /// [`JOIN_RETRY`](super::engine::JOIN_RETRY); ask for it again.
+    /// `JOIN_RETRY` (the engine's); ask for it again.
     RetryJoin,
     /// From the node's lease keeper: this engine now holds the lease at
     /// revision `epoch` and is the primary.
