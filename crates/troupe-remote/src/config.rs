@@ -97,6 +97,54 @@ pub struct RemoteConfig {
     /// lingering off. [`Node::batch_stats`](crate::Node::batch_stats)
     /// shows the batches it makes.
     pub batch_linger: Duration,
+    /// The most other nodes this node tracks as up at once. A heartbeat of
+    /// one more is an `OverCapacity` dead letter (it is taken once one
+    /// goes); node incarnations remembered as down are at most four times
+    /// this, the oldest forgotten first. Bounds what heartbeats published
+    /// under made-up names can cost (docs/operations.md, "Who may talk to
+    /// a node").
+    pub max_members: usize,
+    /// How much may wait in a published actor's mailbox before frames for
+    /// it from other nodes are refused (`MailboxFull` dead letters; an ask
+    /// in one fails with `NoReply`): a bounded mailbox for what other
+    /// nodes send, on by default, whatever mailbox the actor was spawned
+    /// with (its own bound, if any, applies too). `None` turns it off: an
+    /// actor spawned with an unbounded mailbox then queues whatever
+    /// arrives, and a sender faster than the actor grows this process
+    /// without limit.
+    pub inbound_limit: Option<InboundLimit>,
+}
+
+/// The bound on what other nodes' messages may queue in a published
+/// actor's mailbox (see [`RemoteConfig::inbound_limit`]). A frame is
+/// refused while the actor's mailbox holds `messages` messages (from
+/// anywhere), or while the messages delivered from other nodes that may
+/// still wait in it add up to `bytes` (encoded) or more with this one.
+///
+/// ```
+/// use troupe_remote::{InboundLimit, RemoteConfig};
+///
+/// let mut config = RemoteConfig::new("nats://127.0.0.1:4222", "engine-a");
+/// assert_eq!(config.inbound_limit, Some(InboundLimit::default()));
+/// // A slow actor that should never hold more than 1,000 messages:
+/// config.inbound_limit = Some(InboundLimit { messages: 1_000, bytes: 8 << 20 });
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InboundLimit {
+    /// Messages waiting in the mailbox (default 10,000).
+    pub messages: usize,
+    /// Encoded bytes of the messages from other nodes that may still wait
+    /// (default 64 MiB).
+    pub bytes: usize,
+}
+
+impl Default for InboundLimit {
+    fn default() -> Self {
+        InboundLimit {
+            messages: 10_000,
+            bytes: 64 << 20,
+        }
+    }
 }
 
 impl RemoteConfig {
@@ -105,7 +153,11 @@ impl RemoteConfig {
     /// Defaults: no auth, no TLS, connect timeout 5 s, lookup timeout 2 s,
     /// frames up to 1 MiB, 65,536 buffered outbound messages, reply handles
     /// kept 60 s, shutdown waits up to 5 s, a heartbeat every 500 ms, a
-    /// node silent for 3 s is down, a frame lingers up to 5 us for company.
+    /// node silent for 3 s is down, a frame lingers up to 5 us for company,
+    /// at most 1,024 other nodes up, and a published actor takes frames
+    /// from other nodes while it has fewer than 10,000 messages waiting
+    /// and those from other nodes hold less than 64 MiB
+    /// ([`InboundLimit::default`]).
     pub fn new(url: impl Into<String>, node_name: impl Into<String>) -> RemoteConfig {
         RemoteConfig {
             urls: vec![url.into()],
@@ -122,6 +174,8 @@ impl RemoteConfig {
             heartbeat_interval: Duration::from_millis(500),
             heartbeat_timeout: Duration::from_secs(3),
             batch_linger: Duration::from_micros(5),
+            max_members: 1024,
+            inbound_limit: Some(InboundLimit::default()),
         }
     }
 

@@ -69,6 +69,25 @@ pub enum DeadLetterReason {
     /// queue was full (a slow consumer). Counted from the client's events,
     /// which it may itself drop when they come too fast: a lower bound.
     SlowConsumer,
+    /// A membership or liveness claim that the node it is about did not
+    /// confirm when this node asked it directly: a leave, a heartbeat of a
+    /// new node or of a new incarnation (a restart), or a `Terminated` of
+    /// an actor its node still has. Ignored: it changes nothing here. A
+    /// client that only publishes cannot make one stick (see
+    /// docs/operations.md, "Who may talk to a node").
+    Unconfirmed,
+    /// A control message whose subject names another sending node than
+    /// the node it speaks for (a `Terminated` of another node's actor, a
+    /// watch for another node). Refused: a node speaks only for itself.
+    WrongSender,
+    /// Dropped because one of the node's bounded tables was full: a new
+    /// node heard while `max_members` are up, a membership or liveness
+    /// claim while as many are being confirmed as the node checks at once.
+    OverCapacity,
+    /// A message for a published actor that already had as many messages
+    /// from other nodes waiting as `RemoteConfig::inbound_limit` allows
+    /// (messages or bytes): dropped, and an ask in it fails with `NoReply`.
+    MailboxFull,
 }
 
 impl fmt::Display for DeadLetterReason {
@@ -97,7 +116,7 @@ mod office {
 
     use super::{DeadLetter, DeadLetterReason};
 
-    const REASONS: [DeadLetterReason; 18] = [
+    const REASONS: [DeadLetterReason; 22] = [
         DeadLetterReason::Truncated,
         DeadLetterReason::Oversized,
         DeadLetterReason::BadVersion,
@@ -116,6 +135,10 @@ mod office {
         DeadLetterReason::Terminated,
         DeadLetterReason::NodeDown,
         DeadLetterReason::SlowConsumer,
+        DeadLetterReason::Unconfirmed,
+        DeadLetterReason::WrongSender,
+        DeadLetterReason::OverCapacity,
+        DeadLetterReason::MailboxFull,
     ];
 
     type Listener = Arc<dyn Fn(&DeadLetter) + Send + Sync>;

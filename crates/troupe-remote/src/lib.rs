@@ -80,6 +80,8 @@ mod address;
 #[cfg(feature = "node")]
 mod batching;
 #[cfg(feature = "node")]
+mod bounds;
+#[cfg(feature = "node")]
 mod config;
 mod dead_letters;
 #[cfg(feature = "node")]
@@ -101,7 +103,9 @@ pub mod wire;
 #[cfg(feature = "node")]
 pub use batching::BatchStats;
 #[cfg(feature = "node")]
-pub use config::{Auth, RemoteConfig, Tls};
+pub use bounds::Footprint;
+#[cfg(feature = "node")]
+pub use config::{Auth, InboundLimit, RemoteConfig, Tls};
 pub use dead_letters::{DeadLetter, DeadLetterReason};
 #[cfg(feature = "node")]
 pub use error::RemoteError;

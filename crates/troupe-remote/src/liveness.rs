@@ -19,11 +19,12 @@
 //! Refs made by `Node::select` (incarnation 0, "whoever serves the name")
 //! name no incarnation and are never marked.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::address::Address;
+use crate::bounds::Tombstones;
 use crate::dead_letters::DeadLetterReason;
 
 const ALIVE: u8 = 0;
@@ -101,22 +102,38 @@ impl Liveness {
     }
 }
 
-#[derive(Default)]
 struct Table {
     refs: HashMap<Address, Weak<Liveness>>,
-    /// Node incarnations known to be down: `(node, incarnation)`.
-    dead_nodes: HashSet<(Arc<str>, u64)>,
+    /// Node incarnations known to be down, the oldest forgotten first past
+    /// their cap (see `bounds.rs`).
+    dead_nodes: Tombstones,
     /// The table's size after the last prune.
     pruned_at: usize,
 }
 
 /// See the module docs.
-#[derive(Default)]
 pub(crate) struct Registry {
     table: Mutex<Table>,
 }
 
+impl Default for Registry {
+    fn default() -> Self {
+        Registry::new(usize::MAX)
+    }
+}
+
 impl Registry {
+    /// A registry that remembers at most `down` node incarnations as down.
+    pub(crate) fn new(down: usize) -> Registry {
+        Registry {
+            table: Mutex::new(Table {
+                refs: HashMap::new(),
+                dead_nodes: Tombstones::new(down),
+                pruned_at: 0,
+            }),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -134,7 +151,7 @@ impl Registry {
         }
         let down = table
             .dead_nodes
-            .contains(&(address.host.clone(), address.incarnation))
+            .contains(&address.host, address.incarnation)
             || current.is_some_and(|now| now != address.incarnation);
         let live = Arc::new(Liveness::new(
             address.clone(),
@@ -148,6 +165,16 @@ impl Registry {
         live
     }
 
+    /// Whether a ref here names `address` and it is alive as far as this
+    /// node knows.
+    pub(crate) fn is_alive(&self, address: &Address) -> bool {
+        self.lock()
+            .refs
+            .get(address)
+            .and_then(Weak::upgrade)
+            .is_some_and(|live| live.gone().is_none())
+    }
+
     /// The actor at `address` is gone.
     pub(crate) fn actor_gone(&self, address: &Address) {
         if let Some(live) = self.lock().refs.get(address).and_then(Weak::upgrade) {
@@ -155,11 +182,21 @@ impl Registry {
         }
     }
 
+    /// How many node incarnations are remembered as down.
+    pub(crate) fn dead_incarnations(&self) -> usize {
+        self.lock().dead_nodes.len()
+    }
+
+    /// How many down incarnations were forgotten to stay within the cap.
+    pub(crate) fn forgotten(&self) -> u64 {
+        self.lock().dead_nodes.forgotten()
+    }
+
     /// Node `host`'s incarnation `incarnation` is down: every ref to one
     /// of its actors is dead, now and when decoded later.
     pub(crate) fn node_gone(&self, host: &str, incarnation: u64) {
         let mut table = self.lock();
-        table.dead_nodes.insert((host.into(), incarnation));
+        table.dead_nodes.insert(host, incarnation);
         for live in table.refs.values().filter_map(Weak::upgrade) {
             if &*live.address.host == host && live.address.incarnation == incarnation {
                 live.mark(Gone::NodeDown);

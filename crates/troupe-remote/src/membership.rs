@@ -37,12 +37,14 @@
 //! timeout of at least three intervals, no node is declared down for an
 //! outage of this node's own connection that began after it was last heard.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tokio::sync::broadcast;
+
+use crate::bounds::{Tombstones, DOWN_PER_MEMBER};
 
 /// A change in the cluster's membership, as seen by this node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +75,23 @@ pub enum DownReason {
 /// A node incarnation that went down: its name and incarnation.
 pub(crate) type Gone = (String, u64);
 
+/// What a heartbeat is to this node (see [`Membership::classify`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Beat {
+    /// This node's own.
+    Mine,
+    /// Of the incarnation up: it keeps it up.
+    Up,
+    /// Of an incarnation remembered as down: ignored.
+    Down,
+    /// Of another incarnation than the one up: a restart, if confirmed.
+    Restart,
+    /// Of a node not up: a new member, if confirmed.
+    New,
+    /// Of a node not up while `max_members` are.
+    NoRoom,
+}
+
 /// The nodes this node has heard, with the incarnation heard last and
 /// when.
 pub(crate) struct Membership {
@@ -87,13 +106,16 @@ pub(crate) struct Membership {
     /// When this node last heard its own heartbeat.
     own: Mutex<Option<Instant>>,
     seen: Mutex<HashMap<String, (u64, Instant)>>,
+    /// The most other nodes up at once (`RemoteConfig::max_members`).
+    max_members: usize,
     /// Incarnations that went down (replaced by a restart, left, or fell
     /// silent): a heartbeat of one must not bring it back. A node declared
     /// down is down for good in this incarnation, as its refs are (see
     /// `liveness.rs`): one paused past the timeout that resumes is not
     /// taken back, and rejoins as a new incarnation (it draws one as it
-    /// resumes: `tasks::renew`; or it restarts).
-    replaced: Mutex<HashSet<Gone>>,
+    /// resumes: `tasks::renew`; or it restarts). At most
+    /// `DOWN_PER_MEMBER` times `max_members`, the oldest forgotten first.
+    replaced: Mutex<Tombstones>,
     events: broadcast::Sender<MemberEvent>,
 }
 
@@ -122,9 +144,46 @@ impl Membership {
             grace: grace(interval, timeout),
             own: Mutex::new(None),
             seen: Mutex::new(HashMap::new()),
-            replaced: Mutex::new(HashSet::new()),
+            max_members: usize::MAX,
+            replaced: Mutex::new(Tombstones::new(usize::MAX)),
             events: broadcast::channel(1024).0,
         }
+    }
+
+    /// At most `max_members` other nodes up at once: a new one heard
+    /// beyond is not taken (see `bounds.rs`).
+    pub(crate) fn bounded(mut self, max_members: usize) -> Membership {
+        self.max_members = max_members.max(1);
+        self.replaced = Mutex::new(Tombstones::new(
+            self.max_members.saturating_mul(DOWN_PER_MEMBER),
+        ));
+        self
+    }
+
+    fn tombstones(&self) -> std::sync::MutexGuard<'_, Tombstones> {
+        self.replaced.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What a heartbeat of `node`'s incarnation `incarnation` would be.
+    pub(crate) fn classify(&self, node: &str, incarnation: u64) -> Beat {
+        if node == self.me {
+            return Beat::Mine;
+        }
+        if self.tombstones().contains(node, incarnation) {
+            return Beat::Down;
+        }
+        let seen = self.lock();
+        match seen.get(node) {
+            Some((up, _)) if *up == incarnation => Beat::Up,
+            Some(_) => Beat::Restart,
+            None if seen.len() >= self.max_members => Beat::NoRoom,
+            None => Beat::New,
+        }
+    }
+
+    /// Whether `node`'s incarnation `incarnation` is remembered as down.
+    pub(crate) fn is_down(&self, node: &str, incarnation: u64) -> bool {
+        self.tombstones().contains(node, incarnation)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, Instant)>> {
@@ -158,13 +217,20 @@ impl Membership {
             }
             return None;
         }
-        let mut replaced = self.replaced.lock().unwrap_or_else(|e| e.into_inner());
-        if replaced.contains(&(node.to_string(), incarnation)) {
+        let mut replaced = self.tombstones();
+        if replaced.contains(node, incarnation) {
             return None;
         }
-        let previous = self.lock().insert(node.to_string(), (incarnation, now));
+        let previous = {
+            let mut seen = self.lock();
+            if !seen.contains_key(node) && seen.len() >= self.max_members {
+                // No room: not taken (the caller counts it).
+                return None;
+            }
+            seen.insert(node.to_string(), (incarnation, now))
+        };
         if let Some((before, _)) = previous.filter(|(before, _)| *before != incarnation) {
-            replaced.insert((node.to_string(), before));
+            replaced.insert(node, before);
         }
         drop(replaced);
         match previous {
@@ -198,10 +264,7 @@ impl Membership {
             up
         };
         if was_up {
-            self.replaced
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert((node.to_string(), incarnation));
+            self.tombstones().insert(node, incarnation);
             down(node, incarnation);
             let _ = self.events.send(MemberEvent::Down {
                 node: node.to_string(),
@@ -270,10 +333,12 @@ impl Membership {
             }
             silent
         };
-        self.replaced
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(silent.iter().cloned());
+        {
+            let mut replaced = self.tombstones();
+            for (node, incarnation) in &silent {
+                replaced.insert(node, *incarnation);
+            }
+        }
         for (node, incarnation) in &silent {
             down(node, *incarnation);
             let _ = self.events.send(MemberEvent::Down {
@@ -297,6 +362,19 @@ impl Membership {
         for (_, at) in self.lock().values_mut() {
             *at = (*at + stall).min(now);
         }
+    }
+
+    /// How many other nodes are up, and how many incarnations are
+    /// remembered as down.
+    pub(crate) fn sizes(&self) -> (usize, usize) {
+        let up = self.lock().len();
+        let down = self.tombstones().len();
+        (up, down)
+    }
+
+    /// How many down incarnations were forgotten to stay within the cap.
+    pub(crate) fn forgotten(&self) -> u64 {
+        self.tombstones().forgotten()
     }
 
     /// This node and every node up, sorted.

@@ -14,8 +14,15 @@
 //! troupe.<cluster>.noreply.<node>.…   the reply subject of <node>'s messages to actors:
 //!                                     no responders, and refusals (`node/refusal.rs`)
 //! troupe.<cluster>.ref.<node>.<token> tell frames for an actor <node> exported
-//! troupe.<cluster>.system.<node>      death-watch control messages for <node>
+//! troupe.<cluster>.system.<node>.<from>  control messages for <node> from <from>
+//! troupe.<cluster>.members.beat.<node>  heartbeats, and .leave.<node> (`membership.rs`)
 //! ```
+//!
+//! Every client allowed on these subjects can send a node anything; what
+//! a node does about claims that would take a node or an actor away
+//! (`node/confirm.rs`), and what any message can cost it (`bounds.rs`),
+//! is bounded. Who should be allowed is docs/operations.md's "Who may
+//! talk to a node".
 //!
 //! Every start of a node draws a random 64-bit **incarnation**. A ref from
 //! `lookup` (or received in a message) names the node and incarnation
@@ -47,6 +54,7 @@
 //! frames are decoded in the subscription's task and told to the local
 //! actor.
 
+mod confirm;
 mod connect;
 mod limits;
 mod locals;
@@ -71,6 +79,7 @@ use troupe::{ActorId, ActorRef, ActorSystem};
 
 use crate::address::{Address, Kind};
 use crate::batching::{BatchCounters, BatchStats};
+use crate::bounds::{Footprint, DOWN_PER_MEMBER};
 use crate::config::{valid_token, RemoteConfig};
 use crate::dead_letters::{DeadLetter, DeadLetterReason, DeadLetters};
 use crate::error::RemoteError;
@@ -78,6 +87,7 @@ use crate::liveness::Registry;
 use crate::membership::{MemberEvent, Membership};
 use crate::reply_to::{Answer, Pending, ReplySink};
 use crate::wire::{self, RemoteMessage};
+use confirm::Claims;
 use connect::connect_options;
 use limits::FrameLimit;
 use locals::Locals;
@@ -151,6 +161,8 @@ struct Shared {
     stall: Mutex<Stalls>,
     /// Frames per published message, counted by the writer.
     batches: BatchCounters,
+    /// Claims about other nodes being confirmed (`node/confirm.rs`).
+    claims: Claims,
 }
 
 /// A stall of this node's process: its heartbeat task ran this late (the
@@ -414,6 +426,9 @@ pub struct Node {
     tasks: Mutex<Vec<JoinHandle<()>>>,
     /// The writer task and its stop signal.
     writer: Mutex<Option<(oneshot::Sender<()>, JoinHandle<()>)>>,
+    /// The control subject's task and its stop signal: it unsubscribes
+    /// before the node says it leaves.
+    control: Mutex<Option<(oneshot::Sender<()>, JoinHandle<()>)>>,
 }
 
 impl Node {
@@ -462,7 +477,7 @@ impl Node {
             .await
             .map_err(|e| RemoteError::Nats(e.to_string()))?;
         let control = client
-            .subscribe(watch::control_subject(
+            .subscribe(watch::control_subscription(
                 &config.cluster_name,
                 &config.node_name,
             ))
@@ -474,7 +489,10 @@ impl Node {
                 incarnation,
                 config.heartbeat_interval,
                 config.heartbeat_timeout,
-            ),
+            )
+            .bounded(config.max_members),
+            liveness: Registry::new(config.max_members.saturating_mul(DOWN_PER_MEMBER)),
+            claims: Claims::default(),
             stall: Mutex::default(),
             batches: BatchCounters::default(),
             system: system.clone(),
@@ -492,7 +510,6 @@ impl Node {
             runtime: tokio::runtime::Handle::current(),
             locals: Locals::default(),
             watching: Watching::default(),
-            liveness: Registry::default(),
             published: Mutex::new(HashMap::new()),
             stopped: AtomicBool::new(false),
         });
@@ -506,7 +523,12 @@ impl Node {
         let unserved = tokio::spawn(refusal::listen(outbound.clone(), no_responders));
         let listener = tokio::spawn(listen_replies(outbound.clone(), replies));
         let exports = tokio::spawn(serve_exports(outbound.clone(), exports));
-        let control = tokio::spawn(watch::serve_control(outbound.clone(), control));
+        let (stop_control, control_stopped) = oneshot::channel();
+        let control = tokio::spawn(watch::serve_control(
+            outbound.clone(),
+            control,
+            control_stopped,
+        ));
         Ok(Node {
             outbound,
             tasks: Mutex::new(vec![
@@ -516,8 +538,8 @@ impl Node {
                 listen_members,
                 beat,
                 exports,
-                control,
             ]),
+            control: Mutex::new(Some((stop_control, control))),
             writer: Mutex::new(Some((stop_writer, writer))),
         })
     }
@@ -976,6 +998,23 @@ impl Node {
         self.shared().watching.len()
     }
 
+    /// The sizes of what this node keeps about other nodes: members, down
+    /// incarnations, other nodes' watches of its actors, claims being
+    /// confirmed. Each is bounded whatever other clients of the NATS
+    /// account send (see docs/operations.md, "Who may talk to a node").
+    pub fn footprint(&self) -> Footprint {
+        let shared = self.shared();
+        let (members, down_incarnations) = shared.membership.sizes();
+        Footprint {
+            members,
+            down_incarnations,
+            dead_incarnations: shared.liveness.dead_incarnations(),
+            remote_watches: shared.locals.remote_watches(),
+            confirming: shared.claims.len(),
+            forgotten: shared.membership.forgotten() + shared.liveness.forgotten(),
+        }
+    }
+
     /// Asks sent from here whose reply handle is still registered.
     pub fn pending_replies(&self) -> usize {
         self.shared().pending.len()
@@ -1040,6 +1079,13 @@ impl Node {
             // Ended before the leave below: no heartbeat follows it.
             let _ = task.await;
         }
+        // The control subscription ends before the leave: the other nodes
+        // confirm a leave by finding nobody there (`node/confirm.rs`).
+        let control = self.control.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((stop, control)) = control {
+            let _ = stop.send(());
+            let _ = tokio::time::timeout(shared.config.shutdown_timeout, control).await;
+        }
         let leave = format!(
             "troupe.{}.members.leave.{}",
             shared.config.cluster_name, shared.config.node_name
@@ -1086,6 +1132,9 @@ impl Drop for Node {
         }
         if let Some((_, writer)) = self.writer.get_mut().unwrap_or_else(|e| e.into_inner()) {
             writer.abort();
+        }
+        if let Some((_, control)) = self.control.get_mut().unwrap_or_else(|e| e.into_inner()) {
+            control.abort();
         }
     }
 }

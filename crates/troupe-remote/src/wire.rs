@@ -28,6 +28,15 @@
 //! large for the server, or not encodable): the ask fails at once with
 //! `AskError::Refused` and the reason, instead of waiting for its timeout.
 //!
+//! What a batch can cost its receiver is bounded by its size: an entry
+//! shorter than the smallest frame ([`MIN_FRAME_LEN`] bytes) is refused
+//! with everything after it (one `Malformed`), and after
+//! [`MAX_BAD_ENTRIES`] entries refused for their form (truncated, of
+//! another version or kind, malformed, a batch inside) the rest of the
+//! batch is one more `Malformed`. So a batch of empty or garbage entries
+//! costs a few dead letters, not one per byte; the entries read are at
+//! most one per `MIN_FRAME_LEN` + 1 bytes, as for well-formed frames.
+//!
 //! The header is parsed by [`decode_frame`] without trusting a single byte:
 //! every length is checked against what is left, names and tags must be
 //! UTF-8, and the frame as a whole must not exceed the configured maximum.
@@ -75,6 +84,14 @@ const KIND_REFUSED: u8 = 4;
 /// The longest reason a refused frame carries, in bytes (a longer one is
 /// cut at a character boundary).
 pub const MAX_REASON_BYTES: usize = 1024;
+
+/// The smallest frame of any kind, in bytes: a version and a kind. A
+/// batch entry shorter than this ends the batch (see the module docs).
+pub const MIN_FRAME_LEN: usize = 2;
+
+/// How many entries of a batch refused for their form are read one by
+/// one; the rest of the batch after them is refused as one.
+pub const MAX_BAD_ENTRIES: usize = 16;
 
 /// A message type that can cross nodes: troupe's own (feature `serde`),
 /// so that a crate defining messages needs troupe alone. `TAG` names the
@@ -168,7 +185,10 @@ pub fn frames(bytes: &[u8], max: usize) -> Frames<'_> {
         return Frames::One(Some(Err(DeadLetterReason::Oversized)));
     }
     match bytes {
-        [VERSION, KIND_BATCH, rest @ ..] => Frames::Batch(Reader(rest)),
+        [VERSION, KIND_BATCH, rest @ ..] => Frames::Batch {
+            rest: Reader(rest),
+            bad: 0,
+        },
         _ => Frames::One(Some(decode_frame(bytes, max))),
     }
 }
@@ -178,27 +198,49 @@ pub enum Frames<'a> {
     /// A message that is one frame (or an error).
     One(Option<Result<Frame<'a>, DeadLetterReason>>),
     /// The rest of a batch.
-    Batch(Reader<'a>),
+    Batch {
+        /// What is left to read.
+        rest: Reader<'a>,
+        /// How many entries were refused for their form so far.
+        bad: usize,
+    },
 }
 
 impl<'a> Iterator for Frames<'a> {
     type Item = Result<Frame<'a>, DeadLetterReason>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        match self {
-            Frames::One(frame) => frame.take(),
-            Frames::Batch(r) if r.0.is_empty() => None,
-            Frames::Batch(r) => match r.bytes() {
-                Ok([VERSION, KIND_BATCH, ..]) => Some(Err(DeadLetterReason::Malformed)),
-                Ok(frame) => Some(decode_frame(frame, usize::MAX)),
-                Err(reason) => {
-                    // A length that overruns the batch: nothing after it
-                    // can be found.
-                    r.0 = &[];
-                    Some(Err(reason))
-                }
-            },
+        let (r, bad) = match self {
+            Frames::One(frame) => return frame.take(),
+            Frames::Batch { rest, .. } if rest.0.is_empty() => return None,
+            Frames::Batch { rest, bad } => (rest, bad),
+        };
+        if *bad >= MAX_BAD_ENTRIES {
+            // Enough read of a batch no writer of this format made: the
+            // rest of it is refused as one.
+            r.0 = &[];
+            return Some(Err(DeadLetterReason::Malformed));
         }
+        let entry = match r.bytes() {
+            Ok(entry) if entry.len() < MIN_FRAME_LEN => {
+                // No frame is this short: not a batch a node wrote, and
+                // nothing after it is read.
+                r.0 = &[];
+                return Some(Err(DeadLetterReason::Malformed));
+            }
+            Ok([VERSION, KIND_BATCH, ..]) => Err(DeadLetterReason::Malformed),
+            Ok(entry) => decode_frame(entry, usize::MAX),
+            Err(reason) => {
+                // A length that overruns the batch: nothing after it
+                // can be found.
+                r.0 = &[];
+                return Some(Err(reason));
+            }
+        };
+        if entry.is_err() {
+            *bad += 1;
+        }
+        Some(entry)
     }
 }
 
@@ -551,6 +593,46 @@ mod tests {
             let got: Vec<_> = frames(&bytes[..cut], 1 << 20).collect();
             assert!(got.iter().filter(|f| f.is_err()).count() <= 3, "{got:?}");
         }
+    }
+
+    #[test]
+    fn what_a_batch_costs_is_bounded_by_its_size() {
+        let good = encode_no_reply(1);
+        // Empty or one-byte entries end the batch: the good frame before
+        // them is read, then one refusal for the rest.
+        for short in [&[][..], &[VERSION][..]] {
+            let mut batch = BatchWriter::default();
+            batch.push(&good);
+            for _ in 0..100_000 {
+                batch.push(short);
+            }
+            batch.push(&good);
+            let bytes = batch.finish();
+            let got: Vec<_> = frames(&bytes, usize::MAX).collect();
+            assert_eq!(
+                got,
+                vec![Ok(Frame::NoReply { id: 1 }), Err(DeadLetterReason::Malformed)]
+            );
+        }
+        // Entries refused for their form: the first MAX_BAD_ENTRIES one by
+        // one, then the rest as one.
+        let mut batch = BatchWriter::default();
+        for _ in 0..100_000 {
+            batch.push(&[VERSION, 200, 1]);
+        }
+        let bytes = batch.finish();
+        let got: Vec<_> = frames(&bytes, usize::MAX).collect();
+        assert_eq!(got.len(), MAX_BAD_ENTRIES + 1);
+        assert!(got.iter().all(|f| *f == Err(DeadLetterReason::Malformed)));
+        // Good frames among fewer bad ones are all read.
+        let mut batch = BatchWriter::default();
+        for _ in 1..MAX_BAD_ENTRIES {
+            batch.push(&[VERSION, 200, 1]);
+            batch.push(&good);
+        }
+        let bytes = batch.finish();
+        let read = frames(&bytes, usize::MAX).filter(Result::is_ok).count();
+        assert_eq!(read, MAX_BAD_ENTRIES - 1);
     }
 
     #[test]

@@ -296,6 +296,11 @@ impl Locals {
         }
     }
 
+    /// How many (watching node incarnation, local actor) pairs are kept.
+    pub(crate) fn remote_watches(&self) -> usize {
+        self.lock().entries.values().map(|e| e.watchers.len()).sum()
+    }
+
     /// How many local actors other nodes can reach.
     pub(crate) fn len(&self) -> usize {
         self.lock().entries.len()

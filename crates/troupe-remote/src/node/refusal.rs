@@ -433,8 +433,9 @@ pub(super) async fn listen(outbound: Outbound, mut answers: async_nats::Subscrib
                 for owner in shared.pending.refused(&ids, incarnation) {
                     if &*owner.address.host == node {
                         // Its node answers as another incarnation: the one
-                        // this ref names was restarted away.
-                        watch::node_down(shared, node, incarnation);
+                        // this ref names was restarted away, once the node
+                        // confirms it (anyone can publish a refusal).
+                        super::confirm::gone(shared, node, incarnation, &msg.subject);
                     } else {
                         // The name is served by another node now.
                         watch::confirm(&outbound, owner);

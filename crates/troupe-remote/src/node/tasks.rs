@@ -14,11 +14,12 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::locals::LocalActor;
 use super::refusal::{self, RefusedFrame, WHOLE_MESSAGE};
-use super::{watch, Outbound, Outgoing, Shared, Stall};
+use super::{confirm, watch, Outbound, Outgoing, Shared, Stall};
 use crate::address::Kind;
 use crate::batching::Linger;
 use crate::config::valid_token;
 use crate::dead_letters::DeadLetterReason;
+use crate::membership::Beat;
 use crate::reply_to::{Answer, ReplySink};
 use crate::wire::{self, Frame};
 
@@ -473,7 +474,13 @@ pub(super) async fn answer_lookups(
                 None => return,
             },
         };
-        let Some(reply) = request.reply else { continue };
+        let Some(reply) = request.reply else {
+            // A lookup is a request: without a reply subject it is junk.
+            shared
+                .dead_letters
+                .record(DeadLetterReason::Malformed, &request.subject);
+            continue;
+        };
         let answer = if request.payload == tag.as_bytes() {
             let mut found = vec![0];
             found.extend_from_slice(&shared.incarnation().to_le_bytes());
@@ -515,26 +522,51 @@ pub(super) async fn listen_replies(outbound: Outbound, mut replies: async_nats::
 }
 
 /// Hears heartbeats and leaves: `troupe.<cluster>.members.{beat,leave}.<node>`,
-/// each carrying the node's incarnation (u64 LE; another payload is
-/// ignored).
+/// each carrying the node's incarnation (u64 LE). Anything else there is
+/// a `Malformed` dead letter. A heartbeat keeps the incarnation up alive;
+/// one of a node or incarnation not up, and a leave, are claims confirmed
+/// with the node first (`node/confirm.rs`).
 pub(super) async fn listen_members(shared: Arc<Shared>, mut members: async_nats::Subscriber) {
+    let prefix = format!("troupe.{}.members.", shared.config.cluster_name);
     while let Some(msg) = members.next().await {
-        let mut tokens = msg.subject.rsplitn(2, '.');
-        let (Some(node), Some(rest)) = (tokens.next(), tokens.next()) else {
-            continue;
-        };
-        let Ok(incarnation) = <[u8; 8]>::try_from(msg.payload.as_ref()) else {
+        let parsed = msg
+            .subject
+            .strip_prefix(&*prefix)
+            .and_then(|rest| rest.split_once('.'))
+            .filter(|(_, node)| valid_token(node))
+            .zip(<[u8; 8]>::try_from(msg.payload.as_ref()).ok());
+        let Some(((kind, node), incarnation)) = parsed else {
+            shared
+                .dead_letters
+                .record(DeadLetterReason::Malformed, &msg.subject);
             continue;
         };
         let incarnation = u64::from_le_bytes(incarnation);
-        if !valid_token(node) {
-            continue;
-        }
         let down = |node: &str, incarnation: u64| watch::node_down(&shared, node, incarnation);
-        if rest.ends_with(".members.beat") {
-            shared.membership.heard(node, incarnation, down);
-        } else if rest.ends_with(".members.leave") {
-            shared.membership.left(node, incarnation, down);
+        match kind {
+            "beat" => match shared.membership.classify(node, incarnation) {
+                Beat::Mine | Beat::Up => {
+                    shared.membership.heard(node, incarnation, down);
+                }
+                // A late heartbeat of an incarnation gone.
+                Beat::Down => {}
+                Beat::New | Beat::Restart => {
+                    confirm::heartbeat(&shared, node, incarnation, &msg.subject)
+                }
+                Beat::NoRoom => shared
+                    .dead_letters
+                    .record(DeadLetterReason::OverCapacity, &msg.subject),
+            },
+            "leave" => {
+                // A leave of another incarnation than the one up (a late
+                // one, after a restart) changes nothing.
+                if shared.membership.incarnation(node) == Some(incarnation) {
+                    confirm::leave(&shared, node, incarnation, &msg.subject);
+                }
+            }
+            _ => shared
+                .dead_letters
+                .record(DeadLetterReason::Malformed, &msg.subject),
         }
     }
 }

@@ -1,8 +1,21 @@
 //! Death watch across nodes.
 //!
 //! ```text
-//! troupe.<cluster>.system.<node>   control messages for <node> (postcard `Control`)
+//! troupe.<cluster>.system.<node>.<from>   control messages for <node> from node <from> (postcard `Control`)
 //! ```
+//!
+//! **Who speaks.** A control message's subject ends with the name of the
+//! node that sends it, and a node speaks only for itself: a `Watch` or
+//! `Unwatch` for another node than the sender, or a `Terminated` of
+//! another node's actor, is a `WrongSender` dead letter. The NATS
+//! permissions in docs/operations.md let each node publish only under its
+//! own name; without them the name is a claim, and what a claim would
+//! take away is confirmed with the node it is about (`node/confirm.rs`):
+//! a `Terminated` makes an actor gone only once its node says it is not
+//! there. A `Watch` is kept only from a node incarnation that is a member
+//! here (one not heard yet is answered "ask again", and its watcher asks
+//! again): so the watches kept are at most one per member and actor, and
+//! go when the member goes.
 //!
 //! **Watching** (this node's actors watching refs served elsewhere): the
 //! first watcher of an address sends `Watch` to the serving node as a NATS
@@ -22,7 +35,8 @@
 //! incarnation of the watched actor's node (another incarnation answers
 //! "gone"), `Watch` and `Unwatch` the watcher's (a restarted watcher's
 //! watches are forgotten without touching the new one's), `Terminated`
-//! the stopped actor's. Whatever fires a watcher here also marks the
+//! the stopped actor's, `Alive` the incarnation asked about (see
+//! `node/confirm.rs`). Whatever fires a watcher here also marks the
 //! address gone in `liveness.rs`, so every ref to it stops sending.
 //!
 //! **Confirming** (`confirm`): an ask through a ref that found no
@@ -88,11 +102,31 @@ enum Control {
         kind: Kind,
         id: String,
     },
+    /// Is the receiving node's incarnation `incarnation` alive? A request:
+    /// `[0]` yes, `[1]` no (another incarnation, or one that is leaving).
+    Alive { incarnation: u64 },
 }
 
-/// The subject of `node`'s control messages.
-pub(super) fn control_subject(cluster: &str, node: &str) -> String {
-    format!("troupe.{cluster}.system.{node}")
+/// The answers to a `Watch` or a `Probe`: the actor is here, it is not,
+/// or (a `Watch` only) the watching node incarnation is not a member here
+/// yet and should ask again.
+const HERE: u8 = 0;
+const NOT_HERE: u8 = 1;
+const ASK_AGAIN: u8 = 2;
+
+/// The subject of the control messages node `from` sends node `to`.
+pub(super) fn control_subject(cluster: &str, to: &str, from: &str) -> String {
+    format!("troupe.{cluster}.system.{to}.{from}")
+}
+
+/// What node `me` subscribes to for its control messages.
+pub(super) fn control_subscription(cluster: &str, me: &str) -> String {
+    format!("troupe.{cluster}.system.{me}.*")
+}
+
+/// The request of `node/confirm.rs`: is incarnation `incarnation` alive?
+pub(super) fn alive_request(incarnation: u64) -> Option<Vec<u8>> {
+    postcard::to_stdvec(&Control::Alive { incarnation }).ok()
 }
 
 /// This node's actors watching actors elsewhere, by address.
@@ -130,7 +164,7 @@ impl Watching {
         }
     }
 
-    fn is_watched(&self, address: &Address) -> bool {
+    pub(super) fn is_watched(&self, address: &Address) -> bool {
         self.lock().contains_key(address)
     }
 
@@ -214,7 +248,11 @@ async fn ask_host(
     request: &Control,
     go_on: impl Fn() -> bool,
 ) -> Option<bool> {
-    let subject = control_subject(&shared.config.cluster_name, &address.host);
+    let subject = control_subject(
+        &shared.config.cluster_name,
+        &address.host,
+        &shared.config.node_name,
+    );
     let payload = Bytes::from(postcard::to_stdvec(request).ok()?);
     let pause = (shared.config.heartbeat_interval / 4).max(Duration::from_millis(10));
     let began = Instant::now();
@@ -228,7 +266,11 @@ async fn ask_host(
         }
         let asked = shared.client.request(subject.clone(), payload.clone());
         match tokio::time::timeout(shared.config.lookup_timeout, asked).await {
-            Ok(Ok(answer)) => return Some(answer.payload.as_ref() == [0]),
+            // Not a member there yet (its heartbeat is on its way): again.
+            Ok(Ok(answer)) if answer.payload.as_ref() == [ASK_AGAIN] => {
+                tokio::time::sleep(pause).await;
+            }
+            Ok(Ok(answer)) => return Some(answer.payload.as_ref() == [HERE]),
             Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
                 tokio::time::sleep(pause).await;
             }
@@ -268,9 +310,30 @@ pub(crate) fn confirm(outbound: &Outbound, liveness: Arc<Liveness>) {
     });
 }
 
+/// Asks `address`'s node whether its actor is still there, while a ref
+/// or a watch here names it and the node runs (see `ask_host`).
+pub(super) async fn still_there(outbound: &Outbound, address: &Address) -> Option<bool> {
+    let shared = &outbound.shared;
+    let request = Control::Probe {
+        incarnation: address.incarnation,
+        kind: address.kind,
+        id: address.id.to_string(),
+    };
+    ask_host(shared, address, &request, || {
+        !outbound.is_stopped() && is_known(shared, address)
+    })
+    .await
+}
+
+/// Whether a ref or a watch here names `address` (alive as far as this
+/// node knows).
+pub(super) fn is_known(shared: &Shared, address: &Address) -> bool {
+    shared.watching.is_watched(address) || shared.liveness.is_alive(address)
+}
+
 /// The actor at `address` is gone: every ref to it is dead, and its
 /// watchers here are fired.
-fn gone(shared: &Shared, address: &Address) {
+pub(super) fn gone(shared: &Shared, address: &Address) {
     shared.liveness.actor_gone(address);
     shared.watching.fire(address);
 }
@@ -318,7 +381,11 @@ pub(crate) fn tell_gone(outbound: &Outbound, kind: Kind, id: &str, nodes: HashSe
 }
 
 fn send(outbound: &Outbound, node: &str, control: &Control) {
-    let subject = control_subject(&outbound.shared.config.cluster_name, node);
+    let subject = control_subject(
+        &outbound.shared.config.cluster_name,
+        node,
+        &outbound.shared.config.node_name,
+    );
     match postcard::to_stdvec(control) {
         Ok(frame) => outbound.send_or_dead_letter(subject.into(), frame),
         Err(_) => outbound.dead_letter(DeadLetterReason::EncodeFailed, &subject),
@@ -341,70 +408,125 @@ pub(crate) fn fire_all(shared: &Shared) {
     shared.watching.fire_where(|_| true);
 }
 
-/// Serves this node's control subject until it is unsubscribed.
-pub(super) async fn serve_control(outbound: Outbound, mut messages: async_nats::Subscriber) {
+/// Serves this node's control subject until `stop`; then unsubscribes
+/// (before the node says it leaves: a leave is confirmed by nobody
+/// answering here, see `node/confirm.rs`).
+pub(super) async fn serve_control(
+    outbound: Outbound,
+    mut messages: async_nats::Subscriber,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    loop {
+        let msg = tokio::select! {
+            biased;
+            _ = &mut stop => break,
+            msg = messages.next() => match msg {
+                Some(msg) => msg,
+                None => return,
+            },
+        };
+        control(&outbound, msg).await;
+    }
+    let _ = messages.unsubscribe().await;
+}
+
+/// Handles one control message (see the module docs).
+async fn control(outbound: &Outbound, msg: async_nats::Message) {
     let shared = &outbound.shared;
-    while let Some(msg) = messages.next().await {
-        let Ok(control) = postcard::from_bytes::<Control>(&msg.payload) else {
-            outbound.dead_letter(DeadLetterReason::Malformed, &msg.subject);
-            continue;
-        };
-        let mine = |incarnation: u64| incarnation == shared.incarnation();
-        let here = match control {
-            Control::Watch {
-                incarnation,
-                kind,
-                id,
-                from,
-                from_incarnation,
-            } => {
-                if !valid_token(&id) || !valid_token(&from) {
-                    outbound.dead_letter(DeadLetterReason::Malformed, &msg.subject);
-                    continue;
+    let refuse = |reason| outbound.dead_letter(reason, &msg.subject);
+    // The sender is the subject's last token.
+    let sender = msg.subject.rsplit('.').next().unwrap_or_default();
+    let Ok(control) = postcard::from_bytes::<Control>(&msg.payload) else {
+        return refuse(DeadLetterReason::Malformed);
+    };
+    let mine = |incarnation: u64| incarnation == shared.incarnation();
+    let answer: u8 = match control {
+        Control::Watch {
+            incarnation,
+            kind,
+            id,
+            from,
+            from_incarnation,
+        } => {
+            if !valid_token(&id) || !valid_token(&from) {
+                return refuse(DeadLetterReason::Malformed);
+            }
+            if from != sender {
+                return refuse(DeadLetterReason::WrongSender);
+            }
+            if shared.heard_incarnation(&from) != Some(from_incarnation) {
+                // Not a member here: nothing is kept for it. A watcher
+                // asks, so it is told to ask again; a watch nobody asks
+                // for an answer to is no watcher's.
+                if msg.reply.is_none() {
+                    return refuse(DeadLetterReason::Unconfirmed);
                 }
-                mine(incarnation)
-                    && shared
-                        .locals
-                        .add_watcher(&(kind, id.into()), (from, from_incarnation))
-            }
-            Control::Probe {
-                incarnation,
-                kind,
-                id,
-            } => mine(incarnation) && shared.locals.get(&(kind, id.into())).is_some(),
-            Control::Unwatch {
-                kind,
-                id,
-                from,
-                from_incarnation,
-            } => {
-                shared
+                ASK_AGAIN
+            } else if mine(incarnation)
+                && shared
                     .locals
-                    .remove_watcher(&(kind, id.into()), &(from, from_incarnation));
-                continue;
+                    .add_watcher(&(kind, id.into()), (from, from_incarnation))
+            {
+                HERE
+            } else {
+                NOT_HERE
             }
-            Control::Terminated {
-                host,
+        }
+        Control::Probe {
+            incarnation,
+            kind,
+            id,
+        } => {
+            if mine(incarnation) && shared.locals.get(&(kind, id.into())).is_some() {
+                HERE
+            } else {
+                NOT_HERE
+            }
+        }
+        Control::Alive { incarnation } => {
+            if mine(incarnation) && !outbound.is_stopped() {
+                HERE
+            } else {
+                NOT_HERE
+            }
+        }
+        Control::Unwatch {
+            kind,
+            id,
+            from,
+            from_incarnation,
+        } => {
+            if from != sender {
+                return refuse(DeadLetterReason::WrongSender);
+            }
+            shared
+                .locals
+                .remove_watcher(&(kind, id.into()), &(from, from_incarnation));
+            return;
+        }
+        Control::Terminated {
+            host,
+            incarnation,
+            kind,
+            id,
+        } => {
+            if host != sender {
+                return refuse(DeadLetterReason::WrongSender);
+            }
+            let address = Address {
+                host: host.into(),
                 incarnation,
                 kind,
-                id,
-            } => {
-                let address = Address {
-                    host: host.into(),
-                    incarnation,
-                    kind,
-                    id: id.into(),
-                };
-                gone(shared, &address);
-                continue;
-            }
-        };
-        if let Some(reply) = msg.reply {
-            let answer = if here { [0] } else { [1] };
-            let _ = shared
-                .client
-                .publish(reply, Bytes::copy_from_slice(&answer))
-                .await;
+                id: id.into(),
+            };
+            super::confirm::terminated(outbound, address, &msg.subject);
+            return;
         }
+    };
+    if let Some(reply) = msg.reply {
+        let _ = shared
+            .client
+            .publish(reply, Bytes::copy_from_slice(&[answer]))
+            .await;
     }
 }
