@@ -99,7 +99,8 @@ impl Tombstones {
 
     /// Whether `node`'s incarnation `incarnation` is remembered as down.
     pub(crate) fn contains(&self, node: &str, incarnation: u64) -> bool {
-        self.set.contains(&(std::sync::Arc::from(node), incarnation))
+        self.set
+            .contains(&(std::sync::Arc::from(node), incarnation))
     }
 
     pub(crate) fn len(&self) -> usize {

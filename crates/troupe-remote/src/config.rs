@@ -105,8 +105,9 @@ pub struct RemoteConfig {
     /// a node").
     pub max_members: usize,
     /// How much may wait in a published actor's mailbox before frames for
-    /// it from other nodes are refused (`MailboxFull` dead letters; an ask
-    /// in one fails with `NoReply`): a bounded mailbox for what other
+    /// it from other nodes are refused (`MailboxFull` dead letters here and,
+    /// refused back, at the sending node, whose asks in them fail at once
+    /// with `AskError::Refused` naming the bound): a bounded mailbox for what other
     /// nodes send, on by default, whatever mailbox the actor was spawned
     /// with (its own bound, if any, applies too). `None` turns it off: an
     /// actor spawned with an unbounded mailbox then queues whatever

@@ -85,8 +85,10 @@ pub enum DeadLetterReason {
     /// claim while as many are being confirmed as the node checks at once.
     OverCapacity,
     /// A message for a published actor that already had as many messages
-    /// from other nodes waiting as `RemoteConfig::inbound_limit` allows
-    /// (messages or bytes): dropped, and an ask in it fails with `NoReply`.
+    /// waiting as `RemoteConfig::inbound_limit` allows (messages, or bytes
+    /// from other nodes): not delivered. Counted by the receiving node, and
+    /// by the sending node when the refusal comes back (an ask in it then
+    /// fails at once with `AskError::Refused`).
     MailboxFull,
 }
 
@@ -111,7 +113,7 @@ pub(crate) use office::DeadLetters;
 /// The node's counters and listeners.
 #[cfg(feature = "node")]
 mod office {
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::{Arc, RwLock};
 
     use super::{DeadLetter, DeadLetterReason};
@@ -148,6 +150,10 @@ mod office {
     pub(crate) struct DeadLetters {
         counts: [AtomicU64; REASONS.len()],
         listeners: RwLock<Vec<Listener>>,
+        /// Whether any listener was added: a dead letter without
+        /// listeners is an atomic add (a flood of junk is counted at that
+        /// cost).
+        listened: AtomicBool,
     }
 
     impl DeadLetters {
@@ -155,6 +161,9 @@ mod office {
             let index = REASONS.iter().position(|r| *r == reason).unwrap_or(0);
             let total = self.counts[index].fetch_add(1, Ordering::Relaxed) + 1;
             tracing::debug!(?reason, subject, total, "remote dead letter");
+            if !self.listened.load(Ordering::Acquire) {
+                return;
+            }
             let listeners = self
                 .listeners
                 .read()
@@ -185,6 +194,7 @@ mod office {
                 .write()
                 .unwrap_or_else(|e| e.into_inner())
                 .push(listener);
+            self.listened.store(true, Ordering::Release);
         }
     }
 }

@@ -14,7 +14,9 @@
 //! The table keeps weak entries, so it holds no ref's state alive; dead
 //! weak entries are pruned when the table has doubled since the last
 //! prune. Past incarnations of nodes are kept (a few bytes each, one per
-//! node restart seen) so that a ref to one, decoded later, starts dead.
+//! node restart seen, at most four times `RemoteConfig::max_members`, the
+//! oldest forgotten first: `bounds.rs`) so that a ref to one, decoded
+//! later, starts dead.
 //!
 //! Refs made by `Node::select` (incarnation 0, "whoever serves the name")
 //! name no incarnation and are never marked.

@@ -15,6 +15,14 @@
 //! waiting for the heartbeat timeout. A leave names its incarnation too, so
 //! a late leave of a past incarnation does not take the new one down.
 //!
+//! **Confirmed claims.** Any client on the subjects can publish a
+//! heartbeat or a leave under any name, and a heartbeat shows the
+//! incarnation: a heartbeat of a node or incarnation not up, and a leave,
+//! are claims the node is asked about first, on its own control subject
+//! (`node/confirm.rs`); this module acts on them once confirmed. At most
+//! `RemoteConfig::max_members` other nodes are up, and the incarnations
+//! remembered as down are bounded (`bounds.rs`).
+//!
 //! A node is up from its first heartbeat heard, and down when it says it
 //! leaves ([`DownReason::Left`]) or when no heartbeat of it has been heard
 //! for `heartbeat_timeout` ([`DownReason::Silent`]; checked four times per

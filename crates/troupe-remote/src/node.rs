@@ -1081,7 +1081,11 @@ impl Node {
         }
         // The control subscription ends before the leave: the other nodes
         // confirm a leave by finding nobody there (`node/confirm.rs`).
-        let control = self.control.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let control = self
+            .control
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         if let Some((stop, control)) = control {
             let _ = stop.send(());
             let _ = tokio::time::timeout(shared.config.shutdown_timeout, control).await;

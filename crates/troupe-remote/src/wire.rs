@@ -611,7 +611,10 @@ mod tests {
             let got: Vec<_> = frames(&bytes, usize::MAX).collect();
             assert_eq!(
                 got,
-                vec![Ok(Frame::NoReply { id: 1 }), Err(DeadLetterReason::Malformed)]
+                vec![
+                    Ok(Frame::NoReply { id: 1 }),
+                    Err(DeadLetterReason::Malformed)
+                ]
             );
         }
         // Entries refused for their form: the first MAX_BAD_ENTRIES one by

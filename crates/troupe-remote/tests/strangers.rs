@@ -181,7 +181,10 @@ async fn a_forged_terminated_kills_no_ref_to_a_live_actor() {
     .await;
 
     // The ref, a fresh lookup and the watch live on.
-    assert!(!remote.is_terminated(), "a forged Terminated killed the ref");
+    assert!(
+        !remote.is_terminated(),
+        "a forged Terminated killed the ref"
+    );
     let again = p.w.lookup::<EchoMsg>("echo").await.unwrap();
     assert!(!again.is_terminated());
     let answer = again
@@ -228,8 +231,7 @@ async fn a_forged_leave_or_restart_takes_no_live_node_down() {
         .unwrap();
     stranger.flush().await.unwrap();
     until("the forged leave and restart handled", || {
-        !p.w.members().contains(&"a".to_string())
-            || count(&p.w, DeadLetterReason::Unconfirmed) >= 2
+        !p.w.members().contains(&"a".to_string()) || count(&p.w, DeadLetterReason::Unconfirmed) >= 2
     })
     .await;
 

@@ -6,7 +6,7 @@
 //! test-support echo actor, so it is built with the `testing` feature only).
 //!
 //! With `slow`, the published actor takes a millisecond per message and
-//! answers an `Echo` with how many messages it has handled (a slow
+//! answers an `Echo` with how many `Say` messages it has handled (a slow
 //! consumer, for the tests of what floods cost). A line `stats` on its
 //! standard input makes it print one line: its dead letters by reason and
 //! its footprint (`Node::footprint`).
@@ -19,7 +19,7 @@ use troupe_remote::testing::echo::{Echo, EchoMsg};
 use troupe_remote::{DeadLetterReason, Node, RemoteConfig};
 
 /// Every reason, for the `stats` line.
-const REASONS: [DeadLetterReason; 20] = [
+const REASONS: [DeadLetterReason; 22] = [
     DeadLetterReason::Truncated,
     DeadLetterReason::Oversized,
     DeadLetterReason::BadVersion,
@@ -30,6 +30,8 @@ const REASONS: [DeadLetterReason; 20] = [
     DeadLetterReason::UnknownReply,
     DeadLetterReason::EncodeFailed,
     DeadLetterReason::OutboundFull,
+    DeadLetterReason::OverMaxPayload,
+    DeadLetterReason::NoResponders,
     DeadLetterReason::Unreachable,
     DeadLetterReason::NodeStopped,
     DeadLetterReason::WrongIncarnation,
@@ -42,10 +44,11 @@ const REASONS: [DeadLetterReason; 20] = [
     DeadLetterReason::MailboxFull,
 ];
 
-/// A slow echo: a millisecond per message; `Echo` answers the count.
+/// A slow echo: a millisecond per message; `Echo` answers how many `Say`
+/// messages it has handled.
 #[derive(Default)]
 struct Slow {
-    handled: u64,
+    said: u64,
 }
 
 impl Actor for Slow {
@@ -54,9 +57,12 @@ impl Actor for Slow {
     fn receive(&mut self, _ctx: &mut Context<'_, Self>, msg: EchoMsg) {
         // Stands for real work; the process exists to be a slow consumer.
         std::thread::sleep(Duration::from_millis(1));
-        self.handled += 1;
-        if let EchoMsg::Echo(_, reply) = msg {
-            reply.reply(self.handled.to_string());
+        match msg {
+            EchoMsg::Say(_) => self.said += 1,
+            EchoMsg::Echo(_, reply) => {
+                reply.reply(self.said.to_string());
+            }
+            _ => {}
         }
     }
 }

@@ -129,11 +129,8 @@ async fn ask_alive(shared: &Shared, node: &str, incarnation: u64) -> Alive {
     let Some(payload) = watch::alive_request(incarnation) else {
         return Alive::Unknown;
     };
-    let subject = watch::control_subject(
-        &shared.config.cluster_name,
-        node,
-        &shared.config.node_name,
-    );
+    let subject =
+        watch::control_subject(&shared.config.cluster_name, node, &shared.config.node_name);
     let asked = shared.client.request(subject, Bytes::from(payload));
     match tokio::time::timeout(shared.config.lookup_timeout, asked).await {
         Ok(Ok(answer)) => match answer.payload.as_ref() {

@@ -14,7 +14,7 @@
 //! turn.
 
 use std::any::Any;
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
@@ -23,6 +23,7 @@ use troupe::{ActorId, ActorRef, ActorSystem};
 
 use super::{watch, Outbound};
 use crate::address::Kind;
+use crate::config::InboundLimit;
 use crate::dead_letters::DeadLetterReason;
 use crate::reply_to::{DecodeCtx, Importer, ReplySink};
 use crate::wire::{self, RemoteMessage};
@@ -39,8 +40,9 @@ pub(crate) trait LocalActor: Send + Sync {
     /// The message type's tag.
     fn tag(&self) -> &'static str;
     /// Decodes `payload` as the actor's message (replies and refs inside
-    /// it through `outbound`) and tells it; a payload that does not decode
-    /// is its reason and what went wrong in words.
+    /// it through `outbound`) and tells it; a payload that does not decode,
+    /// or one its inbound bound refuses (`MailboxFull`), is its reason and
+    /// what went wrong in words.
     fn deliver(
         &self,
         outbound: &Outbound,
@@ -66,12 +68,58 @@ fn importer(outbound: &Outbound, sink: &Arc<dyn ReplySink>, target: ActorId) -> 
 }
 
 /// A published actor: its message type is known, so frames for it are
-/// decoded without erasure.
-struct Local<M: Send + 'static>(ActorRef<M>);
+/// decoded without erasure. What other nodes may queue in its mailbox is
+/// bounded by `limit` (`RemoteConfig::inbound_limit`).
+struct Local<M: Send + 'static> {
+    actor: ActorRef<M>,
+    limit: Option<InboundLimit>,
+    waiting: Mutex<Waiting>,
+}
+
+/// The encoded sizes of the messages delivered from other nodes that may
+/// still wait in a published actor's mailbox, oldest first.
+#[derive(Default)]
+struct Waiting {
+    sizes: VecDeque<usize>,
+    bytes: usize,
+}
+
+impl Waiting {
+    /// Whether one more message of `len` bytes is within `limit`, with
+    /// `queued` messages in the mailbox now; if so it is counted in.
+    ///
+    /// A mailbox is first in, first out: with `queued` messages in it, at
+    /// most the last `queued` delivered from here still wait, and the
+    /// older ones are gone. (Local senders' messages count in `queued`
+    /// too, so this errs on the side of refusing.)
+    fn admit(&mut self, limit: &InboundLimit, queued: usize, len: usize) -> bool {
+        while self.sizes.len() > queued {
+            if let Some(size) = self.sizes.pop_front() {
+                self.bytes -= size;
+            }
+        }
+        // A message larger than the whole budget still passes alone.
+        if queued >= limit.messages || (self.bytes > 0 && self.bytes + len > limit.bytes) {
+            return false;
+        }
+        self.sizes.push_back(len);
+        self.bytes += len;
+        true
+    }
+
+    /// The message of `len` bytes last admitted was not delivered after
+    /// all (it did not decode).
+    fn cancel(&mut self, len: usize) {
+        if self.sizes.back() == Some(&len) {
+            self.sizes.pop_back();
+            self.bytes -= len;
+        }
+    }
+}
 
 impl<M: RemoteMessage> LocalActor for Local<M> {
     fn id(&self) -> ActorId {
-        self.0.id()
+        self.actor.id()
     }
 
     fn tag(&self) -> &'static str {
@@ -84,18 +132,42 @@ impl<M: RemoteMessage> LocalActor for Local<M> {
         sink: &Arc<dyn ReplySink>,
         payload: &[u8],
     ) -> Result<(), (DeadLetterReason, String)> {
-        let importer = importer(outbound, sink, self.0.id());
-        let msg = outbound.scope_with(importer, || wire::decode_payload_explained::<M>(payload))?;
-        self.0.tell(msg);
+        // Checked before decoding: a flood past the bound costs no decoding.
+        if let Some(limit) = &self.limit {
+            let queued = self.actor.queued();
+            let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+            if !waiting.admit(limit, queued, payload.len()) {
+                let why = format!(
+                    "the receiving actor (tag {:?}) has {queued} messages waiting, {} bytes of \
+                     them from other nodes; its bound is {} messages and {} bytes \
+                     (RemoteConfig::inbound_limit of the receiving node)",
+                    M::TAG,
+                    waiting.bytes,
+                    limit.messages,
+                    limit.bytes
+                );
+                return Err((DeadLetterReason::MailboxFull, why));
+            }
+        }
+        let importer = importer(outbound, sink, self.actor.id());
+        let msg = outbound
+            .scope_with(importer, || wire::decode_payload_explained::<M>(payload))
+            .inspect_err(|_| {
+                if self.limit.is_some() {
+                    let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+                    waiting.cancel(payload.len());
+                }
+            })?;
+        self.actor.tell(msg);
         Ok(())
     }
 
     fn sentinel(&self, system: &ActorSystem, gone: Box<dyn FnOnce() + Send>) -> bool {
-        when_stopped(system, &self.0, gone)
+        when_stopped(system, &self.actor, gone)
     }
 
     fn actor_ref(&self) -> Box<dyn Any + Send> {
-        Box::new(self.0.clone())
+        Box::new(self.actor.clone())
     }
 }
 
@@ -168,7 +240,11 @@ impl Locals {
         actor: &ActorRef<M>,
     ) {
         let key: Key = (Kind::Published, name.into());
-        let local: Arc<dyn LocalActor> = Arc::new(Local(actor.clone()));
+        let local: Arc<dyn LocalActor> = Arc::new(Local {
+            actor: actor.clone(),
+            limit: outbound.shared.config.inbound_limit,
+            waiting: Mutex::default(),
+        });
         let previous = self.lock().entries.insert(
             key.clone(),
             Entry {
@@ -312,4 +388,32 @@ fn fresh_token() -> Result<String, String> {
     let mut bytes = [0u8; 16];
     getrandom::getrandom(&mut bytes).map_err(|e| format!("no randomness for a ref token: {e}"))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_waits_from_other_nodes_is_bounded_in_messages_and_bytes() {
+        let limit = InboundLimit {
+            messages: 4,
+            bytes: 100,
+        };
+        let mut w = Waiting::default();
+        // Bytes: 40 + 40 pass, a third 40 would make 120.
+        assert!(w.admit(&limit, 0, 40));
+        assert!(w.admit(&limit, 1, 40));
+        assert!(!w.admit(&limit, 2, 40));
+        // The first was taken by the actor: one waits, room again.
+        assert!(w.admit(&limit, 1, 40));
+        assert_eq!(w.bytes, 80);
+        // Messages: four in the mailbox (local ones too) refuse any more.
+        assert!(!w.admit(&limit, 4, 1));
+        // All taken: a message larger than the budget passes alone.
+        assert!(w.admit(&limit, 0, 1000));
+        assert!(!w.admit(&limit, 1, 1));
+        assert!(w.admit(&limit, 0, 1));
+        assert_eq!((w.sizes.len(), w.bytes), (1, 1));
+    }
 }

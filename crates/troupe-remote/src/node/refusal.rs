@@ -19,8 +19,9 @@
 //!   `str(node) str(subject) varint(n) (varint(frame) u8(reason) str(detail))* varint(unlisted)`,
 //!   for frames it would not deliver because of what they carry: a tag
 //!   its actor does not take, a payload it cannot decode (version skew),
-//!   or a message over its own `max_frame_size` (frame `u64::MAX`: the
-//!   whole message). An empty detail repeats the one before. The sending
+//!   a message over its own `max_frame_size` (frame `u64::MAX`: the
+//!   whole message), or a published actor at its inbound bound
+//!   (`MailboxFull`, `RemoteConfig::inbound_limit`). An empty detail repeats the one before. The sending
 //!   node counts each as a dead letter with its reason, logs it, and fails
 //!   the asks of those frames at once with `AskError::Refused` and the
 //!   detail.
@@ -121,6 +122,7 @@ fn reason_code(reason: DeadLetterReason) -> u8 {
         DeadLetterReason::Undecodable => 2,
         DeadLetterReason::Truncated => 3,
         DeadLetterReason::Oversized => 4,
+        DeadLetterReason::MailboxFull => 5,
         _ => 0,
     }
 }
@@ -131,6 +133,7 @@ fn code_reason(code: u8) -> DeadLetterReason {
         2 => DeadLetterReason::Undecodable,
         3 => DeadLetterReason::Truncated,
         4 => DeadLetterReason::Oversized,
+        5 => DeadLetterReason::MailboxFull,
         // A reason of a newer build.
         _ => DeadLetterReason::Malformed,
     }

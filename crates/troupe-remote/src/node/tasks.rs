@@ -379,6 +379,9 @@ async fn deliver_all(
                 actor
                     .deliver(outbound, sink, payload)
                     .map_err(|(reason, detail)| {
+                        if reason == DeadLetterReason::MailboxFull {
+                            return Refused::Back(reason, detail);
+                        }
                         let detail = format!(
                             "cannot decode the message as the receiving actor's type (tag {:?}): \
                          {detail}; do both nodes run the same version of that type?",

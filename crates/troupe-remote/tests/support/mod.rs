@@ -118,3 +118,74 @@ pub fn finish(mut child: Child) {
         .unwrap();
     assert!(status.success(), "{status}");
 }
+
+/// An echo node process whose standard output is read line by line (see
+/// the `stats` command of `troupe-remote-echo`).
+pub struct EchoProcess {
+    pub child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl EchoProcess {
+    /// Starts `troupe-remote-echo` with `args` and waits for its "ready".
+    pub fn start(args: &[&str]) -> EchoProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_troupe-remote-echo"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the echo node process");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let process = EchoProcess { child, lines };
+        assert_eq!(process.line(), "ready");
+        process
+    }
+
+    /// The next line it prints (60 s at most).
+    pub fn line(&self) -> String {
+        self.lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("no line from the echo node within 60 s")
+    }
+
+    /// Its `stats` line: `total=<n> <Reason>=<n>… members=<n> …`, as pairs.
+    pub fn stats(&mut self) -> std::collections::HashMap<String, u64> {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "stats").unwrap();
+        stdin.flush().unwrap();
+        self.line()
+            .split_whitespace()
+            .filter_map(|pair| pair.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.parse().unwrap()))
+            .collect()
+    }
+
+    /// Its resident set now and at its peak, in KiB (`VmRSS`, `VmHWM`).
+    pub fn memory_kib(&self) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no {name} in /proc/<pid>/status"))
+        };
+        (field("VmRSS:"), field("VmHWM:"))
+    }
+
+    /// Closes its stdin (it leaves) and checks that it exits cleanly.
+    pub fn finish(self) {
+        finish(self.child);
+    }
+}
