@@ -470,6 +470,31 @@ mod tests {
     }
 
     #[test]
+    fn members_are_capped_and_down_incarnations_forgotten_oldest_first() {
+        let m = membership().bounded(2);
+        assert_eq!(m.classify("b", 1), Beat::New);
+        m.heard("b", 1, no);
+        m.heard("c", 1, no);
+        assert_eq!(m.classify("b", 1), Beat::Up);
+        assert_eq!(m.classify("b", 2), Beat::Restart);
+        assert_eq!(m.classify("me", 7), Beat::Mine);
+        // No room for a third: not taken.
+        assert_eq!(m.classify("d", 1), Beat::NoRoom);
+        assert_eq!(m.heard("d", 1, no), None);
+        assert_eq!(m.members(), vec!["b", "c", "me"]);
+        // Eight down incarnations are remembered (four per member), the
+        // oldest forgotten first.
+        for i in 2..12 {
+            m.heard("b", i, no);
+        }
+        assert!(m.is_down("b", 10) && m.is_down("b", 3));
+        assert!(!m.is_down("b", 2) && !m.is_down("b", 1));
+        assert_eq!(m.classify("b", 10), Beat::Down);
+        assert_eq!(m.sizes(), (2, 8));
+        assert_eq!(m.forgotten(), 2);
+    }
+
+    #[test]
     fn another_incarnation_is_a_restart_down_then_up() {
         let m = membership();
         m.heard("a", 1, no);

@@ -450,3 +450,75 @@ async fn a_batch_of_empty_or_tiny_entries_costs_a_dead_letter_per_message() {
     assert!(total >= 2, "the junk went uncounted");
     p.end().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_refusal_or_unwatch_takes_nothing_away() {
+    let server = server();
+    let p = pair(&server).await;
+    let remote = p.w.lookup::<EchoMsg>("echo").await.unwrap();
+    let (tx, terminated) = mpsc::channel();
+    let watcher = p
+        .sys_w
+        .spawn(Props::new(move || Watcher(tx.clone())))
+        .unwrap();
+    watcher.tell(remote.clone());
+    until("w's watch registered at a", || {
+        p.a.footprint().remote_watches == 1
+    })
+    .await;
+    // An ask a never answers: pending at w under a small sequential id.
+    let kept = remote.ask(EchoMsg::Keep, Duration::from_secs(60));
+    let stranger = async_nats::connect(server.url()).await.unwrap();
+    // "a refuses this as addressed to its past incarnation": what a node
+    // answers on the reply subject of a message for an incarnation it no
+    // longer is, here for every ask id up to 100.
+    let mut refusal = vec![b'R'];
+    refusal.extend_from_slice(&p.a.incarnation().to_le_bytes());
+    refusal.extend_from_slice(b"a");
+    let refusal = Bytes::from(refusal);
+    for id in 0..100 {
+        for subject in [
+            format!("troupe.troupe.noreply.w.{id}"),
+            format!("troupe.troupe.noreply.w.{id}-0"),
+        ] {
+            stranger.publish(subject, refusal.clone()).await.unwrap();
+        }
+    }
+    // An unwatch of w's watch, sent as another node.
+    let unwatch = Control::Unwatch {
+        kind: Kind::Published,
+        id: "echo".into(),
+        from: "w".into(),
+        from_incarnation: p.w.incarnation(),
+    };
+    let unwatch = Bytes::from(postcard::to_stdvec(&unwatch).unwrap());
+    stranger
+        .publish("troupe.troupe.system.a.x", unwatch)
+        .await
+        .unwrap();
+    stranger.flush().await.unwrap();
+    until("the forged refusal and unwatch handled", || {
+        remote.is_terminated()
+            || (count(&p.w, DeadLetterReason::Unconfirmed) >= 1
+                && count(&p.a, DeadLetterReason::WrongSender) >= 1)
+    })
+    .await;
+
+    assert!(!remote.is_terminated(), "a forged refusal killed the ref");
+    assert_eq!(p.w.members(), vec!["a".to_string(), "w".to_string()]);
+    assert_eq!(p.a.footprint().remote_watches, 1, "the watch was dropped");
+    assert_eq!(count(&p.w, DeadLetterReason::Unconfirmed), 1);
+    assert_eq!(count(&p.a, DeadLetterReason::WrongSender), 1);
+    // The ask it named was failed: a forger that may publish on w's reply
+    // subjects can fail w's asks (docs/operations.md: only permissions
+    // stop that), but not take a or its actor away.
+    assert!(kept.await.is_err());
+    let answer = remote
+        .ask(|r| EchoMsg::Echo("alive".into(), r), ASK)
+        .await
+        .unwrap();
+    assert_eq!(answer, "alive");
+    remote.tell(EchoMsg::Stop);
+    assert_eq!(terminated.recv_timeout(ASK).unwrap(), remote.id());
+    p.end().await;
+}
