@@ -56,6 +56,8 @@
 
 mod confirm;
 mod connect;
+mod control;
+mod heard;
 mod limits;
 mod locals;
 pub(crate) mod refs;
@@ -92,9 +94,7 @@ use connect::connect_options;
 use limits::FrameLimit;
 use locals::Locals;
 use refusal::Refusals;
-use tasks::{
-    answer_lookups, beat, listen_members, listen_replies, serve, serve_exports, sweep, write,
-};
+use tasks::{answer_lookups, beat, listen_replies, serve, serve_exports, sweep, write};
 use watch::Watching;
 
 /// What the writer task takes.
@@ -477,7 +477,7 @@ impl Node {
             .await
             .map_err(|e| RemoteError::Nats(e.to_string()))?;
         let control = client
-            .subscribe(watch::control_subscription(
+            .subscribe(control::control_subscription(
                 &config.cluster_name,
                 &config.node_name,
             ))
@@ -517,7 +517,7 @@ impl Node {
         let (stop_writer, writer_stopped) = oneshot::channel();
         let writer = tokio::spawn(write(shared.clone(), rx, writer_stopped));
         let sweeper = tokio::spawn(sweep(shared.clone()));
-        let listen_members = tokio::spawn(listen_members(shared.clone(), members));
+        let listen_members = tokio::spawn(heard::listen_members(shared.clone(), members));
         let beat = tokio::spawn(beat(shared.clone()));
         let outbound = Outbound { tx, shared };
         let unserved = tokio::spawn(refusal::listen(outbound.clone(), no_responders));

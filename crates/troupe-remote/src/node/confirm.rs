@@ -25,6 +25,10 @@
 //!   `watch::confirm` does after no responders), and only "not here", or
 //!   the node going down meanwhile, makes the actor gone.
 //!
+//! This module keeps the claims being confirmed and asks whether an
+//! incarnation is alive; the membership claims are made and acted on in
+//! `node/heard.rs`, a `Terminated` in `node/watch.rs`.
+//!
 //! A claim refuted (or unanswered) is an `Unconfirmed` dead letter. One
 //! claim is checked once at a time (the same claim arriving again
 //! meanwhile joins it), and at most [`MAX_CONFIRMING`] claims at once: one
@@ -38,7 +42,8 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
-use super::{watch, Outbound, Shared};
+use super::control::{alive_request, control_subject};
+use super::Shared;
 use crate::address::Address;
 use crate::bounds::MAX_CONFIRMING;
 use crate::dead_letters::DeadLetterReason;
@@ -74,8 +79,8 @@ impl Claims {
 }
 
 /// A claim being confirmed: forgotten when dropped.
-struct Confirming {
-    shared: Arc<Shared>,
+pub(super) struct Confirming {
+    pub(super) shared: Arc<Shared>,
     claim: Claim,
 }
 
@@ -88,7 +93,7 @@ impl Drop for Confirming {
 /// Starts confirming `claim`, unless it is being confirmed already (then
 /// `None`: it joins that one) or too many are (then `None` too, and an
 /// `OverCapacity` dead letter on `subject`).
-fn begin(shared: &Arc<Shared>, claim: Claim, subject: &str) -> Option<Confirming> {
+pub(super) fn begin(shared: &Arc<Shared>, claim: Claim, subject: &str) -> Option<Confirming> {
     {
         let mut set = shared.claims.lock();
         if set.contains(&claim) {
@@ -112,7 +117,7 @@ fn begin(shared: &Arc<Shared>, claim: Claim, subject: &str) -> Option<Confirming
 /// What a node answered when asked whether one of its incarnations is
 /// alive.
 #[derive(Debug, PartialEq, Eq)]
-enum Alive {
+pub(super) enum Alive {
     /// That incarnation answered.
     Yes,
     /// A process under the node's name answered that it is not that
@@ -125,12 +130,11 @@ enum Alive {
 }
 
 /// Asks `node` whether its incarnation `incarnation` is alive.
-async fn ask_alive(shared: &Shared, node: &str, incarnation: u64) -> Alive {
-    let Some(payload) = watch::alive_request(incarnation) else {
+pub(super) async fn ask_alive(shared: &Shared, node: &str, incarnation: u64) -> Alive {
+    let Some(payload) = alive_request(incarnation) else {
         return Alive::Unknown;
     };
-    let subject =
-        watch::control_subject(&shared.config.cluster_name, node, &shared.config.node_name);
+    let subject = control_subject(&shared.config.cluster_name, node, &shared.config.node_name);
     let asked = shared.client.request(subject, Bytes::from(payload));
     match tokio::time::timeout(shared.config.lookup_timeout, asked).await {
         Ok(Ok(answer)) => match answer.payload.as_ref() {
@@ -141,120 +145,4 @@ async fn ask_alive(shared: &Shared, node: &str, incarnation: u64) -> Alive {
         Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => Alive::Nobody,
         _ => Alive::Unknown,
     }
-}
-
-/// A heartbeat of `node`'s incarnation `incarnation`, which is not the one
-/// up (a new node, or a restart), arrived on `subject`: takes it up once
-/// the node confirms it (see the module docs).
-pub(super) fn heartbeat(shared: &Arc<Shared>, node: &str, incarnation: u64, subject: &str) {
-    let claim = Claim::Alive(node.to_string(), incarnation);
-    let Some(confirming) = begin(shared, claim, subject) else {
-        return;
-    };
-    let (node, subject) = (node.to_string(), subject.to_string());
-    shared.runtime.spawn(async move {
-        let shared = &confirming.shared;
-        match ask_alive(shared, &node, incarnation).await {
-            Alive::Yes => {
-                shared.membership.heard(&node, incarnation, |node, incarnation| {
-                    watch::node_down(shared, node, incarnation)
-                });
-                if shared.membership.incarnation(&node) != Some(incarnation)
-                    && !shared.membership.is_down(&node, incarnation)
-                {
-                    // Confirmed, but there was no room for one more.
-                    shared
-                        .dead_letters
-                        .record(DeadLetterReason::OverCapacity, &subject);
-                }
-            }
-            answer => {
-                tracing::debug!(%node, incarnation, ?answer, "troupe-remote: a heartbeat its node did not confirm");
-                shared
-                    .dead_letters
-                    .record(DeadLetterReason::Unconfirmed, &subject);
-            }
-        }
-    });
-}
-
-/// `node`'s incarnation `incarnation`, the one up, says on `subject` that
-/// it leaves: declared down once the node confirms it (see the module
-/// docs).
-pub(super) fn leave(shared: &Arc<Shared>, node: &str, incarnation: u64, subject: &str) {
-    let claim = Claim::Leave(node.to_string(), incarnation);
-    let Some(confirming) = begin(shared, claim, subject) else {
-        return;
-    };
-    let (node, subject) = (node.to_string(), subject.to_string());
-    shared.runtime.spawn(async move {
-        let shared = &confirming.shared;
-        match ask_alive(shared, &node, incarnation).await {
-            Alive::Nobody | Alive::No => {
-                shared.membership.left(&node, incarnation, |node, incarnation| {
-                    watch::node_down(shared, node, incarnation)
-                });
-            }
-            answer => {
-                tracing::warn!(%node, incarnation, ?answer, "troupe-remote: a leave its node did not confirm (a forged one, or the node did not answer): ignored");
-                shared
-                    .dead_letters
-                    .record(DeadLetterReason::Unconfirmed, &subject);
-            }
-        }
-    });
-}
-
-/// A refusal arrived on `subject`, from a process under `node`'s name that
-/// is not its incarnation `incarnation`: that incarnation is declared down
-/// once the node confirms it is not there (see the module docs).
-pub(super) fn gone(shared: &Arc<Shared>, node: &str, incarnation: u64, subject: &str) {
-    let claim = Claim::Gone(node.to_string(), incarnation);
-    let Some(confirming) = begin(shared, claim, subject) else {
-        return;
-    };
-    let (node, subject) = (node.to_string(), subject.to_string());
-    shared.runtime.spawn(async move {
-        let shared = &confirming.shared;
-        match ask_alive(shared, &node, incarnation).await {
-            Alive::No => watch::node_down(shared, &node, incarnation),
-            answer => {
-                tracing::debug!(%node, incarnation, ?answer, "troupe-remote: a refusal its node did not confirm");
-                shared
-                    .dead_letters
-                    .record(DeadLetterReason::Unconfirmed, &subject);
-            }
-        }
-    });
-}
-
-/// A `Terminated` of the actor at `address` arrived on `subject` from its
-/// node: the actor is gone once its node confirms it (see the module
-/// docs). Nothing is done for an address no ref or watch here names.
-pub(super) fn terminated(outbound: &Outbound, address: Address, subject: &str) {
-    let shared = &outbound.shared;
-    if !watch::is_known(shared, &address) {
-        return;
-    }
-    let claim = Claim::Terminated(address.clone());
-    let Some(confirming) = begin(shared, claim, subject) else {
-        return;
-    };
-    let outbound = outbound.clone();
-    let subject = subject.to_string();
-    shared.runtime.spawn(async move {
-        let _confirming = confirming;
-        match watch::still_there(&outbound, &address).await {
-            Some(false) => watch::gone(&outbound.shared, &address),
-            Some(true) => {
-                tracing::warn!(host = %address.host, actor = %address.id, "troupe-remote: a Terminated its node did not confirm (a forged one): ignored");
-                outbound
-                    .shared
-                    .dead_letters
-                    .record(DeadLetterReason::Unconfirmed, &subject);
-            }
-            // Given up: nothing here names the address any more.
-            None => {}
-        }
-    });
 }

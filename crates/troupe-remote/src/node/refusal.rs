@@ -438,7 +438,7 @@ pub(super) async fn listen(outbound: Outbound, mut answers: async_nats::Subscrib
                         // Its node answers as another incarnation: the one
                         // this ref names was restarted away, once the node
                         // confirms it (anyone can publish a refusal).
-                        super::confirm::gone(shared, node, incarnation, &msg.subject);
+                        super::heard::gone(shared, node, incarnation, &msg.subject);
                     } else {
                         // The name is served by another node now.
                         watch::confirm(&outbound, owner);

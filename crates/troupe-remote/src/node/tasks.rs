@@ -1,9 +1,10 @@
 //! The node's tasks: the writer (outbound frames, in order), one server and
 //! one lookup responder per published name, the server of exported refs,
-//! the reply listener, the membership listener, the heartbeat, and the
-//! reply-table sweeper. (The control subject's server is in
-//! `node/watch.rs`; the listener of what comes back on a message's reply
-//! subject, and the receiving side of refusals, in `node/refusal.rs`.)
+//! the reply listener, the heartbeat, and the reply-table sweeper. (The
+//! control subject's server is in `node/watch.rs`, the membership
+//! listener in `node/heard.rs`; the listener of what comes back on a
+//! message's reply subject, and the receiving side of refusals, in
+//! `node/refusal.rs`.)
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,12 +15,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::locals::LocalActor;
 use super::refusal::{self, RefusedFrame, WHOLE_MESSAGE};
-use super::{confirm, watch, Outbound, Outgoing, Shared, Stall};
+use super::{watch, Outbound, Outgoing, Shared, Stall};
 use crate::address::Kind;
 use crate::batching::Linger;
-use crate::config::valid_token;
 use crate::dead_letters::DeadLetterReason;
-use crate::membership::Beat;
 use crate::reply_to::{Answer, ReplySink};
 use crate::wire::{self, Frame};
 
@@ -520,56 +519,6 @@ pub(super) async fn listen_replies(outbound: Outbound, mut replies: async_nats::
             if let Err(reason) = result {
                 shared.dead_letters.record(reason, &msg.subject);
             }
-        }
-    }
-}
-
-/// Hears heartbeats and leaves: `troupe.<cluster>.members.{beat,leave}.<node>`,
-/// each carrying the node's incarnation (u64 LE). Anything else there is
-/// a `Malformed` dead letter. A heartbeat keeps the incarnation up alive;
-/// one of a node or incarnation not up, and a leave, are claims confirmed
-/// with the node first (`node/confirm.rs`).
-pub(super) async fn listen_members(shared: Arc<Shared>, mut members: async_nats::Subscriber) {
-    let prefix = format!("troupe.{}.members.", shared.config.cluster_name);
-    while let Some(msg) = members.next().await {
-        let parsed = msg
-            .subject
-            .strip_prefix(&*prefix)
-            .and_then(|rest| rest.split_once('.'))
-            .filter(|(_, node)| valid_token(node))
-            .zip(<[u8; 8]>::try_from(msg.payload.as_ref()).ok());
-        let Some(((kind, node), incarnation)) = parsed else {
-            shared
-                .dead_letters
-                .record(DeadLetterReason::Malformed, &msg.subject);
-            continue;
-        };
-        let incarnation = u64::from_le_bytes(incarnation);
-        let down = |node: &str, incarnation: u64| watch::node_down(&shared, node, incarnation);
-        match kind {
-            "beat" => match shared.membership.classify(node, incarnation) {
-                Beat::Mine | Beat::Up => {
-                    shared.membership.heard(node, incarnation, down);
-                }
-                // A late heartbeat of an incarnation gone.
-                Beat::Down => {}
-                Beat::New | Beat::Restart => {
-                    confirm::heartbeat(&shared, node, incarnation, &msg.subject)
-                }
-                Beat::NoRoom => shared
-                    .dead_letters
-                    .record(DeadLetterReason::OverCapacity, &msg.subject),
-            },
-            "leave" => {
-                // A leave of another incarnation than the one up (a late
-                // one, after a restart) changes nothing.
-                if shared.membership.incarnation(node) == Some(incarnation) {
-                    confirm::leave(&shared, node, incarnation, &msg.subject);
-                }
-            }
-            _ => shared
-                .dead_letters
-                .record(DeadLetterReason::Malformed, &msg.subject),
         }
     }
 }

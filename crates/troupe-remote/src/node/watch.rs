@@ -56,78 +56,14 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use serde::{Deserialize, Serialize};
 use troupe::{ActorId, Watcher};
 
-use super::{Outbound, Shared};
+use super::control::{control_subject, Control, ASK_AGAIN, HERE, NOT_HERE};
+use super::{confirm, Outbound, Shared};
 use crate::address::{Address, Kind};
 use crate::config::valid_token;
 use crate::dead_letters::DeadLetterReason;
 use crate::liveness::Liveness;
-
-/// What nodes tell each other about watches.
-#[derive(Serialize, Deserialize)]
-enum Control {
-    /// Node `from` (incarnation `from_incarnation`) watches the actor
-    /// `(kind, id)` of the receiving node's incarnation `incarnation`.
-    /// Sent as a request: the answer is `[0]` if the actor is there, `[1]`
-    /// if not (another incarnation has none of the old one's actors).
-    Watch {
-        incarnation: u64,
-        kind: Kind,
-        id: String,
-        from: String,
-        from_incarnation: u64,
-    },
-    /// Node `from` (incarnation `from_incarnation`) no longer watches
-    /// `(kind, id)`.
-    Unwatch {
-        kind: Kind,
-        id: String,
-        from: String,
-        from_incarnation: u64,
-    },
-    /// The actor `(kind, id)` of node `host`'s incarnation `incarnation`
-    /// is gone.
-    Terminated {
-        host: String,
-        incarnation: u64,
-        kind: Kind,
-        id: String,
-    },
-    /// Is the actor `(kind, id)` of incarnation `incarnation` still here?
-    /// A request, answered as `Watch` is; nothing is registered.
-    Probe {
-        incarnation: u64,
-        kind: Kind,
-        id: String,
-    },
-    /// Is the receiving node's incarnation `incarnation` alive? A request:
-    /// `[0]` yes, `[1]` no (another incarnation, or one that is leaving).
-    Alive { incarnation: u64 },
-}
-
-/// The answers to a `Watch` or a `Probe`: the actor is here, it is not,
-/// or (a `Watch` only) the watching node incarnation is not a member here
-/// yet and should ask again.
-const HERE: u8 = 0;
-const NOT_HERE: u8 = 1;
-const ASK_AGAIN: u8 = 2;
-
-/// The subject of the control messages node `from` sends node `to`.
-pub(super) fn control_subject(cluster: &str, to: &str, from: &str) -> String {
-    format!("troupe.{cluster}.system.{to}.{from}")
-}
-
-/// What node `me` subscribes to for its control messages.
-pub(super) fn control_subscription(cluster: &str, me: &str) -> String {
-    format!("troupe.{cluster}.system.{me}.*")
-}
-
-/// The request of `node/confirm.rs`: is incarnation `incarnation` alive?
-pub(super) fn alive_request(incarnation: u64) -> Option<Vec<u8>> {
-    postcard::to_stdvec(&Control::Alive { incarnation }).ok()
-}
 
 /// This node's actors watching actors elsewhere, by address.
 #[derive(Default)]
@@ -519,7 +455,7 @@ async fn control(outbound: &Outbound, msg: async_nats::Message) {
                 kind,
                 id: id.into(),
             };
-            super::confirm::terminated(outbound, address, &msg.subject);
+            confirm_terminated(outbound, address, &msg.subject);
             return;
         }
     };
@@ -529,4 +465,35 @@ async fn control(outbound: &Outbound, msg: async_nats::Message) {
             .publish(reply, Bytes::copy_from_slice(&[answer]))
             .await;
     }
+}
+
+/// A `Terminated` of the actor at `address` arrived on `subject` from its
+/// node: the actor is gone once its node confirms it (`node/confirm.rs`).
+/// Nothing is done for an address no ref or watch here names.
+fn confirm_terminated(outbound: &Outbound, address: Address, subject: &str) {
+    let shared = &outbound.shared;
+    if !is_known(shared, &address) {
+        return;
+    }
+    let claim = confirm::Claim::Terminated(address.clone());
+    let Some(confirming) = confirm::begin(shared, claim, subject) else {
+        return;
+    };
+    let outbound = outbound.clone();
+    let subject = subject.to_string();
+    shared.runtime.spawn(async move {
+        let _confirming = confirming;
+        match still_there(&outbound, &address).await {
+            Some(false) => gone(&outbound.shared, &address),
+            Some(true) => {
+                tracing::warn!(host = %address.host, actor = %address.id, "troupe-remote: a Terminated its node did not confirm (a forged one): ignored");
+                outbound
+                    .shared
+                    .dead_letters
+                    .record(DeadLetterReason::Unconfirmed, &subject);
+            }
+            // Given up: nothing here names the address any more.
+            None => {}
+        }
+    });
 }
