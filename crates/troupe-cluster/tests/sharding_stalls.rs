@@ -242,6 +242,7 @@ fn spread(cluster: &mut Cluster, entities: &[String]) {
 }
 
 #[test]
+#[ignore = "timing-sensitive under load (failed 2 of 14 runs on a loaded 2-core machine): CI runs it in its own step, tries counted and printed"]
 fn a_node_stalled_past_half_the_heartbeat_timeout_hands_its_shards_over_and_rejoins() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -286,6 +287,7 @@ fn a_node_stalled_past_half_the_heartbeat_timeout_hands_its_shards_over_and_rejo
 }
 
 #[test]
+#[ignore = "timing-sensitive under load (failed 2 of 14 runs on a loaded 2-core machine): CI runs it in its own step, tries counted and printed"]
 fn a_node_stalled_past_the_heartbeat_timeout_owns_shards_again_without_a_restart() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
