@@ -27,8 +27,9 @@ impl ClusterEngine {
         };
         let id = self.persistence_id.clone();
         // The only writer of this id is this actor: the next token is
-        // free, and the fence record it writes orders every append of an
-        // earlier activation before this one's.
+        // free, and taking it is acknowledged only after every append an
+        // earlier activation queued has been answered, so this one's
+        // appends come after all of those (it writes no record itself).
         let (last, token) = journal.position_of(&id);
         self.token = token + 1;
         let me = ctx.myself();
