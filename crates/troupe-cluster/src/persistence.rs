@@ -58,10 +58,10 @@
 //!
 //! # The pieces
 //!
-//! - `effect.rs`: what a command handler returns.
 //! - `runner.rs`: the trait a user implements, and the troupe actor that
 //!   runs it (the two name each other) (recovery, the stash, the
-//!   append/acknowledge cycle, snapshots, fencing).
+//!   append/acknowledge cycle, snapshots, fencing); `runner/effect.rs`,
+//!   what a command handler returns.
 //! - `journal.rs`: the storage trait, in bytes.
 //! - `local.rs`: the local-disk journal on troupe-journal (its header says
 //!   why one log per entity type).
@@ -73,7 +73,6 @@
 //!   without a consumer, and nothing over the server's limits is sent.
 //! - `error.rs`: every failure, typed.
 
-mod effect;
 mod error;
 #[cfg(feature = "nats")]
 mod jetstream;
@@ -83,14 +82,13 @@ mod runner;
 
 use troupe::{ActorRef, ActorSystem, Props, SpawnError};
 
-pub use effect::Effect;
 pub use error::PersistenceError;
 #[cfg(feature = "nats")]
 pub use jetstream::{JetStreamJournal, JetStreamOptions, Storage, MAX_ENTITY_TYPE_BYTES};
 pub use journal::{Counters, Done, EachEvent, Journal, JournalScope, Replayed, Snapshot};
 pub use local::{Durability, LocalJournal, LogOptions};
 pub use runner::{
-    Internal, Msg, Persistent, PersistentActor, PersistentContext, PersistentSettings,
+    Effect, Internal, Msg, Persistent, PersistentActor, PersistentContext, PersistentSettings,
 };
 
 /// Spawns a persistent actor as a top-level actor of `system` and returns

@@ -54,9 +54,12 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use troupe::{Actor, ActorRef, Context, Failure};
 
-use super::effect::{Effect, Then};
+use self::effect::Then;
 use super::error::PersistenceError;
 use super::journal::{Journal, Snapshot};
+
+mod effect;
+pub use self::effect::Effect;
 
 /// The message type of a [`Persistent`] actor: a user command, or the
 /// wrapper's own acknowledgements (which user code never makes).

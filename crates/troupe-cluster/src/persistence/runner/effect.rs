@@ -3,10 +3,14 @@
 //! if they are not (an error for the asker), a snapshot, a stop. The
 //! handler itself changes nothing: the state changes only by applying
 //! events the journal acknowledged.
+//!
+//! A child of the runner: an effect names the [`PersistentActor`] it is
+//! for, whose handler returns it, and only the runner carries it out.
 
 use troupe::ReplyTo;
 
-use super::{PersistenceError, PersistentActor};
+use super::PersistentActor;
+use crate::persistence::error::PersistenceError;
 
 /// A follow-up: run with the state after the command's events once they
 /// are durable and applied, or with the error that refused or failed them.
