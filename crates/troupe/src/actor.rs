@@ -1,16 +1,22 @@
 //! The `Actor` trait, the `Context` a handler works with, and the `Signal`s
-//! the runtime delivers.
+//! the runtime delivers; its child `cell` is the runtime half of an actor
+//! (mailbox, run state, run loop, lifecycle, timers, stash). The three name
+//! each other (a handler gets a `Context`, a `Context` works on its cell,
+//! a cell runs its `Actor`), so they are one module and its children.
+
+pub(crate) mod cell;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::actor_ref::{ActorId, ActorRef};
-use crate::cell::stash::{Stash, StashFull};
-use crate::cell::timers::{TimerId, Timers};
-use crate::cell::{ActorCell, CellStatus};
+use self::cell::stash::{Stash, StashFull};
+use self::cell::timers::{TimerId, Timers};
+use self::cell::{ActorCell, CellStatus};
+use crate::actor_ref::ActorRef;
+use crate::ids::{ActorId, SpawnError};
+use crate::kernel::ActorSystem;
 use crate::props::Props;
 use crate::supervision::{Directive, Failure};
-use crate::system::{ActorSystem, SpawnError};
 
 /// An actor: state plus a synchronous handler for messages of type `Msg`.
 ///
@@ -125,7 +131,7 @@ impl<A: Actor> Context<'_, A> {
 
     /// Spawns a child; it is stopped before this actor stops (or restarts).
     pub fn spawn<C: Actor>(&mut self, props: Props<C>) -> Result<ActorRef<C::Msg>, SpawnError> {
-        crate::cell::spawn_child(self.cell, self.status, props)
+        cell::spawn_child(self.cell, self.status, props).map(|cell| ActorRef { cell })
     }
 
     /// Stops a child of this actor. Returns false if `child` is not (or no
@@ -200,7 +206,7 @@ impl<A: Actor> Context<'_, A> {
     /// system.await_termination().unwrap();
     /// ```
     pub fn child<M: Send + 'static>(&self, name: &str) -> Option<ActorRef<M>> {
-        crate::cell::child_named(self.status, name)
+        cell::child_named(self.status, name).map(|cell| ActorRef { cell })
     }
 
     /// Stops this actor after the current message (children first).
@@ -211,7 +217,7 @@ impl<A: Actor> Context<'_, A> {
     /// Watches `other`: this actor receives [`Signal::Terminated`] once when
     /// it stops (at once if it already has).
     pub fn watch<M: Send + 'static>(&mut self, other: &ActorRef<M>) {
-        crate::cell::watch(self.cell, self.status, other.cell.clone());
+        cell::watch(self.cell, self.status, other.cell.clone());
     }
 
     /// This actor's timers: messages to itself, once or periodically, keyed
@@ -578,7 +584,7 @@ impl<A: Actor> Context<'_, A> {
     /// so the loop pays nothing for the stash otherwise).
     fn signal_unstashed(&mut self) {
         if self.status.stash_due {
-            crate::cell::signal_unstashed(self.cell);
+            cell::signal_unstashed(self.cell);
         }
     }
 
@@ -591,6 +597,6 @@ impl<A: Actor> Context<'_, A> {
 
     /// Stops watching `other`; no `Terminated` for it is delivered afterwards.
     pub fn unwatch<M: Send + 'static>(&mut self, other: &ActorRef<M>) {
-        crate::cell::unwatch(self.cell, self.status, other.cell.clone());
+        cell::unwatch(self.cell, self.status, other.cell.clone());
     }
 }

@@ -6,33 +6,17 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::actor::cell::{self, TypedCell};
 use crate::ask::{self, Ask, ReplyTo};
-use crate::cell::{self, TypedCell};
+pub use crate::ids::ActorId;
+use crate::ids::DeadLetterReason;
 use crate::mailbox::bound::Overflow;
-use crate::system::DeadLetterReason;
 
 pub(crate) mod adapter;
 mod external;
 mod waiting;
 pub use external::{ExternalTarget, Watcher};
 pub use waiting::{SendError, SendFuture};
-
-/// An actor's identity, unique within its actor system for the system's life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ActorId(pub(crate) u64);
-
-impl ActorId {
-    /// The raw number.
-    pub fn as_u64(self) -> u64 {
-        self.0
-    }
-}
-
-impl fmt::Display for ActorId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "#{}", self.0)
-    }
-}
 
 /// Why `try_tell` did not enqueue a message; the message is handed back.
 #[derive(Debug, PartialEq, Eq)]

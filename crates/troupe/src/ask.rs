@@ -36,10 +36,10 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::Backoff;
 
-use crate::actor_ref::ActorId;
 use crate::dispatch::on_shared_thread;
+use crate::ids::ActorId;
+use crate::kernel::{ActorSystem, Kernel};
 use crate::scheduler::{Cancellable, Scheduler};
-use crate::system::SystemInner;
 
 /// Why an ask produced no answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -306,11 +306,7 @@ impl<R: Send + 'static> ReplyTo<R> {
     /// for a transport that rebuilds a request (with this handle in it) and
     /// forwards the answer. `target` is the actor named in the answer's
     /// errors; the timeout runs on `system`'s scheduler when awaited.
-    pub fn pair(
-        system: &crate::ActorSystem,
-        target: ActorId,
-        timeout: Duration,
-    ) -> (ReplyTo<R>, Ask<R>) {
+    pub fn pair(system: &ActorSystem, target: ActorId, timeout: Duration) -> (ReplyTo<R>, Ask<R>) {
         pair(target, timeout, system.inner())
     }
 }
@@ -353,7 +349,7 @@ pub struct Ask<R> {
 pub(crate) fn pair<R: Send + 'static>(
     target: ActorId,
     timeout: Duration,
-    system: &Arc<SystemInner>,
+    system: &Arc<Kernel>,
 ) -> (ReplyTo<R>, Ask<R>) {
     system.live_asks.fetch_add(1, Ordering::Relaxed);
     let promise = Arc::new(Promise {

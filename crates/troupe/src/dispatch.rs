@@ -11,7 +11,7 @@
 //!   on a tokio runtime the system is given, for actors serving async code.
 //!
 //! Dispatchers know nothing about actors: a task is anything [`Runnable`].
-//! The actor cell (`cell.rs`) decides how many messages one run handles (the
+//! The actor cell (`actor/cell.rs`) decides how many messages one run handles (the
 //! dispatcher's `throughput`) and whether to come back ([`Executor::reschedule`]).
 //! A queued [`Task`] does not own its actor; see its docs for why that is sound.
 
@@ -20,6 +20,7 @@ use std::ptr::NonNull;
 mod governor;
 pub(crate) mod pinned;
 pub(crate) mod pool;
+pub(crate) mod stealing;
 #[cfg(feature = "tokio")]
 pub(crate) mod tokio_dispatcher;
 
@@ -64,7 +65,7 @@ pub(crate) struct Ran {
 /// A scheduled runnable, as queued in a dispatcher: a *non-owning* pointer.
 ///
 /// Queuing an actor costs no reference-count traffic. This is sound because
-/// of the cell's liveness rule (see `cell.rs`): a cell can only be scheduled
+/// of the cell's liveness rule (see `actor/cell.rs`): a cell can only be scheduled
 /// while its mailbox is open, and an open cell is owned by its parent (or the
 /// system's guardian) until its final run, which holds a strong reference of
 /// its own until it returns.

@@ -38,8 +38,9 @@
 pub mod actor;
 pub mod actor_ref;
 pub mod ask;
-mod cell;
 mod dispatch;
+mod ids;
+mod kernel;
 mod mailbox;
 pub mod props;
 pub mod receptionist;
@@ -53,13 +54,13 @@ pub mod system;
 #[cfg(feature = "serde")]
 pub mod transport;
 
+pub use actor::cell::stash::StashFull;
+pub use actor::cell::timers::{TimerId, Timers};
 pub use actor::{Actor, Context, Signal};
 pub use actor_ref::{
     ActorId, ActorRef, ExternalTarget, SendError, SendFuture, TrySendError, Watcher,
 };
 pub use ask::{Ask, AskError, ReplyTo};
-pub use cell::stash::StashFull;
-pub use cell::timers::{TimerId, Timers};
 pub use dispatch::DispatcherStats;
 pub use mailbox::bound::{MailboxConfig, Overflow};
 pub use props::Props;

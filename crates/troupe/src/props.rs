@@ -4,7 +4,6 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::actor::Actor;
 use crate::mailbox::bound::MailboxConfig;
 use crate::supervision::SupervisorStrategy;
 
@@ -31,7 +30,7 @@ pub(crate) type Factory<A> = Arc<dyn Fn() -> A + Send + Sync>;
 ///     .supervisor(SupervisorStrategy::stop());
 /// # let _ = props;
 /// ```
-pub struct Props<A: Actor> {
+pub struct Props<A> {
     pub(crate) factory: Factory<A>,
     pub(crate) name: Option<String>,
     pub(crate) dispatcher: Option<String>,
@@ -40,7 +39,7 @@ pub struct Props<A: Actor> {
     pub(crate) stash_capacity: usize,
 }
 
-impl<A: Actor> Props<A> {
+impl<A> Props<A> {
     /// Props whose actor is built by `factory` (called again on every restart).
     pub fn new(factory: impl Fn() -> A + Send + Sync + 'static) -> Self {
         Props {
@@ -88,7 +87,7 @@ impl<A: Actor> Props<A> {
     }
 }
 
-impl<A: Actor> Clone for Props<A> {
+impl<A> Clone for Props<A> {
     fn clone(&self) -> Self {
         Props {
             factory: self.factory.clone(),
@@ -101,7 +100,7 @@ impl<A: Actor> Clone for Props<A> {
     }
 }
 
-impl<A: Actor> fmt::Debug for Props<A> {
+impl<A> fmt::Debug for Props<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Props")
             .field("actor", &std::any::type_name::<A>())

@@ -28,7 +28,9 @@ use std::time::Duration;
 
 use crate::actor::{Actor, Context, Signal};
 use crate::actor_ref::{ActorId, ActorRef};
-use crate::ask::Ask;
+use crate::ask::{Ask, ReplyTo};
+use crate::props::Props;
+use crate::system::ActorSystem;
 
 /// A typed name for a service: the actors registered under it handle `M`.
 pub struct ServiceKey<M> {
@@ -285,7 +287,37 @@ pub struct Receptionist {
     /// commands are dropped and `find` fails at once with `NoReply`, as
     /// they would against a stopped receptionist.
     pub(crate) actor: Option<ActorRef<Command>>,
-    pub(crate) system: crate::ActorSystem,
+    pub(crate) system: ActorSystem,
+}
+
+impl ActorSystem {
+    /// The system's receptionist: register actors under typed keys, look
+    /// them up, subscribe to listings (see [`crate::receptionist`]). Its
+    /// actor is spawned on first use, as a top-level actor of the system.
+    pub fn receptionist(&self) -> Receptionist {
+        // The kernel keeps the ref in an erased slot: the receptionist is a
+        // client of the system, which does not know its type.
+        let mut slot = self
+            .inner()
+            .receptionist
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            if let Ok(actor) = self.spawn(Props::new(ReceptionistActor::new)) {
+                *slot = Some(Box::new(actor));
+            }
+        }
+        let actor = slot.as_ref().map(|actor| {
+            actor
+                .downcast_ref::<ActorRef<Command>>()
+                .expect("the receptionist slot holds the receptionist's ref")
+                .clone()
+        });
+        Receptionist {
+            actor,
+            system: self.clone(),
+        }
+    }
 }
 
 impl Receptionist {
@@ -328,7 +360,7 @@ impl Receptionist {
         timeout: Duration,
     ) -> Ask<Listing<M>> {
         let key = key.clone();
-        let make = move |reply: crate::ReplyTo<Listing<M>>| -> Command {
+        let make = move |reply: ReplyTo<Listing<M>>| -> Command {
             Box::new(move |registry, _ctx| {
                 reply.reply(registry.service(&key).listing());
             })
@@ -337,7 +369,7 @@ impl Receptionist {
             Some(actor) => actor.ask(make, timeout),
             None => {
                 // Dropping the unanswered reply handle fails the ask.
-                let (reply, ask) = crate::ReplyTo::pair(&self.system, ActorId(0), timeout);
+                let (reply, ask) = ReplyTo::pair(&self.system, ActorId(0), timeout);
                 drop(reply);
                 ask
             }

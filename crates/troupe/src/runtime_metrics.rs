@@ -31,7 +31,7 @@ use std::time::Instant;
 
 use metrics::{counter, gauge, histogram, Counter, Gauge, Histogram};
 
-use crate::system::DeadLetterReason;
+use crate::ids::DeadLetterReason;
 
 /// The metric handles of one actor.
 pub(crate) struct CellMetrics {
@@ -116,21 +116,32 @@ pub(crate) fn timers_pending(n: usize) {
     gauge!("troupe_scheduler_timers_pending").set(n as f64);
 }
 
-/// One pool worker's counters (see `dispatch/pool.rs`), published as
-/// absolute values: by the worker itself every 65,536 runs and when it
-/// parks, so a scrape lags a busy worker by at most that many runs.
-pub(crate) fn dispatcher_worker(dispatcher: &str, worker: usize, stats: &crate::DispatcherStats) {
+/// One pool worker's counters (see `dispatch/pool.rs`, which fills them
+/// in from its `DispatcherStats`: this module sits below the dispatchers).
+pub(crate) struct WorkerCounts {
+    pub(crate) runs: u64,
+    pub(crate) messages: u64,
+    pub(crate) steals: u64,
+    pub(crate) migrations: u64,
+    pub(crate) parks: u64,
+    pub(crate) wakeups: u64,
+}
+
+/// One pool worker's counters, published as absolute values: by the
+/// worker itself every 65,536 runs and when it parks, so a scrape lags a
+/// busy worker by at most that many runs.
+pub(crate) fn dispatcher_worker(dispatcher: &str, worker: usize, counts: WorkerCounts) {
     let labels = [
         ("dispatcher", dispatcher.to_string()),
         ("worker", worker.to_string()),
     ];
     for (name, value) in [
-        ("troupe_dispatcher_runs_total", stats.tasks),
-        ("troupe_dispatcher_messages_total", stats.messages),
-        ("troupe_dispatcher_steals_total", stats.steals),
-        ("troupe_dispatcher_migrations_total", stats.migrations),
-        ("troupe_dispatcher_parks_total", stats.parks),
-        ("troupe_dispatcher_wakeups_total", stats.wakeups),
+        ("troupe_dispatcher_runs_total", counts.runs),
+        ("troupe_dispatcher_messages_total", counts.messages),
+        ("troupe_dispatcher_steals_total", counts.steals),
+        ("troupe_dispatcher_migrations_total", counts.migrations),
+        ("troupe_dispatcher_parks_total", counts.parks),
+        ("troupe_dispatcher_wakeups_total", counts.wakeups),
     ] {
         counter!(name, &labels).absolute(value);
     }

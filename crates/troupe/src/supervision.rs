@@ -35,7 +35,7 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::actor_ref::ActorId;
+use crate::ids::ActorId;
 
 /// A caught panic (or an escalated child failure), as seen by supervision.
 #[derive(Debug, Clone, PartialEq, Eq)]

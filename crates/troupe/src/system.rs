@@ -1,5 +1,9 @@
-//! The actor system: dispatchers, the scheduler, top-level actors (under the
-//! guardian), dead letters, and the shutdown protocol.
+//! The actor system's facade: [`ActorSystem`]'s API (spawn, stop, the
+//! dispatchers' counters, shutdown) and its builder, on top of the kernel
+//! (`kernel.rs`: the state every cell shares, the guardian of top-level
+//! actors, dead letters, the termination latch), and the shutdown
+//! protocol. The event stream (`system/event_stream.rs`) and the
+//! receptionist (`receptionist.rs`) are clients of this facade.
 //!
 //! # Shutdown protocol
 //!
@@ -17,88 +21,32 @@
 //! its children, so an actor lives until it stops even with no `ActorRef`
 //! left; after shutdown nothing refers back to the system.
 
-#[cfg(feature = "tokio")]
-mod async_runtime;
 pub(crate) mod config;
-pub(crate) mod dead_letters;
 mod event_stream;
 
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::actor::cell::{send_system, ActorCell, Cell, Parent, SystemMsg};
 use crate::actor::Actor;
-use crate::actor_ref::{ActorId, ActorRef};
-use crate::cell::{send_system, ActorCell, Cell, Parent, SystemMsg};
+use crate::actor_ref::ActorRef;
 use crate::dispatch::on_shared_thread;
-use crate::dispatch::pinned::{on_pinned_thread, PinnedThread};
+use crate::dispatch::pinned::on_pinned_thread;
 use crate::dispatch::pool::{Pool, PoolSettings};
-use crate::dispatch::Executor;
+use crate::ids::validate_name;
+pub use crate::ids::{DeadLetterReason, SpawnError};
+#[cfg(feature = "tokio")]
+use crate::kernel::AsyncRuntime;
+pub use crate::kernel::{ActorEvent, ActorEventKind, ActorSystem, DeadLetter, TerminationReason};
+use crate::kernel::{Dispatcher, Kernel, Topics, Waited};
 use crate::props::Props;
 use crate::scheduler::Scheduler;
-use crate::supervision::{Directive, Failure};
 pub use config::{ConfigError, DispatcherConfig, DispatcherKind, Stealing, DEFAULT_THROUGHPUT};
-use dead_letters::DeadLetters;
-pub use dead_letters::{DeadLetter, DeadLetterReason};
-pub use event_stream::{ActorEvent, ActorEventKind, EventStream};
-
-/// Why an actor could not be spawned.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SpawnError {
-    /// A sibling already has this name.
-    NameTaken(String),
-    /// Names must be non-empty, at most 255 bytes, without `/` and not start with `$`.
-    InvalidName(String),
-    /// No dispatcher of this name is configured.
-    UnknownDispatcher(String),
-    /// The system is shutting down.
-    ShuttingDown,
-    /// The parent is stopping or restarting.
-    ParentStopping,
-    /// The operating system refused a thread (pinned dispatcher).
-    Thread(String),
-    /// More than 2^32 live top-level actors.
-    TooManyActors,
-}
-
-impl fmt::Display for SpawnError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SpawnError::NameTaken(n) => write!(f, "an actor named {n:?} already exists here"),
-            SpawnError::InvalidName(n) => write!(
-                f,
-                "invalid actor name {n:?}: names are 1..=255 bytes, without '/', not starting with '$'"
-            ),
-            SpawnError::UnknownDispatcher(d) => write!(f, "no dispatcher named {d:?} is configured"),
-            SpawnError::ShuttingDown => f.write_str("the actor system is shutting down"),
-            SpawnError::ParentStopping => f.write_str("the parent actor is stopping or restarting"),
-            SpawnError::Thread(e) => write!(f, "cannot start a pinned thread: {e}"),
-            SpawnError::TooManyActors => f.write_str("too many live top-level actors"),
-        }
-    }
-}
-
-impl std::error::Error for SpawnError {}
-
-pub(crate) fn validate_name(name: &str) -> Result<(), SpawnError> {
-    if name.is_empty() || name.len() > 255 || name.contains('/') || name.starts_with('$') {
-        return Err(SpawnError::InvalidName(name.to_string()));
-    }
-    Ok(())
-}
-
-/// Why the system terminated.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TerminationReason {
-    /// [`ActorSystem::shutdown`] was called.
-    Requested,
-    /// A top-level actor escalated this failure.
-    Escalated(Failure),
-}
+pub use event_stream::EventStream;
 
 /// Why waiting for termination failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,233 +71,11 @@ impl fmt::Display for AwaitError {
 
 impl std::error::Error for AwaitError {}
 
-enum Dispatcher {
-    Pool(Arc<Pool>),
-    Pinned {
-        throughput: usize,
-        spin: u32,
-    },
-    /// Runs actors as tasks on a runtime the system was given; nothing to
-    /// start or stop.
-    #[cfg(feature = "tokio")]
-    Tokio(Arc<crate::dispatch::tokio_dispatcher::TokioExecutor>),
-}
-
-/// The parent of the top-level actors.
-#[derive(Default)]
-struct Guardian {
-    /// Top-level cells by registry slot: a slab, so that a million idle
-    /// actors cost 16 bytes each here (a hash map would cost about 50).
-    slots: Vec<Option<Arc<dyn Cell>>>,
-    /// Empty slots, reused first.
-    free: Vec<u32>,
-    /// Occupied slots.
-    live: usize,
-    names: HashMap<Box<str>, ActorId>,
-    stopping: bool,
-}
-
-#[derive(Default)]
-struct Termination {
-    finished: bool,
-    reason: Option<TerminationReason>,
-}
-
-#[derive(Default)]
-struct Threads {
-    scheduler: Option<JoinHandle<()>>,
-    pinned: Vec<(Arc<PinnedThread>, JoinHandle<()>)>,
-}
-
-/// State shared by the system handle, every cell and every ask.
-pub(crate) struct SystemInner {
-    pub(crate) name: String,
-    pub(crate) scheduler: Scheduler,
-    dispatchers: HashMap<String, Dispatcher>,
-    next_id: AtomicU64,
-    /// Actor cells created and not yet freed (leak detection).
-    pub(crate) live_cells: AtomicUsize,
-    /// Ask promises alive: created and not yet dropped by both ends.
-    pub(crate) live_asks: Arc<AtomicUsize>,
-    guardian: Mutex<Guardian>,
-    dead_letters: DeadLetters,
-    /// The receptionist actor, spawned on first use (`receptionist.rs`).
-    receptionist: Mutex<Option<ActorRef<crate::receptionist::Command>>>,
-    /// The event stream's topics (`system/event_stream.rs`).
-    pub(crate) events: event_stream::Topics,
-    termination: Mutex<Termination>,
-    terminated: Condvar,
-    threads: Mutex<Threads>,
-    /// Where actors' futures run (`Context::pipe_to_self`).
-    #[cfg(feature = "tokio")]
-    pub(crate) async_runtime: async_runtime::AsyncRuntime,
-}
-
-impl SystemInner {
-    pub(crate) fn next_id(&self) -> ActorId {
-        ActorId(self.next_id.fetch_add(1, Ordering::Relaxed))
-    }
-
-    /// The executor for a new actor on dispatcher `name` (default: `"default"`).
-    pub(crate) fn executor_for(
-        &self,
-        name: Option<&str>,
-        actor_name: Option<&str>,
-        id: ActorId,
-    ) -> Result<Arc<dyn Executor>, SpawnError> {
-        let name = name.unwrap_or("default");
-        match self.dispatchers.get(name) {
-            Some(Dispatcher::Pool(pool)) => Ok(pool.clone()),
-            #[cfg(feature = "tokio")]
-            Some(Dispatcher::Tokio(exec)) => Ok(exec.clone()),
-            Some(Dispatcher::Pinned { throughput, spin }) => {
-                let label = actor_name.map_or_else(|| id.0.to_string(), str::to_string);
-                let (exec, handle) = PinnedThread::start(&label, *throughput, *spin)
-                    .map_err(|e| SpawnError::Thread(e.to_string()))?;
-                self.threads
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .pinned
-                    .push((exec.clone(), handle));
-                Ok(exec)
-            }
-            None => Err(SpawnError::UnknownDispatcher(name.to_string())),
-        }
-    }
-
-    pub(crate) fn dead_letter(
-        &self,
-        recipient: ActorId,
-        name: Option<&str>,
-        ty: &'static str,
-        reason: DeadLetterReason,
-    ) {
-        self.dead_letters.record(recipient, name, ty, reason);
-        #[cfg(feature = "metrics")]
-        crate::runtime_metrics::dead_letter(reason);
-        self.events.dead_letter(|| DeadLetter {
-            reason,
-            recipient,
-            recipient_name: name.map(str::to_string),
-            message_type: ty,
-        });
-    }
-
-    /// A top-level actor has stopped.
-    pub(crate) fn guardian_child_terminated(&self, slot: u32, name: Option<&str>) {
-        let finish = {
-            let mut g = self.guardian.lock().unwrap_or_else(|e| e.into_inner());
-            if g.slots[slot as usize].take().is_some() {
-                g.free.push(slot);
-                g.live -= 1;
-            }
-            if let Some(name) = name {
-                g.names.remove(name);
-            }
-            g.stopping && g.live == 0
-        };
-        if finish {
-            self.finish();
-        }
-    }
-
-    /// A top-level actor failed; an escalation stops the system.
-    pub(crate) fn guardian_child_failed(&self, failure: Failure, directive: Directive) {
-        if directive == Directive::Escalate {
-            tracing::error!(system = %self.name, "escalated to the top, shutting down: {failure}");
-            self.begin_shutdown(TerminationReason::Escalated(failure));
-        }
-    }
-
-    fn begin_shutdown(&self, reason: TerminationReason) {
-        let (children, finish) = {
-            let mut g = self.guardian.lock().unwrap_or_else(|e| e.into_inner());
-            if g.stopping {
-                return;
-            }
-            g.stopping = true;
-            self.termination
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .reason = Some(reason);
-            let children: Vec<_> = g.slots.iter().flatten().cloned().collect();
-            let finish = children.is_empty();
-            (children, finish)
-        };
-        for child in &children {
-            send_system(child, SystemMsg::Stop);
-        }
-        if finish {
-            self.finish();
-        }
-    }
-
-    /// Every actor has stopped: stop the threads and open the latch.
-    fn finish(&self) {
-        for d in self.dispatchers.values() {
-            if let Dispatcher::Pool(pool) = d {
-                pool.shutdown();
-            }
-        }
-        for (pinned, _) in &self
-            .threads
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pinned
-        {
-            pinned.stop();
-        }
-        self.scheduler.shutdown();
-        #[cfg(feature = "tokio")]
-        self.async_runtime.shutdown();
-        let mut t = self.termination.lock().unwrap_or_else(|e| e.into_inner());
-        t.finished = true;
-        drop(t);
-        self.terminated.notify_all();
-    }
-}
-
-/// A handle to an actor system. Cheap to clone.
-///
-/// ```
-/// use troupe::{ActorSystem, DispatcherConfig};
-///
-/// let system = ActorSystem::builder()
-///     .name("example")
-///     .threads(2)
-///     .dispatcher("single", DispatcherConfig::pool(1).throughput(1))
-///     .build()
-///     .unwrap();
-/// system.shutdown();
-/// system.await_termination().unwrap();
-/// ```
-#[derive(Clone)]
-pub struct ActorSystem {
-    inner: Arc<SystemInner>,
-}
-
-impl fmt::Debug for ActorSystem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ActorSystem")
-            .field("name", &self.inner.name)
-            .finish()
-    }
-}
-
 impl ActorSystem {
     /// A builder with the defaults: a `"default"` pool with one worker per
     /// core and throughput 5, and a `"pinned"` dispatcher.
     pub fn builder() -> ActorSystemBuilder {
         ActorSystemBuilder::new()
-    }
-
-    pub(crate) fn from_inner(inner: Arc<SystemInner>) -> Self {
-        ActorSystem { inner }
-    }
-
-    /// The shared state, for refs made outside a spawn (external refs).
-    pub(crate) fn inner(&self) -> &Arc<SystemInner> {
-        &self.inner
     }
 
     /// The system's name.
@@ -362,40 +88,9 @@ impl ActorSystem {
         if let Some(name) = &props.name {
             validate_name(name)?;
         }
-        let mut g = self
-            .inner
-            .guardian
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if g.stopping {
-            return Err(SpawnError::ShuttingDown);
-        }
-        if let Some(name) = &props.name {
-            if g.names.contains_key(name.as_str()) {
-                return Err(SpawnError::NameTaken(name.clone()));
-            }
-        }
-        let slot = match g.free.pop() {
-            Some(slot) => slot,
-            None => {
-                let slot = u32::try_from(g.slots.len()).map_err(|_| SpawnError::TooManyActors)?;
-                g.slots.push(None);
-                slot
-            }
-        };
-        let cell = match ActorCell::create(&self.inner, props, Parent::Guardian { slot }) {
-            Ok(cell) => cell,
-            Err(e) => {
-                g.free.push(slot);
-                return Err(e);
-            }
-        };
-        if let Some(name) = cell_name(&cell) {
-            g.names.insert(name.into(), cell.id);
-        }
-        g.slots[slot as usize] = Some(cell.clone());
-        g.live += 1;
-        drop(g);
+        let cell = self.inner.add_top_level(props, |props, slot| {
+            ActorCell::create(&self.inner, props, Parent::Guardian { slot })
+        })?;
         cell.schedule_first();
         Ok(ActorRef { cell })
     }
@@ -438,38 +133,15 @@ impl ActorSystem {
     /// assert!(run.tasks >= 1);
     /// assert!(system.dispatcher_stats("no-such-dispatcher").is_none());
     /// ```
-    pub fn dispatcher_stats(&self, name: &str) -> Option<crate::DispatcherStats> {
-        match self.inner.dispatchers.get(name)? {
-            Dispatcher::Pool(pool) => Some(pool.stats()),
-            _ => None,
-        }
+    pub fn dispatcher_stats(&self, name: &str) -> Option<crate::dispatch::DispatcherStats> {
+        self.inner.pool(name).map(|pool| pool.stats())
     }
 
     /// Dead letters so far: messages dropped because their recipient had
     /// stopped, its bounded mailbox was full, or (across nodes) they could
     /// not be delivered; each kind is a `DeadLetterReason`.
     pub fn dead_letter_count(&self) -> u64 {
-        self.inner.dead_letters.count()
-    }
-
-    /// The system's receptionist: register actors under typed keys, look
-    /// them up, subscribe to listings (see [`crate::receptionist`]). Its
-    /// actor is spawned on first use, as a top-level actor of the system.
-    pub fn receptionist(&self) -> crate::receptionist::Receptionist {
-        let mut slot = self
-            .inner
-            .receptionist
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if slot.is_none() {
-            *slot = self
-                .spawn(Props::new(crate::receptionist::ReceptionistActor::new))
-                .ok();
-        }
-        crate::receptionist::Receptionist {
-            actor: slot.clone(),
-            system: self.clone(),
-        }
+        self.inner.dead_letter_count()
     }
 
     /// The system's event stream: publish/subscribe by message type; the
@@ -483,16 +155,12 @@ impl ActorSystem {
     /// Calls `listener` for every dead letter from now on (on the thread that
     /// found the recipient stopped; keep it short).
     pub fn on_dead_letter(&self, listener: impl Fn(&DeadLetter) + Send + Sync + 'static) {
-        self.inner.dead_letters.subscribe(Arc::new(listener));
+        self.inner.on_dead_letter(Arc::new(listener));
     }
 
     /// The number of live top-level actors.
     pub fn top_level_count(&self) -> usize {
-        self.inner
-            .guardian
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .live
+        self.inner.top_level_count()
     }
 
     /// Actor cells that exist and have not been freed: running actors, and
@@ -530,11 +198,7 @@ impl ActorSystem {
 
     /// Whether every actor has stopped and the threads were told to exit.
     pub fn is_terminated(&self) -> bool {
-        self.inner
-            .termination
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .finished
+        self.inner.is_terminated()
     }
 
     /// Waits until the system has terminated and all its threads have exited.
@@ -557,56 +221,14 @@ impl ActorSystem {
         if on_shared_thread() || on_pinned_thread() {
             return Err(AwaitError::WouldDeadlock);
         }
-        let mut t = self
-            .inner
-            .termination
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        while !t.finished {
-            t = match deadline {
-                None => self
-                    .inner
-                    .terminated
-                    .wait(t)
-                    .unwrap_or_else(|e| e.into_inner()),
-                Some(deadline) => {
-                    let now = Instant::now();
-                    if now >= deadline {
-                        return Err(AwaitError::Timeout);
-                    }
-                    self.inner
-                        .terminated
-                        .wait_timeout(t, deadline - now)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
-                }
-            };
-        }
-        let reason = t.reason.clone().unwrap_or(TerminationReason::Requested);
-        drop(t);
-        self.join_threads();
-        Ok(reason)
-    }
-
-    fn join_threads(&self) {
-        for d in self.inner.dispatchers.values() {
-            if let Dispatcher::Pool(pool) = d {
-                pool.join();
+        match self.inner.wait_terminated(deadline) {
+            Waited::TimedOut => Err(AwaitError::Timeout),
+            Waited::Terminated(reason) => {
+                self.inner.join_threads();
+                Ok(reason)
             }
         }
-        let threads =
-            std::mem::take(&mut *self.inner.threads.lock().unwrap_or_else(|e| e.into_inner()));
-        for (_, handle) in threads.pinned {
-            let _ = handle.join();
-        }
-        if let Some(handle) = threads.scheduler {
-            let _ = handle.join();
-        }
     }
-}
-
-fn cell_name<A: Actor>(cell: &ActorCell<A>) -> Option<&str> {
-    Cell::name(cell)
 }
 
 /// Builds an [`ActorSystem`], in code or from a TOML configuration
@@ -862,26 +484,18 @@ impl ActorSystemBuilder {
         let (scheduler, scheduler_thread) =
             Scheduler::start(&self.name, self.scheduler_tick, self.manual_clock.as_ref())
                 .map_err(|e| ConfigError(format!("cannot start the scheduler: {e}")))?;
-        let inner = Arc::new(SystemInner {
-            name: self.name,
+        let inner = Arc::new(Kernel::new(
+            self.name,
             scheduler,
+            scheduler_thread,
             dispatchers,
-            next_id: AtomicU64::new(1),
-            live_cells: AtomicUsize::new(0),
-            live_asks: Arc::new(AtomicUsize::new(0)),
-            guardian: Mutex::new(Guardian::default()),
-            dead_letters: DeadLetters::default(),
-            events: event_stream::Topics::default(),
-            receptionist: Mutex::new(None),
-            termination: Mutex::new(Termination::default()),
-            terminated: Condvar::new(),
-            threads: Mutex::new(Threads {
-                scheduler: scheduler_thread,
-                pinned: Vec::new(),
-            }),
+            Topics::new(
+                event_stream::publish_dead_letter,
+                event_stream::publish_actor_event,
+            ),
             #[cfg(feature = "tokio")]
-            async_runtime: async_runtime::AsyncRuntime::new(self.async_runtime, self.async_threads),
-        });
+            AsyncRuntime::new(self.async_runtime, self.async_threads),
+        ));
         Ok(ActorSystem { inner })
     }
 }

@@ -23,12 +23,13 @@
 
 use std::sync::Arc;
 
-use crate::actor_ref::{ActorId, ActorRef};
-use crate::cell::{self, Cell, SystemMsg, TypedCell};
+use crate::actor::cell::{self, Cell, SystemMsg, TypedCell};
+use crate::actor_ref::ActorRef;
 use crate::dispatch::{Executor, NeverScheduled, Ran, Runnable, Task};
+use crate::ids::{ActorId, DeadLetterReason};
+use crate::kernel::Kernel;
 use crate::mailbox::bound::Bound;
 use crate::mailbox::{Offer, Request};
-use crate::system::{DeadLetterReason, SystemInner};
 
 /// The conversion an adapter applies.
 type Convert<R, M> = Box<dyn Fn(R) -> M + Send + Sync>;
@@ -59,7 +60,7 @@ impl<R: Send + 'static, M: Send + 'static> Cell for AdapterCell<R, M> {
         self.owner.name()
     }
 
-    fn system(&self) -> &Arc<SystemInner> {
+    fn system(&self) -> &Arc<Kernel> {
         self.owner.system()
     }
 

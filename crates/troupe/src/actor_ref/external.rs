@@ -28,12 +28,13 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::actor_ref::{ActorId, ActorRef};
-use crate::cell::{Cell, SystemMsg, TypedCell};
+use crate::actor::cell::{Cell, SystemMsg, TypedCell};
+use crate::actor_ref::ActorRef;
 use crate::dispatch::{Executor, NeverScheduled, Ran, Runnable, Task};
+use crate::ids::{ActorId, DeadLetterReason};
+use crate::kernel::{ActorSystem, Kernel};
 use crate::mailbox::bound::Bound;
 use crate::mailbox::{Offer, Request};
-use crate::system::{ActorSystem, DeadLetterReason, SystemInner};
 
 /// The sending side of an actor that lives outside this actor system.
 ///
@@ -107,7 +108,7 @@ impl Watcher {
     /// Tells the watcher that the watched actor is gone.
     pub fn terminated(&self) {
         let terminated = SystemMsg::Terminated(self.watched, self.name.clone());
-        crate::cell::send_system(&self.cell, terminated);
+        crate::actor::cell::send_system(&self.cell, terminated);
     }
 }
 
@@ -161,7 +162,7 @@ impl<M: Send + 'static> ActorRef<M> {
 /// The cell behind an external ref: no mailbox, no run state.
 struct ExternalCell<M, T> {
     id: ActorId,
-    system: Arc<SystemInner>,
+    system: Arc<Kernel>,
     target: T,
     /// `fn(M)`: the cell sends `M`s, it does not own one (so it is
     /// `Send + Sync` whatever `M` is).
@@ -189,7 +190,7 @@ impl<M: Send + 'static, T: ExternalTarget<M>> Cell for ExternalCell<M, T> {
         self.target.name()
     }
 
-    fn system(&self) -> &Arc<SystemInner> {
+    fn system(&self) -> &Arc<Kernel> {
         &self.system
     }
 

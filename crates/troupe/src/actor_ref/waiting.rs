@@ -18,7 +18,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::ActorRef;
-use crate::cell::offer;
+use crate::actor::cell::offer;
 use crate::mailbox::bound::RoomWaiter;
 
 /// Why a waiting send did not deliver; the message is handed back.

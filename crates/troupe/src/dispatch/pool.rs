@@ -1,8 +1,8 @@
 //! The worker pool: the default dispatcher. Its idle workers steal either
-//! eagerly ([`Stealing::Eager`](crate::Stealing)) or late, locality first
-//! ([`Stealing::Late`](crate::Stealing)), or whichever of the two a
+//! eagerly ([`Stealing::Eager`](Stealing)) or late, locality first
+//! ([`Stealing::Late`](Stealing)), or whichever of the two a
 //! governor thread measures to be faster
-//! ([`Stealing::Adaptive`](crate::Stealing), the default; see
+//! ([`Stealing::Adaptive`](Stealing), the default; see
 //! `governor.rs`). The way of stealing is one flag (`late`) that any code
 //! path reads afresh, so the governor can flip it at any moment.
 //!
@@ -104,6 +104,7 @@ mod models;
 use cpu_clock::CpuClock;
 
 use super::governor::{self, Governed, Mode};
+use super::stealing::Stealing;
 use super::{DispatcherStats, Executor, Task};
 
 /// Consecutive runs from the LIFO slot before the worker looks at its queue.
@@ -132,7 +133,7 @@ pub(crate) struct PoolSettings {
     pub(crate) threads: usize,
     pub(crate) throughput: usize,
     pub(crate) spin: u32,
-    pub(crate) stealing: crate::Stealing,
+    pub(crate) stealing: Stealing,
 }
 
 /// One worker's parking spot.
@@ -238,7 +239,19 @@ impl Counters {
     /// `runtime_metrics::dispatcher_worker`).
     #[cfg(feature = "metrics")]
     fn publish(&self, pool: &str, worker: usize) {
-        crate::runtime_metrics::dispatcher_worker(pool, worker, &self.stats());
+        let stats = self.stats();
+        crate::runtime_metrics::dispatcher_worker(
+            pool,
+            worker,
+            crate::runtime_metrics::WorkerCounts {
+                runs: stats.tasks,
+                messages: stats.messages,
+                steals: stats.steals,
+                migrations: stats.migrations,
+                parks: stats.parks,
+                wakeups: stats.wakeups,
+            },
+        );
     }
 }
 
@@ -350,7 +363,7 @@ impl Pool {
         let queues: Vec<Worker<Task>> = (0..threads).map(|_| Worker::new_fifo()).collect();
         let pool = Arc::new(Pool {
             // `Adaptive` starts local (see `governor`).
-            late: AtomicBool::new(settings.stealing != crate::Stealing::Eager),
+            late: AtomicBool::new(settings.stealing != Stealing::Eager),
             injector: Injector::new(),
             stealers: queues.iter().map(Worker::stealer).collect(),
             sleepers: Mutex::new(Vec::with_capacity(threads)),
@@ -385,7 +398,7 @@ impl Pool {
                 .unwrap_or_else(|e| e.into_inner())
                 .push(handle);
         }
-        if pool.settings.stealing == crate::Stealing::Adaptive && threads > 1 {
+        if pool.settings.stealing == Stealing::Adaptive && threads > 1 {
             let governed = pool.clone();
             let handle = thread::Builder::new()
                 .name(format!("troupe-{}-governor", pool.settings.name))
@@ -459,7 +472,7 @@ impl Pool {
             givebacks: sum(|c| &c.givebacks),
             probes: self.probes.load(Ordering::Relaxed),
             spread_us: match self.settings.stealing {
-                crate::Stealing::Eager if self.stealers.len() > 1 => {
+                Stealing::Eager if self.stealers.len() > 1 => {
                     self.started.elapsed().as_micros() as u64
                 }
                 _ => self.spread_us.load(Ordering::Relaxed),

@@ -14,55 +14,17 @@
 //! The runtime's own events cost one atomic load per actor start, restart,
 //! stop and dead letter while nobody subscribes to their type.
 
-use std::any::{Any, TypeId};
+use std::any::TypeId;
 use std::cell::Cell;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use crate::actor_ref::{ActorId, ActorRef};
-use crate::supervision::Failure;
+use crate::actor_ref::ActorRef;
+use crate::kernel::{ActorEvent, DeadLetter, Kernel, Topics};
 
-use super::{DeadLetter, SystemInner};
-
-/// A change in an actor's life, published on the event stream when anyone
-/// subscribes to `ActorEvent`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ActorEvent {
-    /// The actor.
-    pub actor: ActorId,
-    /// Its name, if it was given one.
-    pub name: Option<String>,
-    /// What happened.
-    pub kind: ActorEventKind,
-}
-
-/// What happened to an actor (see [`ActorEvent`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ActorEventKind {
-    /// The actor was built and its `started` hook returned.
-    Started,
-    /// A fresh instance replaced a failed one; its `after_restart` returned.
-    Restarted {
-        /// The failure that caused the restart.
-        failure: Failure,
-    },
-    /// The actor and its children stopped for good.
-    Stopped,
-}
-
-/// The subscribers of one event type: `Arc<Vec<ActorRef<E>>>`, erased.
-type Topic = Box<dyn Any + Send + Sync>;
-
-/// The topics of one system.
-#[derive(Default)]
-pub(crate) struct Topics {
-    topics: RwLock<HashMap<TypeId, Topic>>,
-    /// Whether `ActorEvent` or `DeadLetter` ever had a subscriber: the
-    /// runtime builds those events only then.
-    actor_events: AtomicBool,
-    dead_letters: AtomicBool,
-}
+// The topics' storage (`Topics`, per event type an erased
+// `Arc<Vec<ActorRef<E>>>`) lives in the kernel, which every cell shares;
+// how they are read and written is here.
 
 thread_local! {
     /// Set while this thread publishes a dead letter: a dead letter that the
@@ -142,33 +104,25 @@ impl Topics {
         }
         reached
     }
+}
 
-    /// Publishes an actor's lifecycle event if anyone ever subscribed.
-    pub(crate) fn actor_event(
-        &self,
-        actor: ActorId,
-        name: Option<&str>,
-        kind: impl FnOnce() -> ActorEventKind,
-    ) {
-        if self.actor_events.load(Ordering::Acquire) {
-            self.publish(ActorEvent {
-                actor,
-                name: name.map(str::to_string),
-                kind: kind(),
-            });
-        }
-    }
+/// Publishes an actor's lifecycle event: the kernel calls it (through
+/// `Topics::publish_actor_event`, which the system's builder sets to it)
+/// only if anyone ever subscribed to `ActorEvent`.
+pub(crate) fn publish_actor_event(topics: &Topics, event: ActorEvent) {
+    topics.publish(event);
+}
 
-    /// Publishes a dead letter if anyone ever subscribed, unless this
-    /// thread is already publishing one.
-    pub(crate) fn dead_letter(&self, letter: impl FnOnce() -> DeadLetter) {
-        if !self.dead_letters.load(Ordering::Acquire) || PUBLISHING_DEAD_LETTER.get() {
-            return;
-        }
-        PUBLISHING_DEAD_LETTER.set(true);
-        self.publish(letter());
-        PUBLISHING_DEAD_LETTER.set(false);
+/// Publishes a dead letter if anyone ever subscribed, unless this thread
+/// is already publishing one: the kernel's `dead_letter` calls it through
+/// `Topics::publish_dead_letter`, which the system's builder sets to it.
+pub(crate) fn publish_dead_letter(topics: &Topics, letter: &dyn Fn() -> DeadLetter) {
+    if !topics.dead_letters.load(Ordering::Acquire) || PUBLISHING_DEAD_LETTER.get() {
+        return;
     }
+    PUBLISHING_DEAD_LETTER.set(true);
+    topics.publish(letter());
+    PUBLISHING_DEAD_LETTER.set(false);
 }
 
 /// The system's event stream, from [`ActorSystem::event_stream`](crate::ActorSystem::event_stream).
@@ -206,7 +160,7 @@ impl Topics {
 /// system.await_termination().unwrap();
 /// ```
 pub struct EventStream {
-    pub(crate) inner: Arc<SystemInner>,
+    pub(crate) inner: Arc<Kernel>,
 }
 
 impl EventStream {

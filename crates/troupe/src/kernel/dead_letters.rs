@@ -5,17 +5,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use crate::actor_ref::ActorId;
-
-/// Why a message was not delivered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DeadLetterReason {
-    /// The recipient had stopped.
-    RecipientStopped,
-    /// The recipient's bounded mailbox was full (its overflow policy dropped
-    /// this message).
-    MailboxFull,
-}
+use crate::ids::{ActorId, DeadLetterReason};
 
 /// One undeliverable message (the message itself has been dropped).
 #[derive(Debug, Clone, PartialEq, Eq)]

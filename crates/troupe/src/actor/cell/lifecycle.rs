@@ -14,9 +14,9 @@ use super::{
     RunState, SystemMsg,
 };
 use crate::actor::{Actor, Signal};
-use crate::actor_ref::ActorId;
+use crate::ids::{ActorId, DeadLetterReason};
+use crate::kernel::ActorEventKind;
 use crate::supervision::{Directive, Failure, Scope};
-use crate::system::{ActorEventKind, DeadLetterReason};
 
 impl<A: Actor> ActorCell<A> {
     pub(super) fn start(self: &Arc<Self>, run: &mut RunState<A>) {

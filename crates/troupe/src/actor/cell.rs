@@ -42,14 +42,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::actor::{Actor, Context, Signal};
-use crate::actor_ref::{ActorId, ActorRef};
+use super::{Actor, Context, Signal};
 use crate::dispatch::{Executor, Ran, Runnable, Task};
+use crate::ids::{validate_name, ActorId, DeadLetterReason, SpawnError};
+use crate::kernel::{Kernel, TopLevel};
 use crate::mailbox::bound::Bound;
 use crate::mailbox::{Mailbox, Offer, Request};
 use crate::props::{Factory, Props};
 use crate::supervision::{Directive, Failure, Scope, SupervisorStrategy};
-use crate::system::{validate_name, DeadLetterReason, SpawnError, SystemInner};
 use stash::{ErasedStash, Stash};
 
 mod envelope;
@@ -110,7 +110,7 @@ pub(crate) enum SystemMsg {
 pub(crate) trait Cell: Runnable {
     fn id(&self) -> ActorId;
     fn name(&self) -> Option<&str>;
-    fn system(&self) -> &Arc<SystemInner>;
+    fn system(&self) -> &Arc<Kernel>;
     fn executor(&self) -> &dyn Executor;
     fn push_system(&self, msg: SystemMsg) -> Request;
     /// Drains a closed mailbox the caller acquired (see `Request::Drain`).
@@ -367,7 +367,7 @@ impl CellStatus {
     /// a dead letter of actor `id` (as `TypedCell::dead_letter` would).
     /// Untyped and out of line, like [`unstash_all_erased`](Self::unstash_all_erased).
     #[inline(never)]
-    fn discard_stash(&mut self, system: &SystemInner, id: ActorId, name: Option<&str>) {
+    fn discard_stash(&mut self, system: &Kernel, id: ActorId, name: Option<&str>) {
         let Some(stash) = self.links.as_mut().and_then(|l| l.stash.as_mut()) else {
             return;
         };
@@ -416,7 +416,7 @@ pub(crate) struct ActorCell<A: Actor> {
     pub(crate) id: ActorId,
     /// Shared, so that every watcher's `Terminated` carries it without a copy.
     name: Option<Arc<str>>,
-    pub(crate) system: Arc<SystemInner>,
+    pub(crate) system: Arc<Kernel>,
     parent: Parent,
     executor: Arc<dyn Executor>,
     mailbox: Mailbox<envelope::Envelope<A::Msg>, SystemMsg>,
@@ -453,7 +453,7 @@ impl<A: Actor> ActorCell<A> {
     /// Creates a cell whose mailbox is already owned by the caller, who must
     /// hand it to the executor (see [`ActorCell::schedule_first`]) to start it.
     pub(crate) fn create(
-        system: &Arc<SystemInner>,
+        system: &Arc<Kernel>,
         props: Props<A>,
         parent: Parent,
     ) -> Result<Arc<Self>, SpawnError> {
@@ -704,7 +704,7 @@ impl<A: Actor> Cell for ActorCell<A> {
         self.name.as_deref()
     }
 
-    fn system(&self) -> &Arc<SystemInner> {
+    fn system(&self) -> &Arc<Kernel> {
         &self.system
     }
 
@@ -783,12 +783,28 @@ impl<A: Actor> ActorCell<A> {
     }
 }
 
+/// How the kernel's guardian keeps a top-level actor.
+impl<A: Actor> TopLevel for ActorCell<A> {
+    fn top_level_id(&self) -> ActorId {
+        self.id
+    }
+
+    fn top_level_name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    fn stop(self: Arc<Self>) {
+        let me: Arc<dyn Cell> = self;
+        send_system(&me, SystemMsg::Stop);
+    }
+}
+
 /// `Context::spawn`: creates a child of `parent` and starts it.
 pub(crate) fn spawn_child<A: Actor, C: Actor>(
     parent: &Arc<ActorCell<A>>,
     status: &mut CellStatus,
     props: Props<C>,
-) -> Result<ActorRef<C::Msg>, SpawnError> {
+) -> Result<Arc<ActorCell<C>>, SpawnError> {
     if !matches!(status.phase, Phase::Running) {
         return Err(SpawnError::ParentStopping);
     }
@@ -805,28 +821,27 @@ pub(crate) fn spawn_child<A: Actor, C: Actor>(
     let me: Arc<dyn Cell> = parent.clone();
     let child = ActorCell::create(&parent.system, props, Parent::Actor(me))?;
     let links = status.links();
-    let child_ref = ActorRef::<C::Msg> {
-        cell: child.clone(),
-    };
     if let Some(name) = &child.name {
+        let typed: Arc<dyn TypedCell<C::Msg>> = child.clone();
         let named = NamedChild {
             id: child.id,
-            typed: Box::new(child_ref.clone()),
+            typed: Box::new(typed),
         };
         links.child_names.insert(name.clone(), named);
     }
     links.children.insert(child.id, child.clone());
     child.schedule_first();
-    Ok(child_ref)
+    Ok(child)
 }
 
-/// `Context::child`: the live child named `name`, if its messages are `M`.
+/// `Context::child`: the cell of the live child named `name`, if its
+/// messages are `M`.
 pub(crate) fn child_named<M: Send + 'static>(
     status: &CellStatus,
     name: &str,
-) -> Option<ActorRef<M>> {
+) -> Option<Arc<dyn TypedCell<M>>> {
     let named = status.links.as_ref()?.child_names.get(name)?;
-    named.typed.downcast_ref::<ActorRef<M>>().cloned()
+    named.typed.downcast_ref::<Arc<dyn TypedCell<M>>>().cloned()
 }
 
 /// Stashed messages of `cell` were made due: a system message tells its
