@@ -40,13 +40,13 @@ pub mod mall;
 pub mod meeting_place;
 pub mod output;
 pub mod peer;
+pub mod place;
 pub mod rust_peers;
 pub mod sweep;
 pub mod threads;
 
 pub use experiment::Chameneos;
 
-use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -54,7 +54,9 @@ use troupe::prelude::*;
 use troupe::{DispatcherConfig, Stealing};
 
 use crate::experiments::chameneos::colour::{Colour, GAME_TEN, GAME_THREE};
-use crate::experiments::chameneos::output::{Game, Tally};
+use crate::experiments::chameneos::mall::Mall;
+use crate::experiments::chameneos::meeting_place::Redux;
+use crate::experiments::chameneos::output::Game;
 use crate::report::Row;
 use crate::runner::{RunOptions, Scale, Stopwatch, Workload, WorkloadError};
 use crate::shared::run_experiment;
@@ -200,45 +202,6 @@ impl Implementation {
     }
 }
 
-/// A creature's tally at the end of a game, sent once to the meeting place.
-pub struct Report {
-    /// The creature's index in the game.
-    pub id: u32,
-    /// Its meetings.
-    pub tally: Tally,
-}
-
-/// Where a meeting place sends the tallies at the end of a game, or why the
-/// game could not be played.
-type Done = mpsc::Sender<Result<Vec<Tally>, String>>;
-
-/// Spawns a top-level actor, turning a refusal into a workload error.
-fn spawn<A: Actor>(
-    system: &ActorSystem,
-    props: Props<A>,
-) -> Result<ActorRef<A::Msg>, WorkloadError> {
-    system
-        .spawn(props)
-        .map_err(|e| WorkloadError::new(format!("cannot spawn: {e}")))
-}
-
-/// Waits for the tallies a meeting place sends at the end of its game.
-fn await_tallies(
-    tallies: &mpsc::Receiver<Result<Vec<Tally>, String>>,
-    creatures: usize,
-) -> Result<Vec<Tally>, WorkloadError> {
-    match tallies.recv_timeout(GAME_DEADLINE) {
-        Ok(result) => result.map_err(WorkloadError::new),
-        Err(mpsc::RecvTimeoutError::Timeout) => Err(WorkloadError::new(format!(
-            "the game of {creatures} creatures did not finish within {} s",
-            GAME_DEADLINE.as_secs()
-        ))),
-        Err(mpsc::RecvTimeoutError::Disconnected) => Err(WorkloadError::new(format!(
-            "the meeting place of {creatures} creatures stopped without reporting"
-        ))),
-    }
-}
-
 /// Builds the actor system of the actor rows.
 fn build_system(dispatcher: Dispatcher) -> Result<ActorSystem, WorkloadError> {
     let pool = DispatcherConfig::pool(dispatcher.workers)
@@ -272,8 +235,8 @@ pub fn game_workload(
             let clock = Stopwatch::start();
             let game = match (&system, implementation) {
                 (None, _) => threads::play(&colours, meetings)?,
-                (Some(s), Implementation::Mall) => mall::play(&s.0, &colours, meetings)?,
-                (Some(s), _) => meeting_place::play(&s.0, &colours, meetings)?,
+                (Some(s), Implementation::Mall) => place::play::<Mall>(&s.0, &colours, meetings)?,
+                (Some(s), _) => place::play::<Redux>(&s.0, &colours, meetings)?,
             };
             let sample = clock.stop(meetings);
             game.validate(meetings)?;
@@ -376,7 +339,7 @@ pub fn program(meetings: u64, dispatcher: Dispatcher) -> Result<String, Workload
     let system = SystemGuard(build_system(dispatcher)?);
     let mut games: Vec<Game> = Vec::with_capacity(2);
     for colours in [&GAME_THREE[..], &GAME_TEN[..]] {
-        let game = meeting_place::play(&system.0, colours, meetings)?;
+        let game = place::play::<Redux>(&system.0, colours, meetings)?;
         game.validate(meetings)
             .map_err(|e| e.context(&format!("{EXPERIMENT}: the game of {}", colours.len())))?;
         games.push(game);
@@ -387,6 +350,32 @@ pub fn program(meetings: u64, dispatcher: Dispatcher) -> Result<String, Workload
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Both protocols on the shared meeting place, with the benchmark's
+    /// games and with few and many creatures, on one and two workers; the
+    /// meeting counts include the smallest games and odd ones.
+    #[test]
+    fn both_protocols_are_valid_for_few_and_many_creatures_on_one_and_two_workers() {
+        let games = [
+            GAME_THREE.to_vec(),
+            GAME_TEN.to_vec(),
+            colour::cycling(2),
+            colour::cycling(100),
+        ];
+        for workers in [1, 2] {
+            let system = ActorSystem::builder().threads(workers).build().unwrap();
+            for colours in &games {
+                for meetings in [1, 2, 7, 600, 5_000] {
+                    let game = place::play::<Redux>(&system, colours, meetings).unwrap();
+                    game.validate(meetings).unwrap();
+                    let game = place::play::<Mall>(&system, colours, meetings).unwrap();
+                    game.validate(meetings).unwrap();
+                }
+            }
+            system.shutdown();
+            system.await_termination().unwrap();
+        }
+    }
 
     /// Parses a creature line `<count><spelled self-meetings>`.
     fn creature_line(line: &str) -> (u64, &str) {
