@@ -18,6 +18,7 @@ mod harness;
 mod pingpong;
 mod spawn;
 mod steady;
+mod trading;
 
 use std::process::ExitCode;
 
@@ -54,7 +55,7 @@ impl Library {
     }
 }
 
-const USAGE: &str = "usage: troupe-rust-peers <kameo|ractor|actix> <pingpong|chameneos|ask|spawn|fan|delayed> [--key value]...";
+const USAGE: &str = "usage: troupe-rust-peers <kameo|ractor|actix> <pingpong|chameneos|ask|spawn|fan|delayed|trading> [--key value]...";
 
 fn run(words: &[String]) -> Result<Map<String, Value>, String> {
     let [library, experiment, options @ ..] = words else {
@@ -76,6 +77,7 @@ fn run(words: &[String]) -> Result<Map<String, Value>, String> {
         "spawn" => spawn::run(library, &args)?,
         "fan" => fan::run(library, &args)?,
         "delayed" => delayed::run(library, &args)?,
+        "trading" => trading::run(library, &args)?,
         other => return Err(format!("unknown experiment {other}\n{USAGE}")),
     };
     result.insert("library".into(), json!(library.name()));
