@@ -1,13 +1,13 @@
 //! The trading experiment as an [`Experiment`]: its flags (clients, variants,
-//! log modes, sizes), its Pekko rows, its columns and its charts (orders/s
-//! and latency against clients, as in the original post).
+//! log modes, sizes), its Pekko and Rust peer rows, its columns and its
+//! charts (orders/s and latency against clients, as in the original post).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{peer, run, Point, Settings, EXPERIMENT};
+use super::{peer, run, rust_peers, Point, Settings, EXPERIMENT};
 use crate::experiments::{Experiment, Headline, Rows};
 use crate::pairing::runtime;
 use crate::report::Row;
@@ -67,6 +67,7 @@ impl Experiment for Trading {
     type Settings = Settings;
     const RUN: Rows<Settings> = run;
     const PEER: Option<Rows<Settings>> = Some(peer::rows);
+    const RUST_PEERS: Option<Rows<Settings>> = Some(rust_peers::rows);
 
     fn name(&self) -> &'static str {
         EXPERIMENT

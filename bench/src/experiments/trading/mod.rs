@@ -25,6 +25,7 @@
 mod disk;
 mod experiment;
 pub mod peer;
+pub mod rust_peers;
 
 pub use experiment::Trading;
 
