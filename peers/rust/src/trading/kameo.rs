@@ -206,7 +206,7 @@ impl Message<Start> for Client {
 
     async fn handle(&mut self, _: Start, ctx: &mut Context<Self, ()>) {
         let order = self.book.start();
-        self.send(order, &ctx.actor_ref().clone()).await;
+        self.send(order, ctx.actor_ref()).await;
     }
 }
 
@@ -218,7 +218,7 @@ impl Message<Done> for Client {
 
     async fn handle(&mut self, Done(id): Done, ctx: &mut Context<Self, ()>) {
         match self.book.answered(id) {
-            Next::Send(order) => self.send(order, &ctx.actor_ref().clone()).await,
+            Next::Send(order) => self.send(order, ctx.actor_ref()).await,
             Next::Finished => self.done.count_down(),
             Next::Ignore => {}
         }
