@@ -57,6 +57,9 @@ impl Library {
 
 const USAGE: &str = "usage: troupe-rust-peers <kameo|ractor|actix> <pingpong|chameneos|ask|spawn|fan|delayed|trading> [--key value]...";
 
+const REMOTE: &str = "the remote experiment (ractor on ractor_cluster) is the binary of \
+peers/rust/remote, troupe-rust-peers-remote, a workspace of its own (see its Cargo.toml)";
+
 fn run(words: &[String]) -> Result<Map<String, Value>, String> {
     let [library, experiment, options @ ..] = words else {
         return Err(USAGE.into());
@@ -78,6 +81,9 @@ fn run(words: &[String]) -> Result<Map<String, Value>, String> {
         "fan" => fan::run(library, &args)?,
         "delayed" => delayed::run(library, &args)?,
         "trading" => trading::run(library, &args)?,
+        // ractor_cluster needs ractor's `cluster` feature, which the local
+        // rows must not be built with: a binary of its own.
+        "remote" => return Err(REMOTE.into()),
         other => return Err(format!("unknown experiment {other}\n{USAGE}")),
     };
     result.insert("library".into(), json!(library.name()));
