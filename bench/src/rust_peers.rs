@@ -53,35 +53,56 @@ fn binary() -> PathBuf {
 pub fn ensure_built() -> Result<(), String> {
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
     BUILT
-        .get_or_init(|| {
-            // The cargo that runs this bench when there is one, else the PATH's.
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let manifest = project_dir().join("Cargo.toml");
-            eprintln!(
-                "rust peers: cargo build --release --locked --manifest-path {} --target-dir {}",
-                manifest.display(),
-                target_dir().display()
-            );
-            let started = Instant::now();
-            let status = Command::new(&cargo)
-                .args(["build", "--release", "--locked", "--manifest-path"])
-                .arg(&manifest)
-                .arg("--target-dir")
-                .arg(target_dir())
-                .status()
-                .map_err(|e| format!("cannot run cargo ({}): {e}", cargo.to_string_lossy()))?;
-            if !status.success() {
-                return Err(format!(
-                    "building peers/rust failed ({status}); see the cargo output above"
-                ));
-            }
-            eprintln!(
-                "rust peers: ready after {:.1} s",
-                started.elapsed().as_secs_f64()
-            );
-            Ok(())
-        })
+        .get_or_init(|| cargo_build(&project_dir(), "rust peers"))
         .clone()
+}
+
+/// The remote experiment's peer (ractor_cluster): a cargo workspace of its
+/// own inside the peers' project, because ractor_cluster turns on ractor's
+/// `cluster` feature, which the local ractor rows must not be built with
+/// (see its Cargo.toml). It builds into the same target directory.
+pub fn remote_project_dir() -> PathBuf {
+    project_dir().join("remote")
+}
+
+/// Builds the remote peer's binary (once per process), as [`ensure_built`].
+pub fn ensure_remote_built() -> Result<(), String> {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| cargo_build(&remote_project_dir(), "rust peers (remote)"))
+        .clone()
+}
+
+/// `cargo build --release --locked` of the project in `dir` into the
+/// peers' target directory; `what` names it in progress lines and errors.
+fn cargo_build(dir: &Path, what: &str) -> Result<(), String> {
+    // The cargo that runs this bench when there is one, else the PATH's.
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let manifest = dir.join("Cargo.toml");
+    eprintln!(
+        "{what}: cargo build --release --locked --manifest-path {} --target-dir {}",
+        manifest.display(),
+        target_dir().display()
+    );
+    let started = Instant::now();
+    let status = Command::new(&cargo)
+        .args(["build", "--release", "--locked", "--manifest-path"])
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(target_dir())
+        .status()
+        .map_err(|e| format!("cannot run cargo ({}): {e}", cargo.to_string_lossy()))?;
+    if !status.success() {
+        return Err(format!(
+            "building {} failed ({status}); see the cargo output above",
+            dir.display()
+        ));
+    }
+    eprintln!(
+        "{what}: ready after {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
 /// Runs one experiment of `library` (with the warm-up rule) and returns its
@@ -91,6 +112,14 @@ pub fn run(library: &str, args: &[&str]) -> Result<Map<String, Value>, WorkloadE
     let mut command = Command::new(binary());
     command.arg(library);
     peer::run_child(library, command, args)
+}
+
+/// Runs the remote peer (ractor on ractor_cluster) with `args`, as [`run`].
+pub fn run_remote(args: &[&str]) -> Result<Map<String, Value>, WorkloadError> {
+    ensure_remote_built().map_err(WorkloadError::new)?;
+    let mut command = Command::new(target_dir().join("release/troupe-rust-peers-remote"));
+    command.arg("ractor");
+    peer::run_child("ractor_cluster", command, args)
 }
 
 /// A row of `library` from its RESULT's fields; see [`peer::row_of`].

@@ -1,10 +1,10 @@
-//! The remote experiment as an [`Experiment`]: its flag, its Pekko rows,
-//! its columns and lines.
+//! The remote experiment as an [`Experiment`]: its flag, its Pekko and
+//! Rust peer rows, its columns and lines.
 
 use clap::Args;
 use serde_json::Value;
 
-use super::{peer, run, Settings, EXPERIMENT};
+use super::{peer, run, rust_peers, Settings, EXPERIMENT};
 use crate::experiments::{Experiment, Headline, Rows};
 use crate::report::Row;
 use crate::runner::Scale;
@@ -27,12 +27,13 @@ impl Experiment for Remote {
     type Settings = Settings;
     const RUN: Rows<Settings> = run;
     const PEER: Option<Rows<Settings>> = Some(peer::rows);
+    const RUST_PEERS: Option<Rows<Settings>> = Some(rust_peers::rows);
 
     fn name(&self) -> &'static str {
         EXPERIMENT
     }
     fn about(&self) -> &'static str {
-        "Actors across two processes over NATS: round trips and a one-way stream, against raw NATS and Pekko remoting."
+        "Actors across two processes over NATS: round trips and a one-way stream, against raw NATS, Pekko remoting and ractor_cluster."
     }
     fn settings(&self, args: RemoteArgs, scale: Scale, in_all: bool) -> Result<Settings, String> {
         let mut settings = Settings::for_scale(scale, in_all);
@@ -56,6 +57,17 @@ impl Experiment for Remote {
     fn extras(&self, rows: &[&Row]) -> Vec<String> {
         let mut lines: Vec<String> = rows.iter().map(|row| line(row)).collect();
         lines.extend(rows.iter().filter_map(|row| sharded_line(row, rows)));
+        // With the Rust peers' rows, why two of the three libraries have none.
+        if rows
+            .iter()
+            .any(|r| crate::rust_peers::is_rust_peer(crate::pairing::runtime(r)))
+        {
+            lines.extend(
+                rust_peers::NOT_RUN
+                    .iter()
+                    .map(|(library, why)| format!("{library}: no remote rows: {why}")),
+            );
+        }
         lines
     }
     fn notes(&self) -> Vec<String> {
@@ -75,7 +87,9 @@ impl Experiment for Remote {
             // three-client ones.
             select: |r| {
                 let param = |k: &str| r.params.get(k).and_then(Value::as_u64);
-                param("in_flight") == Some(64) && param("size") == Some(100) && param("clients") == Some(1)
+                param("in_flight") == Some(64)
+                    && param("size") == Some(100)
+                    && param("clients") == Some(1)
             },
         })
     }
@@ -84,7 +98,9 @@ impl Experiment for Remote {
 /// A sharded row against the plain troupe row of its workload: what
 /// routing through shard regions costs a remote message.
 fn sharded_line(row: &Row, rows: &[&Row]) -> Option<String> {
-    if row.params.get("transport").and_then(Value::as_str) != Some("sharded") || row.failure.is_some() {
+    if row.params.get("transport").and_then(Value::as_str) != Some("sharded")
+        || row.failure.is_some()
+    {
         return None;
     }
     let same = |k: &str| row.params.get(k);

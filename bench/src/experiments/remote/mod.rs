@@ -14,8 +14,9 @@
 //! tells), `sharded` (the echo is an entity of a troupe-cluster shard
 //! region in the echo process, reached through a proxy region: what
 //! sharding adds to a remote message), `nats` (raw async-nats between the same two processes, no
-//! actors: the transport's own limit) and `pekko` (Apache Pekko remoting,
-//! Artery over TCP, two JVMs; `peer.rs`). The bench process drives
+//! actors: the transport's own limit), `pekko` (Apache Pekko remoting,
+//! Artery over TCP, two JVMs; `peer.rs`) and `ractor_cluster` (ractor's
+//! TCP remoting, two processes, round trips only; `rust_peers.rs`). The bench process drives
 //! (`drive.rs`); the echo process is this binary's hidden `remote-echo`
 //! subcommand (`echo.rs`).
 
@@ -26,6 +27,7 @@ mod echo;
 mod experiment;
 pub mod peer;
 mod protocol;
+mod rust_peers;
 
 pub use clients::serve as serve_client;
 pub use echo::serve as serve_echo;
@@ -332,8 +334,10 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
         let mut all: Vec<u64> = measured.iter().flatten().copied().collect();
         all.sort_unstable();
         if let (Some(p50), Some(p99)) = (percentile(&all, 0.50), percentile(&all, 0.99)) {
-            row.params.insert("rtt_p50_us".into(), json!(p50 as f64 / 1e3));
-            row.params.insert("rtt_p99_us".into(), json!(p99 as f64 / 1e3));
+            row.params
+                .insert("rtt_p50_us".into(), json!(p50 as f64 / 1e3));
+            row.params
+                .insert("rtt_p99_us".into(), json!(p99 as f64 / 1e3));
         }
     }
     drop(server);
