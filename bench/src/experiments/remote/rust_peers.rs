@@ -18,14 +18,15 @@ use crate::rust_peers::{ensure_remote_built, row, run_remote};
 pub const NOT_RUN: [(&str, &str); 2] = [
     (
         "kameo",
-        "kameo 0.22's remoting (feature `remote`) is a libp2p swarm the \
-         application builds (transport, noise encryption, yamux, Kademlia \
-         for lookups); not written for this benchmark yet, so no rows",
+        "kameo 0.22's remoting (feature `remote`) runs on libp2p: a swarm \
+         (`remote::bootstrap`, or one the application builds: TCP with noise \
+         encryption and yamux) and Kademlia to look a registered actor up; \
+         not written for this benchmark yet, so no rows",
     ),
     (
         "actix",
-        "actix 0.13 has no remoting (its actors are local to one process), \
-         so no rows",
+        "actix 0.13 ships no remoting (its actors live in one process; \
+         only third-party crates add it), so no rows",
     ),
 ];
 
