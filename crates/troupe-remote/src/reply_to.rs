@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use troupe::transport::{erased_serde, Codec, ExportedReply, ImportedReply};
+use troupe::transport::{Codec, ExportedReply, ImportedReply};
 use troupe::{ActorId, ActorSystem, AskError, ReplyTo};
 
 use crate::dead_letters::DeadLetterReason;

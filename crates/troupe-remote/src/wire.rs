@@ -67,7 +67,6 @@
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use troupe::transport::erased_serde;
 
 use crate::dead_letters::DeadLetterReason;
 

@@ -16,10 +16,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use troupe::transport::{
-    erased_serde, when_stopped, with_codec, Codec, ExportedRef, ExportedReply, ImportedRef,
-    ImportedReply, LocalEndpoint, RemoteEndpoint, RemoteMessage,
+    when_stopped, with_codec, Codec, ExportedRef, ExportedReply, ImportedRef, ImportedReply,
+    LocalEndpoint, Outgoing, RemoteMessage,
 };
-use troupe::{Actor, ActorId, ActorRef, ActorSystem, AskError, Context, Props, ReplyTo};
+use troupe::{
+    Actor, ActorId, ActorRef, ActorSystem, AskError, Context, ExternalTarget, Props, ReplyTo,
+};
 
 #[derive(Serialize, Deserialize)]
 enum Msg {
@@ -230,7 +232,7 @@ impl Codec for RefCodec {
         }
         Ok(ImportedRef::Remote {
             system: self.system.clone(),
-            endpoint: Arc::new(Recorder(self.sent.clone())),
+            target: Arc::new(Recorder(self.sent.clone())),
         })
     }
 }
@@ -238,18 +240,18 @@ impl Codec for RefCodec {
 /// An endpoint elsewhere: what is sent through it, as JSON.
 struct Recorder(Arc<Mutex<Vec<String>>>);
 
-impl RemoteEndpoint for Recorder {
-    fn send(&self, msg: &dyn erased_serde::Serialize) {
+impl ExternalTarget<Outgoing> for Recorder {
+    fn send(&self, msg: Outgoing) {
         self.0
             .lock()
             .unwrap()
-            .push(serde_json::to_string(msg).unwrap());
+            .push(serde_json::to_string(&msg).unwrap());
     }
     fn name(&self) -> Option<&str> {
         Some("recorder")
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 }
 

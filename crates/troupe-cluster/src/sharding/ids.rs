@@ -28,7 +28,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use serde::Serialize;
-use troupe::transport::{erased_serde, with_codec, Codec, ExportedRef, ExportedReply};
+use troupe::transport::{with_codec, Codec, ExportedRef, ExportedReply};
 
 use super::Counters;
 use crate::MAX_ID_BYTES;

@@ -32,9 +32,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use troupe::transport::{
-    erased_serde, Codec, ExportedRef, ExportedReply, ImportedRef, ImportedReply,
-};
+use troupe::transport::{Codec, ExportedRef, ExportedReply, ImportedRef, ImportedReply};
 use troupe::ActorRef;
 
 use super::target::{Endpoint, RemoteTarget};
@@ -139,7 +137,7 @@ impl Codec for NodeCodec {
         };
         Ok(ImportedRef::Remote {
             system: shared.system.clone(),
-            endpoint: Arc::new(endpoint(outbound, address, want)),
+            target: Arc::new(endpoint(outbound, address, want)),
         })
     }
 }

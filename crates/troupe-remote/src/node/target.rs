@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use async_nats::Subject;
 use serde::Serialize;
-use troupe::transport::{erased_serde, RemoteEndpoint};
+use troupe::transport::Outgoing;
 use troupe::{ActorId, ExternalTarget, Watcher};
 
 use super::{watch, Outbound};
@@ -98,10 +98,11 @@ impl Endpoint {
 }
 
 /// A ref received inside a message: troupe puts this behind an
-/// `ActorRef<M>` of the field's type.
-impl RemoteEndpoint for Endpoint {
-    fn send(&self, msg: &dyn erased_serde::Serialize) {
-        self.send_value(msg);
+/// `ActorRef<M>` of the field's type, which boxes each message as an
+/// [`Outgoing`] (the message type erased).
+impl ExternalTarget<Outgoing> for Endpoint {
+    fn send(&self, msg: Outgoing) {
+        self.send_value(&msg);
     }
     fn is_closed(&self) -> bool {
         Endpoint::is_closed(self)
@@ -115,8 +116,8 @@ impl RemoteEndpoint for Endpoint {
     fn unwatch(&self, watcher: ActorId) {
         Endpoint::unwatch(self, watcher);
     }
-    fn as_any(&self) -> &dyn Any {
-        self
+    fn as_any(&self) -> Option<&dyn Any> {
+        Some(self)
     }
 }
 
