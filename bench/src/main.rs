@@ -11,6 +11,7 @@
 
 #![forbid(unsafe_code)]
 
+mod child;
 mod compare;
 mod core_latency;
 mod cost;

@@ -13,7 +13,7 @@
 //! plus `--json` to a file of its own and, for `all`, `--no-report`.
 
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::{json, Map, Value};
 
@@ -48,14 +48,13 @@ pub fn child_args(args: &[String]) -> Vec<String> {
 /// Runs this binary with `args` (the parent's, program excluded) in `n`
 /// fresh processes and returns every row merged over them.
 pub fn run(n: u32, args: &[String], is_all: bool) -> Result<Vec<Row>, String> {
-    let program = std::env::current_exe().map_err(|e| format!("own binary: {e}"))?;
     let dir = tempfile::tempdir().map_err(|e| format!("temporary directory: {e}"))?;
     let base = child_args(args);
     let mut runs = Vec::new();
     for i in 1..=n {
         eprintln!("troupe-bench: process {i} of {n}");
         let json = dir.path().join(format!("process-{i}.json"));
-        let mut command = Command::new(&program);
+        let mut command = crate::child::this_binary().map_err(|e| e.to_string())?;
         command.args(&base).arg("--json").arg(&json);
         if is_all && !base.iter().any(|a| a == "--no-report") {
             command.arg("--no-report");

@@ -1,15 +1,12 @@
 //! Helpers several experiments share: running a list of workloads into
-//! rows, the guard that stops an actor system when a row is done with it, the child-process probe (a hidden subcommand
-//! of this same binary, run in a fresh process and answering with one JSON
-//! object) and the number formats of the tables, the lines and the
+//! rows, the guard that stops an actor system when a row is done with it,
+//! the number formats of the tables, the lines and the
 //! report's charts, and a countdown a row waits on for its actors.
 
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-use serde::de::DeserializeOwned;
 use troupe::ActorSystem;
 
 use crate::core_latency;
@@ -27,27 +24,6 @@ impl Drop for SystemGuard {
             eprintln!("troupe-bench: the actor system did not stop: {e}");
         }
     }
-}
-
-/// Runs `troupe-bench <args>` in a fresh process and reads the JSON object it
-/// prints on stdout. A fresh process is what a probe is for: its resident
-/// memory and its actor count start from nothing. The child's stderr goes to
-/// ours, so its progress and errors stay visible.
-pub fn probe<T: DeserializeOwned>(what: &str, args: &[String]) -> Result<T, WorkloadError> {
-    let exe = std::env::current_exe().map_err(|e| WorkloadError::new(e.to_string()))?;
-    let output = Command::new(exe)
-        .args(args)
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| WorkloadError::new(format!("cannot start the {what}: {e}")))?;
-    if !output.status.success() {
-        return Err(WorkloadError::new(format!(
-            "the {what} failed ({})",
-            output.status
-        )));
-    }
-    serde_json::from_slice(&output.stdout)
-        .map_err(|e| WorkloadError::new(format!("bad {what} output: {e}")))
 }
 
 /// Writes `n` with a comma every three digits (1,000,000).

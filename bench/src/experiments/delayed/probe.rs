@@ -73,7 +73,7 @@ pub fn run_child(variant: &str, sizes: &Settings) -> Result<Outcome, WorkloadErr
         &sizes.delay.as_millis().to_string(),
     ]
     .map(String::from);
-    crate::shared::probe("probe", &args)
+    crate::child::probe("probe", &args)
 }
 
 /// Counters shared with the sampler thread.

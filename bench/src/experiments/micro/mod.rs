@@ -175,7 +175,7 @@ fn spawn_workload(actors: usize, workers: usize, extras: Extras) -> Workload {
             "--actors".into(),
             actors.to_string(),
         ];
-        let probe: SpawnProbe = crate::shared::probe("spawn probe", &args)?;
+        let probe: SpawnProbe = crate::child::probe("spawn probe", &args)?;
         extras.borrow_mut().push((
             variant.to_string(),
             "bytes_per_actor",

@@ -14,9 +14,9 @@ use std::error::Error;
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
-use super::child::Child;
 use super::drive::Driver;
 use super::Transport;
+use crate::child::Child;
 use crate::runner::WorkloadError;
 
 /// How long a client may take to connect, or to finish a run.

@@ -18,9 +18,9 @@ use troupe_remote::{Node, RemoteConfig};
 
 use troupe_cluster::sharding::{ShardRegion, ShardingSettings};
 
-use super::child::Child;
 use super::protocol::{raw, BenchMsg, StreamCheck, ECHO, SHARDED, SUBJECT};
 use super::Transport;
+use crate::child::Child;
 use crate::runner::WorkloadError;
 
 /// A running echo process; dropping it closes its stdin and reaps it.

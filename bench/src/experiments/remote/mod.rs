@@ -20,7 +20,6 @@
 //! (`drive.rs`); the echo process is this binary's hidden `remote-echo`
 //! subcommand (`echo.rs`).
 
-mod child;
 mod clients;
 mod drive;
 mod echo;

@@ -1,14 +1,53 @@
-//! A helper process of the remote experiment (the echo, the extra
-//! clients): this binary again with a hidden subcommand, talked to in lines
-//! on its standard input and output, and told to leave by closing its
-//! standard input, so it never outlives the bench.
+//! The bench's child processes of this same binary, started one way:
+//! [`this_binary`] is the command every one of them starts from.
+//!
+//! - a probe ([`probe`]): a hidden subcommand run in a fresh process, which
+//!   answers with one JSON object on stdout (a fresh process is what a probe
+//!   is for: its resident memory and its actor count start from nothing);
+//! - a helper ([`Child`]): a hidden subcommand talked to in lines on its
+//!   standard input and output, and told to leave by closing its standard
+//!   input, so it never outlives the bench (the remote experiment's echo
+//!   and extra clients);
+//! - `--processes N` (the `processes` module): the same command run again in
+//!   fresh processes.
+//!
+//! The peers' programs (the Pekko jar, the Rust peers' binary) are not this
+//! binary; `peer::run_child` runs them.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use serde::de::DeserializeOwned;
+
 use crate::runner::WorkloadError;
+
+/// This binary, as a command to start again with other arguments.
+pub fn this_binary() -> Result<Command, WorkloadError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| WorkloadError::new(format!("cannot find this binary: {e}")))?;
+    Ok(Command::new(exe))
+}
+
+/// Runs `troupe-bench <args>` in a fresh process and reads the JSON object it
+/// prints on stdout. The child's stderr goes to ours, so its progress and
+/// errors stay visible.
+pub fn probe<T: DeserializeOwned>(what: &str, args: &[String]) -> Result<T, WorkloadError> {
+    let output = this_binary()?
+        .args(args)
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| WorkloadError::new(format!("cannot start the {what}: {e}")))?;
+    if !output.status.success() {
+        return Err(WorkloadError::new(format!(
+            "the {what} failed ({})",
+            output.status
+        )));
+    }
+    serde_json::from_slice(&output.stdout)
+        .map_err(|e| WorkloadError::new(format!("bad {what} output: {e}")))
+}
 
 /// A running helper; dropping it closes its stdin and reaps it (killing
 /// it if it has not left within five seconds).
@@ -23,8 +62,7 @@ pub struct Child {
 impl Child {
     /// Starts this binary with `args`.
     pub fn start(args: &[&str], what: &str) -> Result<Child, WorkloadError> {
-        let exe = std::env::current_exe().map_err(|e| WorkloadError::new(e.to_string()))?;
-        let mut child = Command::new(exe)
+        let mut child = this_binary()?
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
