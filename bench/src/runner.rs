@@ -344,10 +344,11 @@ pub fn measure(
 }
 
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use super::*;
 
-    fn sample(msgs: u64, nanos: u64) -> Sample {
+    /// A run of `msgs` messages that took `nanos` nanoseconds.
+    pub fn sample(msgs: u64, nanos: u64) -> Sample {
         Sample {
             msgs,
             elapsed: Duration::from_nanos(nanos),

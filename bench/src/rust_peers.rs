@@ -18,7 +18,6 @@ use std::time::Instant;
 use serde_json::{Map, Value};
 
 use crate::peer;
-use crate::report::Row;
 use crate::runner::WorkloadError;
 
 /// The libraries, in the order their rows run; each is a row's `runtime`.
@@ -105,6 +104,27 @@ fn cargo_build(dir: &Path, what: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The fields of a RESULT that every Rust peer row keeps: the warm-up
+/// protocol's figures, the failure and the CPU the run used.
+const PROTOCOL: [&str; 7] = [
+    "samples",
+    "warmup_samples",
+    "warmup_ns_per_msg",
+    "protocol",
+    "failure",
+    "cpus_busy",
+    "cpu_ns_per_msg",
+];
+
+/// The fields `keys` of a RESULT and the ones every Rust peer row keeps
+/// (the protocol's figures, the failure, the CPU used), as a row's params;
+/// see [`peer::params`].
+pub fn params(result: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
+    let mut p = peer::params(result, keys);
+    p.extend(peer::params(result, &PROTOCOL));
+    p
+}
+
 /// Runs one experiment of `library` (with the warm-up rule) and returns its
 /// RESULT object; see [`peer::run_child`].
 pub fn run(library: &str, args: &[&str]) -> Result<Map<String, Value>, WorkloadError> {
@@ -122,14 +142,35 @@ pub fn run_remote(args: &[&str]) -> Result<Map<String, Value>, WorkloadError> {
     peer::run_child("ractor_cluster", command, args)
 }
 
-/// A row of `library` from its RESULT's fields; see [`peer::row_of`].
-pub fn row(
-    library: &str,
-    experiment: &str,
-    variant: &str,
-    peer_of: &str,
-    msgs: u64,
-    params: Map<String, Value>,
-) -> Result<Row, WorkloadError> {
-    peer::row_of(library, experiment, variant, peer_of, msgs, params)
+/// A row of a library (its first argument, the row's `runtime`) from its
+/// RESULT's fields: the Pekko peer's rows are built the same way.
+pub use crate::peer::row_of as row;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rust_peer_row_keeps_the_fields_asked_for_and_the_protocols() {
+        let result = serde_json::json!({
+            "threads": 2, "jobs": 10, "samples": [1.0], "warmup_samples": [2.0],
+            "warmup_ns_per_msg": 2.0, "protocol": "warm-up", "failure": "late",
+            "cpus_busy": 1.5, "cpu_ns_per_msg": 3.0, "not_asked": 1,
+        });
+        let p = params(result.as_object().unwrap(), &["threads"]);
+        let keys: Vec<&str> = p.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "cpu_ns_per_msg",
+                "cpus_busy",
+                "failure",
+                "protocol",
+                "samples",
+                "threads",
+                "warmup_ns_per_msg",
+                "warmup_samples"
+            ]
+        );
+    }
 }

@@ -170,14 +170,8 @@ impl Default for Countdown {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runner::tests::sample;
     use crate::runner::Sample;
-
-    fn sample(msgs: u64, nanos: u64) -> Sample {
-        Sample {
-            msgs,
-            elapsed: Duration::from_nanos(nanos),
-        }
-    }
 
     #[test]
     fn numbers_are_short() {

@@ -10,10 +10,9 @@
 use serde_json::{json, Value};
 
 use super::{threads, Settings, EXPERIMENT};
-use crate::peer::params;
 use crate::report::Row;
 use crate::runner::{RunOptions, WorkloadError};
-use crate::rust_peers::{row, run, LIBRARIES};
+use crate::rust_peers::{params, row, run, LIBRARIES};
 
 /// One row per library, compared with troupe's `actor` row.
 pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
@@ -50,13 +49,6 @@ pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workload
                 "late_p50_ms",
                 "late_p99_ms",
                 "late_max_ms",
-                "samples",
-                "warmup_samples",
-                "warmup_ns_per_msg",
-                "protocol",
-                "failure",
-                "cpus_busy",
-                "cpu_ns_per_msg",
             ],
         );
         if let Some(all) = r.get("peak_rss_mb") {

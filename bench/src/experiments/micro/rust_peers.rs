@@ -8,21 +8,10 @@
 use serde_json::{json, Map, Value};
 
 use super::{Settings, EXPERIMENT};
-use crate::peer::{params, suffixed};
+use crate::peer::suffixed;
 use crate::report::Row;
 use crate::runner::{RunOptions, WorkloadError};
-use crate::rust_peers::{row, run, LIBRARIES};
-
-/// The protocol's fields of a RESULT (after its suffix is taken off).
-const PROTOCOL: [&str; 7] = [
-    "samples",
-    "warmup_samples",
-    "warmup_ns_per_msg",
-    "protocol",
-    "failure",
-    "cpus_busy",
-    "cpu_ns_per_msg",
-];
+use crate::rust_peers::{params, row, run, LIBRARIES};
 
 /// `params` of `r` with the RESULT's `threads` and `failure`.
 fn shared(r: &Map<String, Value>, mut p: Map<String, Value>) -> Map<String, Value> {
@@ -79,7 +68,7 @@ pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workload
                 &repeats,
             ],
         )?;
-        let mut p = shared(&r, params(&r, &PROTOCOL));
+        let mut p = shared(&r, params(&r, &[]));
         p.insert("actors".into(), json!(sizes.cycled));
         if let Some(b) = r.get("bytes_per_actor") {
             p.insert("bytes_per_actor".into(), b.clone());

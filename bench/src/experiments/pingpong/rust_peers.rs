@@ -6,22 +6,10 @@
 use serde_json::json;
 
 use super::Settings;
-use crate::peer::{num, params};
+use crate::peer::num;
 use crate::report::Row;
 use crate::runner::{RunOptions, WorkloadError};
-use crate::rust_peers::{row, run, LIBRARIES};
-
-/// The fields of a RESULT every ping-pong row keeps.
-const KEEP: [&str; 8] = [
-    "threads",
-    "samples",
-    "warmup_samples",
-    "warmup_ns_per_msg",
-    "protocol",
-    "failure",
-    "cpus_busy",
-    "cpu_ns_per_msg",
-];
+use crate::rust_peers::{params, row, run, LIBRARIES};
 
 /// Every library's rows, one process per row.
 pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
@@ -57,7 +45,7 @@ pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workload
                 &repeats,
             ]);
             let r = run(library, &args)?;
-            let mut p = params(&r, &KEEP);
+            let mut p = params(&r, &["threads"]);
             // The many-pairs rows record their workload as troupe's do, so
             // that they are compared with the rows of the same pairs and balls.
             if let Some(balls) = many {
