@@ -241,6 +241,16 @@ pub fn params(result: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> 
         .collect()
 }
 
+/// The fields of a RESULT object that every Pekko peer row keeps: the
+/// warm-up protocol's figures and the failure.
+pub const PROTOCOL: [&str; 5] = [
+    "samples",
+    "warmup_samples",
+    "warmup_ns_per_msg",
+    "protocol",
+    "failure",
+];
+
 /// The number field `key` of a RESULT object.
 pub fn num(result: &Map<String, Value>, key: &str) -> f64 {
     result.get(key).and_then(Value::as_f64).unwrap_or(f64::NAN)

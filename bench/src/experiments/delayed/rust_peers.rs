@@ -7,8 +7,7 @@
 //! process of the measured runs keeps its peak over all of them, as
 //! `peak_rss_mb_all_runs`).
 
-use serde_json::{json, Value};
-
+use super::peer::{memory_from_fresh_run, FIGURES};
 use super::{threads, Settings, EXPERIMENT};
 use crate::report::Row;
 use crate::runner::{RunOptions, WorkloadError};
@@ -39,31 +38,8 @@ pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workload
         let mut cold = base.to_vec();
         cold.extend(["--repeats", "1", "--min-warmup", "0", "--max-warmup", "0"]);
         let memory = run(library, &cold)?;
-        let mut p = params(
-            &r,
-            &[
-                "jobs",
-                "threads",
-                "total_s",
-                "completions_per_s",
-                "late_p50_ms",
-                "late_p99_ms",
-                "late_max_ms",
-            ],
-        );
-        if let Some(all) = r.get("peak_rss_mb") {
-            p.insert("peak_rss_mb_all_runs".into(), all.clone());
-        }
-        if let Some(one) = memory.get("peak_rss_mb") {
-            p.insert("peak_rss_mb".into(), one.clone());
-        }
-        if let Some(failure) = memory.get("failure") {
-            p.entry("failure")
-                .or_insert_with(|| json!(format!("the memory run: {failure}")));
-        }
-        if let Some(Value::String(protocol)) = p.get_mut("protocol") {
-            protocol.push_str("; peak RSS from one more run in a fresh process");
-        }
+        let mut p = params(&r, &FIGURES);
+        memory_from_fresh_run(&mut p, &r, &memory, "process");
         rows.push(row(library, EXPERIMENT, library, "actor", sizes.jobs, p)?);
     }
     Ok(rows)
