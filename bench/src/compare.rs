@@ -3,7 +3,7 @@
 //!
 //! Rows are matched by experiment, variant and the parameters that define
 //! the workload: the keys of the experiment that owns the row
-//! ([`crate::experiments::Experiment::keys`]; for rows no experiment owns,
+//! ([`crate::experiments::Experiment::KEYS`]; for rows no experiment owns,
 //! `clients`, `txlog`, `meetings`, `creatures`, `connections` and `jobs`). The compared figure is the median ns per message
 //! (for trading: wall time per order), so a positive change is slower. A
 //! change beyond the threshold is flagged; the command still exits 0 (it
@@ -192,24 +192,12 @@ mod tests {
     use serde_json::json;
 
     fn row(variant: &str, clients: u64, ns: f64) -> Row {
-        Row {
-            experiment: "trading".into(),
-            variant: variant.into(),
-            msgs: 1,
-            repeats: 1,
-            ns_per_msg: ns,
-            msgs_per_s: 1e9 / ns,
-            min_ns_per_msg: ns,
-            max_ns_per_msg: ns,
-            samples_ns_per_msg: vec![ns],
-            warmup_ns_per_msg: ns,
-            params: json!({"clients": clients, "txlog": "off"})
-                .as_object()
-                .unwrap()
-                .clone(),
-            protocol: String::new(),
-            failure: None,
-        }
+        let mut row = crate::report::tests::row("trading", variant, &[ns]);
+        row.params = json!({"clients": clients, "txlog": "off"})
+            .as_object()
+            .unwrap()
+            .clone();
+        row
     }
 
     fn report(rows: Vec<Row>) -> Report {

@@ -190,24 +190,10 @@ mod tests {
     use super::*;
 
     fn row(variant: &str, ns: f64, p50: f64) -> Row {
-        let mut params = Map::new();
-        params.insert("clients".into(), json!(10));
-        params.insert("p50_us".into(), json!(p50));
-        Row {
-            experiment: "trading".into(),
-            variant: variant.into(),
-            msgs: 100,
-            repeats: 5,
-            ns_per_msg: ns,
-            msgs_per_s: 1e9 / ns,
-            min_ns_per_msg: ns,
-            max_ns_per_msg: ns,
-            samples_ns_per_msg: vec![ns],
-            warmup_ns_per_msg: ns,
-            params,
-            protocol: "5 measured runs".into(),
-            failure: None,
-        }
+        let mut row = crate::report::tests::row("trading", variant, &[ns]);
+        row.params.insert("clients".into(), json!(10));
+        row.params.insert("p50_us".into(), json!(p50));
+        row
     }
 
     #[test]

@@ -78,13 +78,63 @@ pub struct Headline {
 /// its peer module's `rows`.
 pub type Rows<S> = fn(&S, &RunOptions) -> Result<Vec<Row>, WorkloadError>;
 
-/// One experiment. Methods with a default only need writing when the
-/// experiment differs from it.
+/// The flags of an experiment that takes only the common ones.
+#[derive(Debug, Args)]
+pub struct NoFlags {}
+
+/// Which way a headline figure is better.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    /// A lower figure (a time).
+    Lower,
+    /// A higher figure (a rate).
+    Higher,
+}
+
+impl Headline {
+    /// The headline `figure`: `value` of the rows `select` takes, better
+    /// the way `better` says.
+    pub const fn new(
+        figure: &'static str,
+        better: Better,
+        value: fn(&Row) -> Option<f64>,
+        select: fn(&Row) -> bool,
+    ) -> Option<Self> {
+        Some(Headline {
+            figure,
+            value,
+            lower_is_better: matches!(better, Better::Lower),
+            select,
+        })
+    }
+}
+
+/// A row's nanoseconds per message, as a headline value.
+pub fn ns_per_msg(row: &Row) -> Option<f64> {
+    Some(row.ns_per_msg)
+}
+
+/// A row's messages per second, as a headline value.
+pub fn msgs_per_s(row: &Row) -> Option<f64> {
+    Some(row.msgs_per_s)
+}
+
+/// One experiment: the shell every experiment shares. An experiment states
+/// what is its own (name, help, flags, how its settings are made, how it
+/// runs, what it shows) as associated items; everything with a default only
+/// needs writing when the experiment differs from it. The shell ([`Entry`]
+/// for every `Experiment`) parses the flags, runs the rows and the peers'
+/// and prints them.
 pub trait Experiment: Sync {
-    /// Its own flags, added to the common ones of its subcommand.
+    /// Its own flags, added to the common ones of its subcommand
+    /// ([`NoFlags`] for none).
     type Args: Args;
     /// What `run` needs, made from the flags and the scale.
     type Settings;
+    /// The subcommand, and the `experiment` field of its rows.
+    const NAME: &'static str;
+    /// One line of help for the subcommand.
+    const ABOUT: &'static str;
     /// Makes troupe's and the baselines' rows (usually the module's `run`).
     const RUN: Rows<Self::Settings>;
     /// Makes the Pekko peer's rows at the same settings (usually the peer
@@ -94,19 +144,23 @@ pub trait Experiment: Sync {
     /// settings (usually the `rust_peers` module's `rows`); none when the
     /// experiment has no Rust peer.
     const RUST_PEERS: Option<Rows<Self::Settings>> = None;
-
-    /// The subcommand, and the `experiment` field of its rows.
-    fn name(&self) -> &'static str;
-    /// One line of help for the subcommand.
-    fn about(&self) -> &'static str;
     /// Whether `all` runs it.
-    fn in_all(&self) -> bool {
-        true
-    }
+    const IN_ALL: bool = true;
+    /// Its own columns, after the shared per-message ones (see
+    /// [`Experiment::columns`]).
+    const COLUMNS: &'static [Column] = &[];
+    /// What its tables and charts show, for the report.
+    const NOTES: &'static [&'static str] = &[];
+    /// The parameters that identify a workload besides the variant: rows are
+    /// matched on them by `compare` and paired on them in ratios.
+    const KEYS: &'static [&'static str] = &[];
+    /// Its headline figure for the report's summary table.
+    const HEADLINE: Option<Headline> = None;
+
     /// Whether rows of `experiment` belong to it (some own more than one
     /// kind of row).
     fn owns(&self, experiment: &str) -> bool {
-        experiment == self.name()
+        experiment == Self::NAME
     }
     /// The settings for these flags; `Err` for flags that make no sense.
     fn settings(
@@ -115,79 +169,37 @@ pub trait Experiment: Sync {
         scale: Scale,
         in_all: bool,
     ) -> Result<Self::Settings, String>;
-    /// Runs troupe's and the baselines' rows ([`Experiment::RUN`]).
-    fn run(
-        &self,
-        settings: &Self::Settings,
-        options: &RunOptions,
-    ) -> Result<Vec<Row>, WorkloadError> {
-        (Self::RUN)(settings, options)
-    }
-    /// Runs the Pekko peer's rows at the same settings
-    /// ([`Experiment::PEER`]; none without one).
-    fn peer_rows(
-        &self,
-        settings: &Self::Settings,
-        options: &RunOptions,
-    ) -> Result<Vec<Row>, WorkloadError> {
-        match Self::PEER {
-            Some(rows) => rows(settings, options),
-            None => Ok(Vec::new()),
-        }
-    }
-    /// Runs the Rust peers' rows at the same settings
-    /// ([`Experiment::RUST_PEERS`]; none without them).
-    fn rust_peer_rows(
-        &self,
-        settings: &Self::Settings,
-        options: &RunOptions,
-    ) -> Result<Vec<Row>, WorkloadError> {
-        match Self::RUST_PEERS {
-            Some(rows) => rows(settings, options),
-            None => Ok(Vec::new()),
-        }
-    }
-    /// The experiment's own columns, between the shared ones.
+    /// Its table's columns: the shared per-message ones and
+    /// [`Experiment::COLUMNS`].
     fn columns(&self) -> Vec<Column> {
-        PER_MESSAGE.to_vec()
+        let mut columns = PER_MESSAGE.to_vec();
+        columns.extend_from_slice(Self::COLUMNS);
+        columns
     }
     /// Its tables, titled, each rendered by the shared renderer.
     fn tables(&self, rows: &[&Row]) -> Vec<(String, Table)> {
-        vec![(self.name().to_string(), rows_table(&self.columns(), rows))]
+        vec![(Self::NAME.to_string(), rows_table(&self.columns(), rows))]
     }
     /// Lines under its tables (measured figures that are not columns).
     fn extras(&self, _rows: &[&Row]) -> Vec<String> {
-        Vec::new()
-    }
-    /// What its tables and charts show, for the report.
-    fn notes(&self) -> Vec<String> {
         Vec::new()
     }
     /// Its charts, as SVG.
     fn charts(&self, _rows: &[&Row]) -> Vec<String> {
         Vec::new()
     }
-    /// The parameters that identify a workload besides the variant: rows are
-    /// matched on them by `compare` and paired on them in ratios.
-    fn keys(&self) -> &'static [&'static str] {
-        &[]
-    }
-    /// Its headline figure for the report's summary table.
-    fn headline(&self) -> Option<Headline> {
-        None
-    }
 }
 
 /// An experiment with its types erased, as [`LIST`] holds it; implemented
 /// for every [`Experiment`].
 pub trait Entry: Sync {
-    /// See [`Experiment::name`].
+    /// See [`Experiment::NAME`].
     fn name(&self) -> &'static str;
-    /// See [`Experiment::in_all`].
+    /// See [`Experiment::IN_ALL`].
     fn in_all(&self) -> bool;
     /// See [`Experiment::owns`].
     fn owns(&self, experiment: &str) -> bool;
-    /// See [`Experiment::about`].
+    /// See [`Experiment::ABOUT`].
     fn about(&self) -> &'static str;
     /// The subcommand with the experiment's own flags (not the common ones).
     fn command(&self) -> clap::Command;
@@ -198,44 +210,42 @@ pub trait Entry: Sync {
     fn tables(&self, rows: &[&Row]) -> Vec<(String, Table)>;
     /// See [`Experiment::extras`].
     fn extras(&self, rows: &[&Row]) -> Vec<String>;
-    /// See [`Experiment::notes`].
+    /// See [`Experiment::NOTES`].
     fn notes(&self) -> Vec<String>;
     /// See [`Experiment::charts`].
     fn charts(&self, rows: &[&Row]) -> Vec<String>;
-    /// See [`Experiment::keys`].
+    /// See [`Experiment::KEYS`].
     fn keys(&self) -> &'static [&'static str];
-    /// See [`Experiment::headline`].
+    /// See [`Experiment::HEADLINE`].
     fn headline(&self) -> Option<Headline>;
 }
 
 impl<E: Experiment> Entry for E {
     fn name(&self) -> &'static str {
-        Experiment::name(self)
+        E::NAME
     }
     fn in_all(&self) -> bool {
-        Experiment::in_all(self)
+        E::IN_ALL
     }
     fn owns(&self, experiment: &str) -> bool {
         Experiment::owns(self, experiment)
     }
     fn about(&self) -> &'static str {
-        Experiment::about(self)
+        E::ABOUT
     }
     fn command(&self) -> clap::Command {
         // The about goes last: augmenting would replace it with the doc
         // comment of the Args struct.
-        E::Args::augment_args(clap::Command::new(Experiment::name(self)))
-            .about(Experiment::about(self))
+        E::Args::augment_args(clap::Command::new(E::NAME)).about(E::ABOUT)
     }
     fn execute(&self, args: &ArgMatches, ctx: &Context) -> Result<Vec<Row>, Box<dyn Error>> {
         let args = E::Args::from_arg_matches(args)?;
         let settings = self.settings(args, ctx.scale, ctx.in_all)?;
-        let mut rows = self.run(&settings, &ctx.options)?;
-        if ctx.pekko {
-            rows.extend(self.peer_rows(&settings, &ctx.options)?);
-        }
-        if ctx.rust {
-            rows.extend(self.rust_peer_rows(&settings, &ctx.options)?);
+        let mut rows = (E::RUN)(&settings, &ctx.options)?;
+        for (asked, peer) in [(ctx.pekko, E::PEER), (ctx.rust, E::RUST_PEERS)] {
+            if let (true, Some(peer)) = (asked, peer) {
+                rows.extend(peer(&settings, &ctx.options)?);
+            }
         }
         if !rows.is_empty() {
             print!("{}", text(self, &rows));
@@ -249,16 +259,16 @@ impl<E: Experiment> Entry for E {
         Experiment::extras(self, rows)
     }
     fn notes(&self) -> Vec<String> {
-        Experiment::notes(self)
+        E::NOTES.iter().map(|n| n.to_string()).collect()
     }
     fn charts(&self, rows: &[&Row]) -> Vec<String> {
         Experiment::charts(self, rows)
     }
     fn keys(&self) -> &'static [&'static str] {
-        Experiment::keys(self)
+        E::KEYS
     }
     fn headline(&self) -> Option<Headline> {
-        Experiment::headline(self)
+        E::HEADLINE
     }
 }
 

@@ -6,6 +6,8 @@
 //! same in every chart; series of one runtime differ by shade. Every chart
 //! has a legend.
 
+use std::collections::BTreeMap;
+
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -105,6 +107,21 @@ fn bounds(series: &[Series], log: (bool, bool)) -> ((f64, f64), (f64, f64)) {
         pad(fold(|p| p.0, log.0), log.0),
         pad(fold(|p| p.1, log.1), log.1),
     )
+}
+
+/// `(label, runtime) -> points` as line-chart series, each's points sorted
+/// by x.
+pub fn series(by: BTreeMap<(String, String), Vec<(f64, f64)>>) -> Vec<Series> {
+    by.into_iter()
+        .map(|((label, runtime), mut points)| {
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series {
+                label,
+                runtime,
+                points,
+            }
+        })
+        .collect()
 }
 
 /// A line chart; `log` sets logarithmic x and y axes.

@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 use clap::Args;
 
 use super::{peer, program, run, rust_peers, seconds, sweep, sweep_cap, Settings, EXPERIMENT};
-use crate::experiments::{Experiment, Headline, Rows};
+use crate::experiments::{Better::Lower, Experiment, Headline, Rows};
 use crate::pairing::{runtime, threads, threads_text};
 use crate::report::Row;
 use crate::runner::{RunOptions, Scale, WorkloadError};
 use crate::shared::group_thousands;
-use crate::site::charts::{self, Bar, Series};
+use crate::site::charts::{self, Bar};
 use crate::table::{param_text, rows_table, Column, Table, PER_MESSAGE};
 
 /// The chameneos experiment.
@@ -71,17 +71,21 @@ impl Setup {
 impl Experiment for Chameneos {
     type Args = ChameneosArgs;
     type Settings = Setup;
+    const NAME: &'static str = EXPERIMENT;
+    const ABOUT: &'static str =
+        "Chameneos: chameneos-redux on actors and threads; prints the program's output first, \
+         then the table.";
     const RUN: Rows<Setup> = Setup::rows;
     const PEER: Option<Rows<Setup>> = Some(Setup::peer_rows);
     const RUST_PEERS: Option<Rows<Setup>> = Some(Setup::rust_peer_rows);
+    const NOTES: &'static [&'static str] =
+        &["The sweep: seconds per game against meetings, log-log, as in the original post."];
+    const KEYS: &'static [&'static str] = &["meetings", "creatures"];
+    const HEADLINE: Option<Headline> =
+        Headline::new("seconds per game, 3 creatures", Lower, seconds, |r| {
+            r.experiment == EXPERIMENT && r.num("creatures") == Some(3.0)
+        });
 
-    fn name(&self) -> &'static str {
-        EXPERIMENT
-    }
-    fn about(&self) -> &'static str {
-        "Chameneos: chameneos-redux on actors and threads; prints the program's output first, \
-         then the table."
-    }
     fn owns(&self, experiment: &str) -> bool {
         experiment == EXPERIMENT || experiment == sweep::EXPERIMENT
     }
@@ -136,12 +140,6 @@ impl Experiment for Chameneos {
     fn extras(&self, rows: &[&Row]) -> Vec<String> {
         summary(rows)
     }
-    fn notes(&self) -> Vec<String> {
-        vec![
-            "The sweep: seconds per game against meetings, log-log, as in the original post."
-                .into(),
-        ]
-    }
     fn charts(&self, rows: &[&Row]) -> Vec<String> {
         let bars: Vec<Bar> = rows
             .iter()
@@ -176,17 +174,7 @@ impl Experiment for Chameneos {
             }
         }
         if !by.is_empty() {
-            let series: Vec<Series> = by
-                .into_iter()
-                .map(|((label, runtime), mut points)| {
-                    points.sort_by(|a, b| a.0.total_cmp(&b.0));
-                    Series {
-                        label,
-                        runtime,
-                        points,
-                    }
-                })
-                .collect();
+            let series = charts::series(by);
             out.push(charts::lines(
                 "chameneos: seconds against meetings",
                 "meetings",
@@ -196,17 +184,6 @@ impl Experiment for Chameneos {
             ));
         }
         out
-    }
-    fn keys(&self) -> &'static [&'static str] {
-        &["meetings", "creatures"]
-    }
-    fn headline(&self) -> Option<Headline> {
-        Some(Headline {
-            figure: "seconds per game, 3 creatures",
-            value: seconds,
-            lower_is_better: true,
-            select: |r| r.experiment == EXPERIMENT && r.num("creatures") == Some(3.0),
-        })
     }
 }
 

@@ -320,8 +320,9 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
     Ok(rows)
 }
 
-/// Records the median game time and meeting rate in the row's params.
-fn add_seconds(row: &mut Row) {
+/// Records the median game time and meeting rate in the row's params
+/// (troupe's rows and the peers' alike).
+pub(super) fn add_seconds(row: &mut Row) {
     let seconds = row.ns_per_msg * row.msgs as f64 / 1e9;
     row.params.insert("seconds".into(), seconds.into());
     row.params

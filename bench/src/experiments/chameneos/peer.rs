@@ -6,7 +6,7 @@
 
 use serde_json::json;
 
-use super::{Settings, EXPERIMENT};
+use super::{add_seconds, Settings, EXPERIMENT};
 use crate::peer::{row, run, suffixed};
 use crate::report::Row;
 use crate::runner::{RunOptions, WorkloadError};
@@ -57,10 +57,7 @@ pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workl
                 settings.meetings,
                 p,
             )?;
-            let seconds = row.ns_per_msg * row.msgs as f64 / 1e9;
-            row.params.insert("seconds".into(), json!(seconds));
-            row.params
-                .insert("meetings_per_s".into(), json!(row.msgs_per_s));
+            add_seconds(&mut row);
             rows.push(row);
         }
     }

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::colour::{GAME_TEN, GAME_THREE};
 use super::output::{self, Game, Tally};
-use super::{Settings, EXPERIMENT};
+use super::{add_seconds, Settings, EXPERIMENT};
 use crate::peer::suffixed;
 use crate::report::Row;
 use crate::runner::{RunOptions, WorkloadError};
@@ -65,10 +65,7 @@ pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workl
                     settings.meetings,
                     p,
                 )?;
-                let seconds = row.ns_per_msg * row.msgs as f64 / 1e9;
-                row.params.insert("seconds".into(), json!(seconds));
-                row.params
-                    .insert("meetings_per_s".into(), json!(row.msgs_per_s));
+                add_seconds(&mut row);
                 rows.push(row);
             }
         }

@@ -6,12 +6,12 @@ use clap::Args;
 use serde_json::Value;
 
 use super::{peer, run, rust_peers, Settings, EXPERIMENT};
-use crate::experiments::{Experiment, Headline, Rows};
+use crate::experiments::{Better::Lower, Experiment, Headline, Rows};
 use crate::pairing::runtime;
 use crate::report::Row;
 use crate::runner::Scale;
 use crate::site::charts::{self, Series};
-use crate::table::{Column, PER_MESSAGE};
+use crate::table::Column;
 
 /// The delayed-messages experiment.
 pub struct Delayed;
@@ -27,16 +27,33 @@ pub struct DelayedArgs {
 impl Experiment for Delayed {
     type Args = DelayedArgs;
     type Settings = Settings;
+    const NAME: &'static str = EXPERIMENT;
+    const ABOUT: &'static str =
+        "Delayed messages: jobs answered by replies scheduled one second later.";
     const RUN: Rows<Settings> = run;
     const PEER: Option<Rows<Settings>> = Some(peer::rows);
     const RUST_PEERS: Option<Rows<Settings>> = Some(rust_peers::rows);
+    const COLUMNS: &'static [Column] = &[
+        Column::param("jobs", "jobs"),
+        Column::param("total s", "total_s"),
+        // How late the replies reached the manager: the same quantity on
+        // every row, Pekko's included; when the timers fired is troupe's
+        // and tokio's alone (the peer does not see its timer fire).
+        Column::param("late at manager p50 ms", "late_p50_ms"),
+        Column::param("late at manager p99 ms", "late_p99_ms"),
+        Column::param("timer fired late p99 ms", "fired_p99_ms"),
+        Column::param("peak RSS MB", "peak_rss_mb"),
+        Column::param("bytes/job", "bytes_per_job"),
+    ];
+    const NOTES: &'static [&'static str] = &["Charts: the first measured run of each variant."];
+    const KEYS: &'static [&'static str] = &["jobs"];
+    const HEADLINE: Option<Headline> = Headline::new(
+        "seconds for all jobs",
+        Lower,
+        |r| r.num("total_s"),
+        |_| true,
+    );
 
-    fn name(&self) -> &'static str {
-        EXPERIMENT
-    }
-    fn about(&self) -> &'static str {
-        "Delayed messages: jobs answered by replies scheduled one second later."
-    }
     fn settings(&self, args: DelayedArgs, scale: Scale, _: bool) -> Result<Settings, String> {
         let mut sizes = Settings::for_scale(scale);
         if let Some(jobs) = args.jobs {
@@ -44,41 +61,11 @@ impl Experiment for Delayed {
         }
         Ok(sizes)
     }
-    fn columns(&self) -> Vec<Column> {
-        let mut columns = PER_MESSAGE.to_vec();
-        columns.extend([
-            Column::param("jobs", "jobs"),
-            Column::param("total s", "total_s"),
-            // How late the replies reached the manager: the same quantity on
-            // every row, Pekko's included; when the timers fired is troupe's
-            // and tokio's alone (the peer does not see its timer fire).
-            Column::param("late at manager p50 ms", "late_p50_ms"),
-            Column::param("late at manager p99 ms", "late_p99_ms"),
-            Column::param("timer fired late p99 ms", "fired_p99_ms"),
-            Column::param("peak RSS MB", "peak_rss_mb"),
-            Column::param("bytes/job", "bytes_per_job"),
-        ]);
-        columns
-    }
     fn extras(&self, rows: &[&Row]) -> Vec<String> {
         rows.iter().map(|row| line(row)).collect()
     }
-    fn notes(&self) -> Vec<String> {
-        vec!["Charts: the first measured run of each variant.".into()]
-    }
     fn charts(&self, rows: &[&Row]) -> Vec<String> {
         timeline_charts(rows)
-    }
-    fn keys(&self) -> &'static [&'static str] {
-        &["jobs"]
-    }
-    fn headline(&self) -> Option<Headline> {
-        Some(Headline {
-            figure: "seconds for all jobs",
-            value: |r| r.num("total_s"),
-            lower_is_better: true,
-            select: |_| true,
-        })
     }
 }
 

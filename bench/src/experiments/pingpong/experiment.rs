@@ -3,7 +3,7 @@
 use clap::Args;
 
 use super::{peer, run, rust_peers, Settings, EXPERIMENT};
-use crate::experiments::{Experiment, Headline, Rows};
+use crate::experiments::{ns_per_msg, Better::Lower, Experiment, Headline, Rows};
 use crate::pairing::runtime;
 use crate::report::Row;
 use crate::runner::Scale;
@@ -23,24 +23,26 @@ pub struct PingPongArgs {
 impl Experiment for PingPong {
     type Args = PingPongArgs;
     type Settings = Settings;
+    const NAME: &'static str = EXPERIMENT;
+    const ABOUT: &'static str =
+        "Ping-pong: two parties bounce a message; reports ns per one-way hop.";
     const RUN: Rows<Settings> = run;
     const PEER: Option<Rows<Settings>> = Some(peer::rows);
     const RUST_PEERS: Option<Rows<Settings>> = Some(rust_peers::rows);
+    const NOTES: &'static [&'static str] =
+        &["Median nanoseconds per one-way message; lower is better."];
+    // The many-pairs rows are another workload than the single pair.
+    const KEYS: &'static [&'static str] = &["pairs", "balls"];
+    const HEADLINE: Option<Headline> =
+        Headline::new("ns per one-way hop, one pair", Lower, ns_per_msg, |r| {
+            !r.params.contains_key("pairs") && !r.variant.contains("pairs")
+        });
 
-    fn name(&self) -> &'static str {
-        EXPERIMENT
-    }
-    fn about(&self) -> &'static str {
-        "Ping-pong: two parties bounce a message; reports ns per one-way hop."
-    }
     fn settings(&self, args: PingPongArgs, scale: Scale, _: bool) -> Result<Settings, String> {
         Ok(match args.repetitions {
             Some(n) => Settings::uniform(n),
             None => Settings::for_scale(scale),
         })
-    }
-    fn notes(&self) -> Vec<String> {
-        vec!["Median nanoseconds per one-way message; lower is better.".into()]
     }
     fn charts(&self, rows: &[&Row]) -> Vec<String> {
         let bars: Vec<Bar> = rows
@@ -56,17 +58,5 @@ impl Experiment for PingPong {
             "ns/msg",
             &bars,
         )]
-    }
-    fn keys(&self) -> &'static [&'static str] {
-        // The many-pairs rows are another workload than the single pair.
-        &["pairs", "balls"]
-    }
-    fn headline(&self) -> Option<Headline> {
-        Some(Headline {
-            figure: "ns per one-way hop, one pair",
-            value: |r| Some(r.ns_per_msg),
-            lower_is_better: true,
-            select: |r| !r.params.contains_key("pairs") && !r.variant.contains("pairs"),
-        })
     }
 }

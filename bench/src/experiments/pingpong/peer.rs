@@ -1,6 +1,6 @@
 //! The ping-pong experiment's Apache Pekko rows: the peer's pair and many-pairs runs at the same sizes as troupe's rows.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::Settings;
 use crate::peer::{num, params, row, run};
@@ -11,54 +11,16 @@ use crate::runner::{RunOptions, WorkloadError};
 /// own configuration) and 1,000 pairs with 1 and 10 balls in flight.
 pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
     let repeats = options.repeats.to_string();
-    let pair_msgs = (2 * sizes.actor).to_string();
-    let many_msgs = (2 * sizes.pairs as u64 * sizes.pair_repetitions).to_string();
-    let pairs = sizes.pairs.to_string();
+    let pairs = sizes.pairs;
     let mut rows = Vec::new();
-    for (args, peer_of, many) in [
-        (
-            vec![
-                "pingpong",
-                "--msgs",
-                &pair_msgs,
-                "--pairs",
-                "1",
-                "--in-flight",
-                "1",
-            ],
-            "actor-tp5-w2".to_string(),
-            None,
-        ),
-        (
-            vec![
-                "pingpong",
-                "--msgs",
-                &many_msgs,
-                "--pairs",
-                &pairs,
-                "--in-flight",
-                "1",
-            ],
-            format!("actor-{pairs}x1-pairs-tp5-w2"),
-            Some(1),
-        ),
-        (
-            vec![
-                "pingpong",
-                "--msgs",
-                &many_msgs,
-                "--pairs",
-                &pairs,
-                "--in-flight",
-                "10",
-            ],
-            format!("actor-{pairs}x10-pairs-tp5-w2"),
-            Some(10),
-        ),
-    ] {
-        let mut args = args;
-        args.extend(["--repeats", &repeats]);
-        let r = run(&args)?;
+    for many in [None, Some(1u64), Some(10)] {
+        let peer_of = match many {
+            None => "actor-tp5-w2".to_string(),
+            Some(balls) => format!("actor-{pairs}x{balls}-pairs-tp5-w2"),
+        };
+        let mut args = workload_args(sizes, many);
+        args.extend(["--repeats".into(), repeats.clone()]);
+        let r = run(&args.iter().map(String::as_str).collect::<Vec<_>>())?;
         let variant = r
             .get("variant")
             .and_then(Value::as_str)
@@ -75,12 +37,7 @@ pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workload
                 "failure",
             ],
         );
-        // The many-pairs rows record their workload as troupe's do, so
-        // that they are compared with the rows of the same pairs and balls.
-        if let Some(balls) = many {
-            p.insert("pairs".into(), json!(sizes.pairs));
-            p.insert("balls".into(), json!(balls));
-        }
+        record_workload(&mut p, sizes, many);
         rows.push(row(
             "pingpong",
             &variant,
@@ -90,4 +47,35 @@ pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workload
         )?);
     }
     Ok(rows)
+}
+
+/// The arguments of the peers' `pingpong` for one pair (`many` none) or the
+/// many pairs with `many` balls in flight, at troupe's sizes; each peer adds
+/// its own (threads, repeats).
+pub(super) fn workload_args(sizes: &Settings, many: Option<u64>) -> Vec<String> {
+    let (msgs, pairs) = match many {
+        None => (2 * sizes.actor, 1),
+        Some(_) => (2 * sizes.pairs as u64 * sizes.pair_repetitions, sizes.pairs),
+    };
+    let balls = many.unwrap_or(1);
+    [
+        "pingpong",
+        "--msgs",
+        &msgs.to_string(),
+        "--pairs",
+        &pairs.to_string(),
+    ]
+    .into_iter()
+    .map(String::from)
+    .chain(["--in-flight".to_string(), balls.to_string()])
+    .collect()
+}
+
+/// The many-pairs rows record their workload as troupe's do, so that they
+/// are compared with the rows of the same pairs and balls.
+pub(super) fn record_workload(p: &mut Map<String, Value>, sizes: &Settings, many: Option<u64>) {
+    if let Some(balls) = many {
+        p.insert("pairs".into(), json!(sizes.pairs));
+        p.insert("balls".into(), json!(balls));
+    }
 }

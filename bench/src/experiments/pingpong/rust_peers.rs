@@ -3,8 +3,7 @@
 //! threads, at the same sizes as troupe's rows, each compared with troupe's
 //! row of the same workload and threads at its default throughput (5).
 
-use serde_json::json;
-
+use super::peer::{record_workload, workload_args};
 use super::Settings;
 use crate::peer::num;
 use crate::report::Row;
@@ -14,44 +13,34 @@ use crate::rust_peers::{params, row, run, LIBRARIES};
 /// Every library's rows, one process per row.
 pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
     let repeats = options.repeats.to_string();
-    let pair_msgs = (2 * sizes.actor).to_string();
-    let many_msgs = (2 * sizes.pairs as u64 * sizes.pair_repetitions).to_string();
-    let pairs = sizes.pairs.to_string();
+    let pairs = sizes.pairs;
     let mut rows = Vec::new();
     for library in LIBRARIES {
         // (threads, balls; None for the one pair)
         for (threads, many) in [(1, None), (2, None), (2, Some(1u64)), (2, Some(10))] {
-            let t = threads.to_string();
-            let (variant, peer_of, args) = match many {
+            let (variant, peer_of) = match many {
                 None => (
                     format!("{library}-pair-w{threads}"),
                     format!("actor-tp5-w{threads}"),
-                    vec!["pingpong", "--msgs", &pair_msgs, "--pairs", "1"],
                 ),
                 Some(balls) => (
                     format!("{library}-{pairs}x{balls}-pairs-w{threads}"),
                     format!("actor-{pairs}x{balls}-pairs-tp5-w{threads}"),
-                    vec!["pingpong", "--msgs", &many_msgs, "--pairs", &pairs],
                 ),
             };
-            let balls = many.unwrap_or(1).to_string();
-            let mut args = args;
+            let mut args = workload_args(sizes, many);
             args.extend([
-                "--in-flight",
-                &balls,
-                "--threads",
-                &t,
-                "--repeats",
-                &repeats,
+                "--threads".into(),
+                threads.to_string(),
+                "--repeats".into(),
+                repeats.clone(),
             ]);
-            let r = run(library, &args)?;
+            let r = run(
+                library,
+                &args.iter().map(String::as_str).collect::<Vec<_>>(),
+            )?;
             let mut p = params(&r, &["threads"]);
-            // The many-pairs rows record their workload as troupe's do, so
-            // that they are compared with the rows of the same pairs and balls.
-            if let Some(balls) = many {
-                p.insert("pairs".into(), json!(sizes.pairs));
-                p.insert("balls".into(), json!(balls));
-            }
+            record_workload(&mut p, sizes, many);
             rows.push(row(
                 library,
                 "pingpong",

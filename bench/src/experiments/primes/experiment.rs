@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use clap::Args;
 
 use super::{peer, run, Settings, EXPERIMENT};
-use crate::experiments::{Experiment, Headline, Rows};
+use crate::experiments::{Better::Higher, Experiment, Headline, Rows};
 use crate::pairing::runtime;
 use crate::report::Row;
 use crate::runner::{RunOptions, Scale, WorkloadError};
@@ -39,15 +39,17 @@ pub struct PrimesArgs {
 impl Experiment for Primes {
     type Args = PrimesArgs;
     type Settings = Settings;
+    const NAME: &'static str = EXPERIMENT;
+    const ABOUT: &'static str =
+        "Primes REST service: load against the actor, plain and blocking servers.";
     const RUN: Rows<Settings> = run;
     const PEER: Option<Rows<Settings>> = Some(peer_rows);
+    const NOTES: &'static [&'static str] =
+        &["Latency per request at the client, send to full body."];
+    const KEYS: &'static [&'static str] = &["connections", "n", "mode"];
+    const HEADLINE: Option<Headline> =
+        Headline::new("requests per second", Higher, |r| r.num("rps"), |_| true);
 
-    fn name(&self) -> &'static str {
-        EXPERIMENT
-    }
-    fn about(&self) -> &'static str {
-        "Primes REST service: load against the actor, plain and blocking servers."
-    }
     fn settings(&self, args: PrimesArgs, scale: Scale, _: bool) -> Result<Settings, String> {
         let mut settings = Settings::for_scale(scale);
         if let Some(c) = args.connections {
@@ -79,9 +81,6 @@ impl Experiment for Primes {
     fn extras(&self, rows: &[&Row]) -> Vec<String> {
         rows.iter().map(|row| line(row)).collect()
     }
-    fn notes(&self) -> Vec<String> {
-        vec!["Latency per request at the client, send to full body.".into()]
-    }
     fn charts(&self, rows: &[&Row]) -> Vec<String> {
         let series: Vec<Series> = rows
             .iter()
@@ -107,17 +106,6 @@ impl Experiment for Primes {
             &series,
             (false, false),
         )]
-    }
-    fn keys(&self) -> &'static [&'static str] {
-        &["connections", "n", "mode"]
-    }
-    fn headline(&self) -> Option<Headline> {
-        Some(Headline {
-            figure: "requests per second",
-            value: |r| r.num("rps"),
-            lower_is_better: false,
-            select: |_| true,
-        })
     }
 }
 

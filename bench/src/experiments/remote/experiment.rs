@@ -5,10 +5,10 @@ use clap::Args;
 use serde_json::Value;
 
 use super::{peer, run, rust_peers, Settings, EXPERIMENT};
-use crate::experiments::{Experiment, Headline, Rows};
+use crate::experiments::{ns_per_msg, Better::Lower, Experiment, Headline, Rows};
 use crate::report::Row;
 use crate::runner::Scale;
-use crate::table::{Column, PER_MESSAGE};
+use crate::table::Column;
 
 /// The remote experiment.
 pub struct Remote;
@@ -25,34 +25,43 @@ pub struct RemoteArgs {
 impl Experiment for Remote {
     type Args = RemoteArgs;
     type Settings = Settings;
+    const NAME: &'static str = EXPERIMENT;
+    const ABOUT: &'static str = "Actors across two processes over NATS: round trips and a one-way stream, against raw NATS, Pekko remoting and ractor_cluster.";
     const RUN: Rows<Settings> = run;
     const PEER: Option<Rows<Settings>> = Some(peer::rows);
     const RUST_PEERS: Option<Rows<Settings>> = Some(rust_peers::rows);
+    const COLUMNS: &'static [Column] = &[
+        Column::param("workload", "workload"),
+        Column::param("in flight", "in_flight"),
+        Column::param("bytes", "size"),
+        Column::param("clients", "clients"),
+        Column::param("rtt p50 µs", "rtt_p50_us"),
+        Column::param("rtt p99 µs", "rtt_p99_us"),
+    ];
+    const NOTES: &'static [&'static str] = &[
+            "ns/msg is per round trip for the round-trip rows and per message received for the stream; every process gives the work 2 threads.",
+        ];
+    const KEYS: &'static [&'static str] = &["workload", "in_flight", "size", "clients"];
+    // The default size's one-client row, not the 1 KiB, 16 KiB and
+    // three-client ones.
+    const HEADLINE: Option<Headline> = Headline::new(
+        "ns per round trip, 64 in flight, 100 B",
+        Lower,
+        ns_per_msg,
+        |r| {
+            let param = |k: &str| r.params.get(k).and_then(Value::as_u64);
+            param("in_flight") == Some(64)
+                && param("size") == Some(100)
+                && param("clients") == Some(1)
+        },
+    );
 
-    fn name(&self) -> &'static str {
-        EXPERIMENT
-    }
-    fn about(&self) -> &'static str {
-        "Actors across two processes over NATS: round trips and a one-way stream, against raw NATS, Pekko remoting and ractor_cluster."
-    }
     fn settings(&self, args: RemoteArgs, scale: Scale, in_all: bool) -> Result<Settings, String> {
         let mut settings = Settings::for_scale(scale, in_all);
         if let Some(size) = args.size {
             settings.size = size as usize;
         }
         Ok(settings)
-    }
-    fn columns(&self) -> Vec<Column> {
-        let mut columns = PER_MESSAGE.to_vec();
-        columns.extend([
-            Column::param("workload", "workload"),
-            Column::param("in flight", "in_flight"),
-            Column::param("bytes", "size"),
-            Column::param("clients", "clients"),
-            Column::param("rtt p50 µs", "rtt_p50_us"),
-            Column::param("rtt p99 µs", "rtt_p99_us"),
-        ]);
-        columns
     }
     fn extras(&self, rows: &[&Row]) -> Vec<String> {
         let mut lines: Vec<String> = rows.iter().map(|row| line(row)).collect();
@@ -69,29 +78,6 @@ impl Experiment for Remote {
             );
         }
         lines
-    }
-    fn notes(&self) -> Vec<String> {
-        vec![
-            "ns/msg is per round trip for the round-trip rows and per message received for the stream; every process gives the work 2 threads.".into(),
-        ]
-    }
-    fn keys(&self) -> &'static [&'static str] {
-        &["workload", "in_flight", "size", "clients"]
-    }
-    fn headline(&self) -> Option<Headline> {
-        Some(Headline {
-            figure: "ns per round trip, 64 in flight, 100 B",
-            value: |r| Some(r.ns_per_msg),
-            lower_is_better: true,
-            // The default size's one-client row, not the 1 KiB, 16 KiB and
-            // three-client ones.
-            select: |r| {
-                let param = |k: &str| r.params.get(k).and_then(Value::as_u64);
-                param("in_flight") == Some(64)
-                    && param("size") == Some(100)
-                    && param("clients") == Some(1)
-            },
-        })
     }
 }
 

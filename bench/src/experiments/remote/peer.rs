@@ -2,7 +2,7 @@
 //! between two JVMs, the peer's `remote` experiment, at the same sizes as
 //! troupe's rows.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::{Point, Settings, Shape, EXPERIMENT, POINTS, THREADS};
 use crate::peer::{num, params, row, run};
@@ -23,6 +23,20 @@ pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workl
         }
     }
     Ok(rows)
+}
+
+/// Puts the workload keys of troupe's row of `point` into a peer's row
+/// params `p` (and the experiment's threads when the peer reported none),
+/// so that the two rows pair; the peers drive from one client process.
+pub(super) fn pair_with_troupe(settings: &Settings, point: Point, p: &mut Map<String, Value>) {
+    p.insert("workload".into(), json!(point.shape.workload()));
+    p.insert(
+        "in_flight".into(),
+        json!(point.shape.in_flight(settings.window(point))),
+    );
+    p.insert("size".into(), json!(settings.size_of(point) as u64));
+    p.insert("clients".into(), json!(1));
+    p.entry("threads").or_insert(json!(THREADS));
 }
 
 fn one(settings: &Settings, options: &RunOptions, point: Point) -> Result<Row, WorkloadError> {
@@ -67,12 +81,7 @@ fn one(settings: &Settings, options: &RunOptions, point: Point) -> Result<Row, W
             "threads",
         ],
     );
-    // The same workload keys as troupe's rows, so they pair.
-    p.insert("workload".into(), json!(shape.workload()));
-    p.insert("in_flight".into(), json!(shape.in_flight(settings.window(point))));
-    p.insert("size".into(), json!(bytes as u64));
-    p.insert("clients".into(), json!(1));
-    p.entry("threads").or_insert(json!(THREADS));
+    pair_with_troupe(settings, point, &mut p);
     let _ = r.get("mode").and_then(Value::as_str);
     row(
         EXPERIMENT,

@@ -8,6 +8,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::peer::pair_with_troupe;
 use super::{Point, Settings, Shape, EXPERIMENT, POINTS, THREADS};
 use crate::peer::{num, params};
 use crate::report::Row;
@@ -106,14 +107,7 @@ fn row_from(
         ],
     );
     p.insert("transport".into(), json!("ractor_cluster"));
-    p.insert("workload".into(), json!(point.shape.workload()));
-    p.insert(
-        "in_flight".into(),
-        json!(point.shape.in_flight(settings.window(point))),
-    );
-    p.insert("size".into(), json!(settings.size_of(point) as u64));
-    p.insert("clients".into(), json!(1));
-    p.entry("threads").or_insert(json!(THREADS));
+    pair_with_troupe(settings, point, &mut p);
     row(
         "ractor",
         EXPERIMENT,
@@ -172,7 +166,7 @@ mod tests {
         rows.push(row_from(&settings, rtt_64, &result(20_000.0)).unwrap());
         assert_eq!(rows[3].variant, "ractor_cluster-rtt-64");
         assert_eq!(rows[3].params["runtime"], "ractor");
-        let lines = ratio_lines(&rows, Remote.keys());
+        let lines = ratio_lines(&rows, Remote::KEYS);
         assert!(
             lines
                 .iter()

@@ -11,7 +11,7 @@ use crate::pairing::runtime;
 use crate::report::Row;
 use crate::runner::Scale;
 use crate::site::charts::{self, Series};
-use crate::table::{Column, PER_MESSAGE};
+use crate::table::Column;
 
 /// The soak.
 pub struct Soak;
@@ -27,18 +27,20 @@ pub struct SoakArgs {
 impl Experiment for Soak {
     type Args = SoakArgs;
     type Settings = Duration;
-    const RUN: Rows<Duration> = run;
-
-    fn name(&self) -> &'static str {
-        EXPERIMENT
-    }
-    fn about(&self) -> &'static str {
+    const NAME: &'static str = EXPERIMENT;
+    const ABOUT: &'static str =
         "Soak: minutes of trading + primes + delayed + overload in one process, the resident \
-         memory sampled every second; reports the drift."
-    }
-    fn in_all(&self) -> bool {
-        false
-    }
+         memory sampled every second; reports the drift.";
+    const RUN: Rows<Duration> = run;
+    const IN_ALL: bool = false;
+    const COLUMNS: &'static [Column] = &[
+        Column::param("seconds", "seconds"),
+        Column::param("RSS early MiB", "rss_early_mib"),
+        Column::param("RSS late MiB", "rss_late_mib"),
+        Column::param("RSS peak MiB", "rss_peak_mib"),
+        Column::param("RSS drift %", "rss_drift_pct"),
+    ];
+
     fn settings(&self, args: SoakArgs, scale: Scale, _: bool) -> Result<Duration, String> {
         let minutes = args
             .minutes
@@ -47,17 +49,6 @@ impl Experiment for Soak {
             return Err("--minutes must be a positive number".into());
         }
         Ok(Duration::from_secs_f64(minutes * 60.0))
-    }
-    fn columns(&self) -> Vec<Column> {
-        let mut columns = PER_MESSAGE.to_vec();
-        columns.extend([
-            Column::param("seconds", "seconds"),
-            Column::param("RSS early MiB", "rss_early_mib"),
-            Column::param("RSS late MiB", "rss_late_mib"),
-            Column::param("RSS peak MiB", "rss_peak_mib"),
-            Column::param("RSS drift %", "rss_drift_pct"),
-        ]);
-        columns
     }
     fn charts(&self, rows: &[&Row]) -> Vec<String> {
         let series: Vec<Series> = rows

@@ -8,11 +8,11 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{peer, run, rust_peers, Point, Settings, EXPERIMENT};
-use crate::experiments::{Experiment, Headline, Rows};
+use crate::experiments::{msgs_per_s, Better::Higher, Experiment, Headline, Rows};
 use crate::pairing::runtime;
 use crate::report::Row;
 use crate::runner::Scale;
-use crate::site::charts::{self, Series};
+use crate::site::charts;
 use crate::table::{param_text, spread_rate, Column};
 
 /// The trading experiment.
@@ -65,20 +65,33 @@ pub struct TradingArgs {
 impl Experiment for Trading {
     type Args = TradingArgs;
     type Settings = Settings;
+    const NAME: &'static str = EXPERIMENT;
+    const ABOUT: &'static str = "Trading system: the seed and resting scenarios per variant, log mode and number of clients.";
     const RUN: Rows<Settings> = run;
     const PEER: Option<Rows<Settings>> = Some(peer::rows);
     const RUST_PEERS: Option<Rows<Settings>> = Some(rust_peers::rows);
+    const NOTES: &'static [&'static str] = &[
+        "orders/s is the median run; latencies merge every order of the measured runs. \
+             sync is the no-actor baseline (one thread per client; the actor variants run \
+             on the dispatcher's threads).",
+        "verified: every client done, trades = orders / 2, the scenario's resting orders \
+             (none in seed, half the asks in resting), and each standby equal to its primary \
+             in counts, resting orders and per-book digests of processing order and trades.",
+    ];
+    const KEYS: &'static [&'static str] = &["clients", "txlog", "scenario"];
+    const HEADLINE: Option<Headline> = Headline::new(
+        "orders per second, log off, 10 clients",
+        Higher,
+        msgs_per_s,
+        |r| param_text(r, "txlog") == "off" && r.num("clients") == Some(10.0),
+    );
 
-    fn name(&self) -> &'static str {
-        EXPERIMENT
-    }
-    fn about(&self) -> &'static str {
-        "Trading system: the seed and resting scenarios per variant, log mode and number of clients."
-    }
     fn settings(&self, args: TradingArgs, scale: Scale, _: bool) -> Result<Settings, String> {
         let mut settings = Settings::for_scale(scale);
         settings.points.retain(|p| {
-            args.variants.as_ref().is_none_or(|v| v.contains(&p.variant))
+            args.variants
+                .as_ref()
+                .is_none_or(|v| v.contains(&p.variant))
                 && args.txlog.as_ref().is_none_or(|m| m.contains(&p.txlog))
         });
         if let Some(clients) = args.clients {
@@ -157,13 +170,15 @@ impl Experiment for Trading {
         vec![
             Column::text("txlog", "txlog"),
             Column::with("clients", |r| {
-                r.num("clients").map_or_else(String::new, |c| format!("{c:.0}"))
+                r.num("clients")
+                    .map_or_else(String::new, |c| format!("{c:.0}"))
             }),
             Column::text("scenario", "scenario"),
             Column::param("window", "window"),
             Column::with("orders", |r| crate::shared::group_thousands(r.msgs)),
             Column::with("duration s", |r| {
-                r.num("duration_s").map_or_else(String::new, |d| format!("{d:.2}"))
+                r.num("duration_s")
+                    .map_or_else(String::new, |d| format!("{d:.2}"))
             }),
             Column::with("orders/s", |r| {
                 crate::shared::group_thousands(r.msgs_per_s.round() as u64)
@@ -184,46 +199,9 @@ impl Experiment for Trading {
             Column::text("verified", "verified"),
         ]
     }
-    fn notes(&self) -> Vec<String> {
-        vec![
-            "orders/s is the median run; latencies merge every order of the measured runs. \
-             sync is the no-actor baseline (one thread per client; the actor variants run \
-             on the dispatcher's threads)."
-                .into(),
-            "verified: every client done, trades = orders / 2, the scenario's resting orders \
-             (none in seed, half the asks in resting), and each standby equal to its primary \
-             in counts, resting orders and per-book digests of processing order and trades."
-                .into(),
-        ]
-    }
     fn charts(&self, rows: &[&Row]) -> Vec<String> {
         charts_of(rows)
     }
-    fn keys(&self) -> &'static [&'static str] {
-        &["clients", "txlog", "scenario"]
-    }
-    fn headline(&self) -> Option<Headline> {
-        Some(Headline {
-            figure: "orders per second, log off, 10 clients",
-            value: |r| Some(r.msgs_per_s),
-            lower_is_better: false,
-            select: |r| param_text(r, "txlog") == "off" && r.num("clients") == Some(10.0),
-        })
-    }
-}
-
-/// `(label, runtime) -> points`, sorted by x, as chart series.
-fn series(m: BTreeMap<(String, String), Vec<(f64, f64)>>) -> Vec<Series> {
-    m.into_iter()
-        .map(|((label, runtime), mut points)| {
-            points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Series {
-                label,
-                runtime,
-                points,
-            }
-        })
-        .collect()
 }
 
 /// Orders/s against clients per variant, then latency against clients for
@@ -241,7 +219,7 @@ fn charts_of(rows: &[&Row]) -> Vec<String> {
         "trading: orders/s against clients",
         "clients",
         "orders/s",
-        &series(tps),
+        &charts::series(tps),
         (false, false),
     )];
     let mut variants: Vec<&Row> = Vec::new();
@@ -267,7 +245,7 @@ fn charts_of(rows: &[&Row]) -> Vec<String> {
             &format!("trading {}: latency against clients", first.variant),
             "clients",
             "µs",
-            &series(lat),
+            &charts::series(lat),
             (false, false),
         ));
     }

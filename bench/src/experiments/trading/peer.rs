@@ -9,23 +9,48 @@ use crate::peer::{num, params, row, run};
 use crate::report::Row;
 use crate::runner::{RunOptions, WorkloadError};
 
+/// The fields of a trading RESULT that the peers' rows keep, Pekko's and
+/// the Rust peers' alike (the Pekko peer reports no `latency_samples`, so
+/// its rows have none).
+pub(super) const FIELDS: [&str; 23] = [
+    "txlog",
+    "clients",
+    "threads",
+    "orders",
+    "tps",
+    "mean_us",
+    "p5_us",
+    "p25_us",
+    "p50_us",
+    "p75_us",
+    "p95_us",
+    "p99_us",
+    "max_us",
+    "latency_samples",
+    "trades",
+    "verified",
+    "cpus_busy",
+    "cpu_ns_per_msg",
+    "samples",
+    "warmup_samples",
+    "warmup_ns_per_msg",
+    "protocol",
+    "failure",
+];
+
 /// request-reply and one-way with the log off, at troupe's client counts.
 pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
     let mut rows = Vec::new();
     let repeats = options.repeats.to_string();
-    for point in settings
-        .points
-        .iter()
-        .filter(|p| {
-            // One Pekko row per troupe default row: not per one-worker twin
-            // or fixed way of stealing, which share the point otherwise.
-            p.txlog == ::trading::TxLog::Off
-                && p.variant != ::trading::Variant::Sync
-                && p.pattern == ::trading::Pattern::Seed
-                && p.threads.is_none()
-                && p.stealing == troupe::Stealing::default()
-        })
-    {
+    for point in settings.points.iter().filter(|p| {
+        // One Pekko row per troupe default row: not per one-worker twin
+        // or fixed way of stealing, which share the point otherwise.
+        p.txlog == ::trading::TxLog::Off
+            && p.variant != ::trading::Variant::Sync
+            && p.pattern == ::trading::Pattern::Seed
+            && p.threads.is_none()
+            && p.stealing == troupe::Stealing::default()
+    }) {
         let variant = point.variant.name();
         let clients = point.clients.to_string();
         let orders = settings.orders.to_string();
@@ -42,33 +67,7 @@ pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workl
         ])?;
         // A failed check (the standby not a replica, orders or trades
         // missing) comes back in `failure` and makes the row a failed row.
-        let mut p = params(
-            &r,
-            &[
-                "txlog",
-                "clients",
-                "threads",
-                "orders",
-                "tps",
-                "mean_us",
-                "p5_us",
-                "p25_us",
-                "p50_us",
-                "p75_us",
-                "p95_us",
-                "p99_us",
-                "max_us",
-                "trades",
-                "verified",
-                "cpus_busy",
-                "cpu_ns_per_msg",
-                "samples",
-                "warmup_samples",
-                "warmup_ns_per_msg",
-                "protocol",
-                "failure",
-            ],
-        );
+        let mut p = params(&r, &FIELDS);
         if r.get("verified") != Some(&json!(true)) && !p.contains_key("failure") {
             p.insert(
                 "failure".into(),

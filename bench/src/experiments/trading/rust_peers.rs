@@ -15,6 +15,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::peer::FIELDS;
 use super::{label, Point, Settings, EXPERIMENT};
 use crate::peer::{num, params};
 use crate::report::Row;
@@ -78,34 +79,7 @@ pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workl
             )?;
             let expected = ::trading::Scenario::new(point.clients, settings.orders)
                 .map_err(|e| WorkloadError::new(e.to_string()))?;
-            let mut p = params(
-                &r,
-                &[
-                    "txlog",
-                    "clients",
-                    "threads",
-                    "orders",
-                    "tps",
-                    "mean_us",
-                    "p5_us",
-                    "p25_us",
-                    "p50_us",
-                    "p75_us",
-                    "p95_us",
-                    "p99_us",
-                    "max_us",
-                    "latency_samples",
-                    "trades",
-                    "verified",
-                    "cpus_busy",
-                    "cpu_ns_per_msg",
-                    "samples",
-                    "warmup_samples",
-                    "warmup_ns_per_msg",
-                    "protocol",
-                    "failure",
-                ],
-            );
+            let mut p = params(&r, &FIELDS);
             if let Some(why) = disagreement(&r, expected.orders(), threads) {
                 p.entry("failure").or_insert_with(|| json!(why));
             }
