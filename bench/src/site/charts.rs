@@ -132,10 +132,18 @@ pub fn lines(
     series: &[Series],
     log: (bool, bool),
 ) -> String {
+    svg((WIDTH, HEIGHT), |root| {
+        let _ = draw_lines(root, title, x_desc, y_desc, series, log);
+    })
+}
+
+/// A chart of `size` drawn by `draw` as SVG text; a drawing error leaves the
+/// chart as far as it got (a report is not worth failing for a chart).
+fn svg(size: (u32, u32), draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>)) -> String {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
-        let _ = draw_lines(&root, title, x_desc, y_desc, series, log);
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        draw(&root);
         let _ = root.present();
     }
     svg
@@ -206,14 +214,10 @@ fn draw_lines<'a>(
 /// Horizontal bars, one per label, values labelled at the bar's end,
 /// coloured by runtime with a legend of the runtimes.
 pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> String {
-    let mut svg = String::new();
-    {
-        let height = (80 + 28 * bars.len() as u32).max(160);
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        let _ = draw_bars(&root, title, x_desc, bars);
-        let _ = root.present();
-    }
-    svg
+    let height = (80 + 28 * bars.len() as u32).max(160);
+    svg((WIDTH, height), |root| {
+        let _ = draw_bars(root, title, x_desc, bars);
+    })
 }
 
 fn draw_bars<'a>(

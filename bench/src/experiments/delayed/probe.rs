@@ -14,9 +14,9 @@ use troupe::prelude::*;
 use troupe::{DispatcherConfig, MailboxConfig, Overflow, Router, Routing, Scheduler};
 
 use super::Settings;
-use crate::shared::SystemGuard;
 use crate::rss;
 use crate::runner::WorkloadError;
+use crate::shared::SystemGuard;
 
 /// The instant all times of a run are measured from (one run per process).
 static BASE: OnceLock<Instant> = OnceLock::new();
@@ -343,13 +343,7 @@ fn run_actor(sizes: &Settings, threads: usize) -> Result<Outcome, WorkloadError>
     let tally = rx
         .recv_timeout(sizes.delay + Duration::from_secs(600))
         .map_err(|_| WorkloadError::new("not every job completed within 10 minutes"))?;
-    let total = start.elapsed();
-    counters.stop.store(true, Ordering::Release);
-    let timeline = sampler
-        .join()
-        .map_err(|_| WorkloadError::new("the sampler panicked"))?;
-    tally.validate(sizes.jobs)?;
-    Ok(outcome(sizes.jobs, total, &tally, rss_start, timeline))
+    finish(&sizes, start, &counters, sampler, &tally, rss_start)
 }
 
 fn run_tokio(sizes: &Settings) -> Result<Outcome, WorkloadError> {
@@ -401,13 +395,26 @@ fn run_tokio(sizes: &Settings) -> Result<Outcome, WorkloadError> {
         let _ = spawner.await;
         tally
     });
+    finish(sizes, start, &counters, sampler, &tally, rss_start)
+}
+
+/// Ends a run whose jobs all came back: the time taken up to now, the
+/// sampler stopped, the tally checked, and the outcome.
+fn finish(
+    sizes: &Settings,
+    start: Instant,
+    counters: &Counters,
+    sampler: thread::JoinHandle<Vec<(f64, u64, u64, f64)>>,
+    tally: &Tally,
+    rss_start: u64,
+) -> Result<Outcome, WorkloadError> {
     let total = start.elapsed();
     counters.stop.store(true, Ordering::Release);
     let timeline = sampler
         .join()
         .map_err(|_| WorkloadError::new("the sampler panicked"))?;
     tally.validate(sizes.jobs)?;
-    Ok(outcome(sizes.jobs, total, &tally, rss_start, timeline))
+    Ok(outcome(sizes.jobs, total, tally, rss_start, timeline))
 }
 
 fn outcome(

@@ -25,10 +25,31 @@ pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workl
     Ok(rows)
 }
 
-/// Puts the workload keys of troupe's row of `point` into a peer's row
-/// params `p` (and the experiment's threads when the peer reported none),
-/// so that the two rows pair; the peers drive from one client process.
-pub(super) fn pair_with_troupe(settings: &Settings, point: Point, p: &mut Map<String, Value>) {
+/// A peer's row params from its RESULT `r`: the figures every peer
+/// reports, its `extra` ones, and the workload keys of troupe's row of
+/// `point` (and the experiment's threads when the peer reported none), so
+/// that the two rows pair; the peers drive from one client process.
+pub(super) fn peer_params(
+    settings: &Settings,
+    point: Point,
+    r: &Map<String, Value>,
+    extra: &[&str],
+) -> Map<String, Value> {
+    let keys: Vec<&str> = [
+        "samples",
+        "warmup_samples",
+        "warmup_ns_per_msg",
+        "protocol",
+        "failure",
+        "rtt_p50_us",
+        "rtt_p99_us",
+        "threads",
+    ]
+    .iter()
+    .chain(extra)
+    .copied()
+    .collect();
+    let mut p = params(r, &keys);
     p.insert("workload".into(), json!(point.shape.workload()));
     p.insert(
         "in_flight".into(),
@@ -37,6 +58,7 @@ pub(super) fn pair_with_troupe(settings: &Settings, point: Point, p: &mut Map<St
     p.insert("size".into(), json!(settings.size_of(point) as u64));
     p.insert("clients".into(), json!(1));
     p.entry("threads").or_insert(json!(THREADS));
+    p
 }
 
 fn one(settings: &Settings, options: &RunOptions, point: Point) -> Result<Row, WorkloadError> {
@@ -68,20 +90,7 @@ fn one(settings: &Settings, options: &RunOptions, point: Point) -> Result<Row, W
         &every,
     ];
     let r = run(&args)?;
-    let mut p = params(
-        &r,
-        &[
-            "samples",
-            "warmup_samples",
-            "warmup_ns_per_msg",
-            "protocol",
-            "failure",
-            "rtt_p50_us",
-            "rtt_p99_us",
-            "threads",
-        ],
-    );
-    pair_with_troupe(settings, point, &mut p);
+    let p = peer_params(settings, point, &r, &[]);
     let _ = r.get("mode").and_then(Value::as_str);
     row(
         EXPERIMENT,

@@ -8,9 +8,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::peer::pair_with_troupe;
+use super::peer::peer_params;
 use super::{Point, Settings, Shape, EXPERIMENT, POINTS, THREADS};
-use crate::peer::{num, params};
+use crate::peer::num;
 use crate::report::Row;
 use crate::runner::{RunOptions, WorkloadError};
 use crate::rust_peers::{ensure_remote_built, row, run_remote};
@@ -91,23 +91,8 @@ fn row_from(
     point: Point,
     r: &Map<String, Value>,
 ) -> Result<Row, WorkloadError> {
-    let mut p = params(
-        r,
-        &[
-            "samples",
-            "warmup_samples",
-            "warmup_ns_per_msg",
-            "protocol",
-            "failure",
-            "rtt_p50_us",
-            "rtt_p99_us",
-            "threads",
-            "cpus_busy",
-            "cpu_ns_per_msg",
-        ],
-    );
+    let mut p = peer_params(settings, point, r, &["cpus_busy", "cpu_ns_per_msg"]);
     p.insert("transport".into(), json!("ractor_cluster"));
-    pair_with_troupe(settings, point, &mut p);
     row(
         "ractor",
         EXPERIMENT,

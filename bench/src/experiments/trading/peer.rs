@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::{Settings, EXPERIMENT};
+use super::{Point, Settings, EXPERIMENT};
 use crate::peer::{num, params, row, run};
 use crate::report::Row;
 use crate::runner::{RunOptions, WorkloadError};
@@ -52,19 +52,8 @@ pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workl
             && p.stealing == troupe::Stealing::default()
     }) {
         let variant = point.variant.name();
-        let clients = point.clients.to_string();
-        let orders = settings.orders.to_string();
-        let r = run(&[
-            "trading",
-            "--variant",
-            variant,
-            "--clients",
-            &clients,
-            "--orders",
-            &orders,
-            "--repeats",
-            &repeats,
-        ])?;
+        let args = workload_args(point, settings.orders, &["--repeats", &repeats]);
+        let r = run(&args.iter().map(String::as_str).collect::<Vec<_>>())?;
         // A failed check (the standby not a replica, orders or trades
         // missing) comes back in `failure` and makes the row a failed row.
         let mut p = params(&r, &FIELDS);
@@ -90,4 +79,23 @@ pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workl
         )?);
     }
     Ok(rows)
+}
+
+/// The arguments of the peers' `trading` for `point` at `orders` per run,
+/// then the peer's own (`extra`: threads, repeats).
+pub(super) fn workload_args(point: &Point, orders: usize, extra: &[&str]) -> Vec<String> {
+    let (clients, orders) = (point.clients.to_string(), orders.to_string());
+    [
+        "trading",
+        "--variant",
+        point.variant.name(),
+        "--clients",
+        &clients,
+        "--orders",
+        &orders,
+    ]
+    .iter()
+    .chain(extra)
+    .map(|a| a.to_string())
+    .collect()
 }

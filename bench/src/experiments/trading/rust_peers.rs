@@ -15,7 +15,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::peer::FIELDS;
+use super::peer::{workload_args, FIELDS};
 use super::{label, Point, Settings, EXPERIMENT};
 use crate::peer::{num, params};
 use crate::report::Row;
@@ -53,29 +53,20 @@ pub fn rows(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workl
         );
     }
     let repeats = options.repeats.to_string();
-    let orders = settings.orders.to_string();
     let mut rows = Vec::new();
     for library in LIBRARIES {
         for point in &points {
             let variant = point.variant.name();
             let threads = point.threads.unwrap_or(settings.threads);
-            let clients = point.clients.to_string();
             let on = threads.to_string();
+            let args = workload_args(
+                point,
+                settings.orders,
+                &["--threads", &on, "--repeats", &repeats],
+            );
             let r = run(
                 library,
-                &[
-                    "trading",
-                    "--variant",
-                    variant,
-                    "--clients",
-                    &clients,
-                    "--orders",
-                    &orders,
-                    "--threads",
-                    &on,
-                    "--repeats",
-                    &repeats,
-                ],
+                &args.iter().map(String::as_str).collect::<Vec<_>>(),
             )?;
             let expected = ::trading::Scenario::new(point.clients, settings.orders)
                 .map_err(|e| WorkloadError::new(e.to_string()))?;
