@@ -30,7 +30,7 @@ for i in $(seq 1 "$runs"); do
   # On a hang, SIGTERM (the launcher tells every node to leave and exits
   # with an error), and SIGKILL 30 s later if it has not.
   rc=0
-  timeout -k 30 240 target/release/trading cluster --clients 10 --orders 20000 \
+  timeout -k 30 240 "$trading" cluster --clients 10 --orders 20000 \
     --variant "$variant" --txlog buffered --retry-ms 300 \
     --kill-at-acked "$pct" --broker-outage-ms "$outage" \
     --json "$dir/run-$i.json" "$@" >"$dir/run-$i.log" 2>&1 || rc=$?

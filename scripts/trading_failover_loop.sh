@@ -18,7 +18,7 @@ for i in $(seq 1 "$runs"); do
   # The kill lands once 10 to 79% of the orders are acknowledged: tied to
   # the load's progress, so that a fast host cannot finish first.
   kill_pct=$((10 + (i * 37) % 70))
-  if target/release/trading cluster --clients 10 --orders 20000 --txlog buffered \
+  if "$trading" cluster --clients 10 --orders 20000 --txlog buffered \
       --retry-ms 300 --kill-at-acked "$kill_pct" --restart-killed \
       --json "$dir/run-$i.json" "$@" >"$dir/run-$i.log" 2>&1; then
     echo "run $i (kill at $kill_pct% acknowledged): $(grep -E '^failover' "$dir/run-$i.log" || echo 'no failover line')"

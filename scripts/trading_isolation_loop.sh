@@ -33,7 +33,7 @@ failed=0
 for i in $(seq 1 "$runs"); do
   # The fault lands once 10 to 79% of the orders are acknowledged.
   pct=$((10 + (i * 37) % 70))
-  if target/release/trading cluster --clients 10 --orders 20000 --txlog buffered \
+  if "$trading" cluster --clients 10 --orders 20000 --txlog buffered \
       --retry-ms 300 --kill-at-acked "$pct" "$flag" 3000 \
       --json "$dir/run-$i.json" "$@" >"$dir/run-$i.log" 2>&1; then
     echo "run $i ($fault at $pct% acknowledged): $(grep -E '^failover' "$dir/run-$i.log" || echo 'no failover line')"

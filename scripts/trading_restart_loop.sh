@@ -31,7 +31,7 @@ for i in $(seq 1 "$runs"); do
   [ $((i % 3)) -eq 0 ] && scenario=resting
   snapshots=500
   [ $((i % 8)) -ge 4 ] && snapshots=100000
-  if target/release/trading cluster --clients 10 --orders 20000 --variant "$variant" \
+  if "$trading" cluster --clients 10 --orders 20000 --variant "$variant" \
       --txlog "$txlog" --scenario "$scenario" --snapshot-every "$snapshots" \
       --retry-ms 300 --kill-at-acked "$pct" --restart-all \
       --json "$dir/run-$i.json" "$@" >"$dir/run-$i.log" 2>&1; then

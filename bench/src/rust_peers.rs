@@ -4,7 +4,8 @@
 //! experiments on each library with the same parameters and checks as
 //! troupe's rows. This module builds its binary when a run needs it
 //! (`cargo build --release --locked`, into `target/rust-peers`; cargo
-//! itself decides whether anything changed), runs it after troupe's rows
+//! itself decides whether anything changed; `TROUPE_PEERS_PROFILE` names
+//! another cargo profile, e.g. CI's `ci`), runs it after troupe's rows
 //! and turns each `RESULT {json}` line into a row with `params.runtime`
 //! naming the library and `params.peer_of` the troupe row it is compared
 //! with, exactly as the Pekko peer's ([`crate::peer`]): the same warm-up
@@ -43,8 +44,24 @@ fn target_dir() -> PathBuf {
     repo().join("target/rust-peers")
 }
 
+/// The environment variable naming the cargo profile the peers build
+/// with instead of `release`: CI sets `ci` (the workspace's profile for
+/// binaries that check outcomes, built faster); published runs leave it
+/// unset, so that the peers are compiled like troupe's `--release` build.
+pub const PROFILE_VAR: &str = "TROUPE_PEERS_PROFILE";
+
+/// The cargo profile the peers build with: `release` unless
+/// [`PROFILE_VAR`] names another.
+fn profile() -> String {
+    std::env::var(PROFILE_VAR)
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "release".to_string())
+}
+
 fn binary() -> PathBuf {
-    target_dir().join("release/troupe-rust-peers")
+    // Cargo puts a profile's output in a directory of the profile's name.
+    target_dir().join(profile()).join("troupe-rust-peers")
 }
 
 /// Builds the peers' binary (once per process; a no-op for cargo when
@@ -72,20 +89,28 @@ pub fn ensure_remote_built() -> Result<(), String> {
         .clone()
 }
 
-/// `cargo build --release --locked` of the project in `dir` into the
-/// peers' target directory; `what` names it in progress lines and errors.
+/// `cargo build --profile <profile()> --locked` of the project in `dir`
+/// into the peers' target directory; `what` names it in progress lines and
+/// errors.
 fn cargo_build(dir: &Path, what: &str) -> Result<(), String> {
     // The cargo that runs this bench when there is one, else the PATH's.
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let manifest = dir.join("Cargo.toml");
+    let profile = profile();
     eprintln!(
-        "{what}: cargo build --release --locked --manifest-path {} --target-dir {}",
+        "{what}: cargo build --profile {profile} --locked --manifest-path {} --target-dir {}",
         manifest.display(),
         target_dir().display()
     );
     let started = Instant::now();
     let status = Command::new(&cargo)
-        .args(["build", "--release", "--locked", "--manifest-path"])
+        .args([
+            "build",
+            "--profile",
+            &profile,
+            "--locked",
+            "--manifest-path",
+        ])
         .arg(&manifest)
         .arg("--target-dir")
         .arg(target_dir())
@@ -137,7 +162,11 @@ pub fn run(library: &str, args: &[&str]) -> Result<Map<String, Value>, WorkloadE
 /// Runs the remote peer (ractor on ractor_cluster) with `args`, as [`run`].
 pub fn run_remote(args: &[&str]) -> Result<Map<String, Value>, WorkloadError> {
     ensure_remote_built().map_err(WorkloadError::new)?;
-    let mut command = Command::new(target_dir().join("release/troupe-rust-peers-remote"));
+    let mut command = Command::new(
+        target_dir()
+            .join(profile())
+            .join("troupe-rust-peers-remote"),
+    );
     command.arg("ractor");
     peer::run_child("ractor_cluster", command, args)
 }
