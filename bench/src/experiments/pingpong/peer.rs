@@ -3,7 +3,7 @@
 use serde_json::{json, Map, Value};
 
 use super::Settings;
-use crate::peer::{num, params, row, run};
+use crate::peer::{num, params, row_of, run};
 use crate::report::Row;
 use crate::runner::{RunOptions, WorkloadError};
 
@@ -26,7 +26,7 @@ pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workload
             .and_then(Value::as_str)
             .unwrap_or("pekko")
             .to_string();
-        let mut p = params(
+        let p = params(
             &r,
             &[
                 "threads",
@@ -37,14 +37,7 @@ pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workload
                 "failure",
             ],
         );
-        record_workload(&mut p, sizes, many);
-        rows.push(row(
-            "pingpong",
-            &variant,
-            &peer_of,
-            num(&r, "msgs") as u64,
-            p,
-        )?);
+        rows.push(peer_row("pekko", &variant, &peer_of, &r, p, sizes, many)?);
     }
     Ok(rows)
 }
@@ -71,11 +64,29 @@ pub(super) fn workload_args(sizes: &Settings, many: Option<u64>) -> Vec<String> 
     .collect()
 }
 
+/// A peer's row (`runtime`: pekko or a Rust library) of one pair (`many`
+/// none) or the many pairs from its RESULT `r` and the `params` kept of it.
 /// The many-pairs rows record their workload as troupe's do, so that they
 /// are compared with the rows of the same pairs and balls.
-pub(super) fn record_workload(p: &mut Map<String, Value>, sizes: &Settings, many: Option<u64>) {
+pub(super) fn peer_row(
+    runtime: &str,
+    variant: &str,
+    peer_of: &str,
+    r: &Map<String, Value>,
+    mut params: Map<String, Value>,
+    sizes: &Settings,
+    many: Option<u64>,
+) -> Result<Row, WorkloadError> {
     if let Some(balls) = many {
-        p.insert("pairs".into(), json!(sizes.pairs));
-        p.insert("balls".into(), json!(balls));
+        params.insert("pairs".into(), json!(sizes.pairs));
+        params.insert("balls".into(), json!(balls));
     }
+    row_of(
+        runtime,
+        "pingpong",
+        variant,
+        peer_of,
+        num(r, "msgs") as u64,
+        params,
+    )
 }

@@ -3,12 +3,11 @@
 //! threads, at the same sizes as troupe's rows, each compared with troupe's
 //! row of the same workload and threads at its default throughput (5).
 
-use super::peer::{record_workload, workload_args};
+use super::peer::{peer_row, workload_args};
 use super::Settings;
-use crate::peer::num;
 use crate::report::Row;
 use crate::runner::{RunOptions, WorkloadError};
-use crate::rust_peers::{params, row, run, LIBRARIES};
+use crate::rust_peers::{params, run, LIBRARIES};
 
 /// Every library's rows, one process per row.
 pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
@@ -39,16 +38,8 @@ pub fn rows(sizes: &Settings, options: &RunOptions) -> Result<Vec<Row>, Workload
                 library,
                 &args.iter().map(String::as_str).collect::<Vec<_>>(),
             )?;
-            let mut p = params(&r, &["threads"]);
-            record_workload(&mut p, sizes, many);
-            rows.push(row(
-                library,
-                "pingpong",
-                &variant,
-                &peer_of,
-                num(&r, "msgs") as u64,
-                p,
-            )?);
+            let p = params(&r, &["threads"]);
+            rows.push(peer_row(library, &variant, &peer_of, &r, p, sizes, many)?);
         }
     }
     Ok(rows)

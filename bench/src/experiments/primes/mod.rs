@@ -20,11 +20,11 @@ use primes::server::{Config, Kind, Server};
 use primes::sieve::{render_json, PrimeCache};
 use serde_json::{json, Map};
 
+use crate::progress::Phase;
 use crate::progress::Progress;
 use crate::report::Row;
-use crate::warmup::Phases;
-use crate::progress::Phase;
 use crate::runner::{summarize, Measurement, RunOptions, Sample, Scale, WorkloadError};
+use crate::warmup::Phases;
 use loadgen::{run_round, Round, RoundResult};
 
 /// The experiment's name in tables and JSON.
@@ -169,7 +169,7 @@ pub(crate) fn stop(server: Server) -> Result<(), WorkloadError> {
 
 /// Runs the servers (or `--url`) and returns one row each.
 pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-    let (client, expected) = load_generator(settings)?;
+    let load = Load::new(settings)?;
     // `None`: the server at `--url`.
     let servers: Vec<Option<Setup>> = match settings.url {
         Some(_) => vec![None],
@@ -198,15 +198,7 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
                 (running.addr(), Some(running))
             }
         };
-        let results = measure(
-            &client,
-            addr,
-            label,
-            settings,
-            options,
-            &expected,
-            &mut progress,
-        );
+        let results = load.measure(addr, label, settings, options, &mut progress);
         if let Some(running) = running {
             stop(running).inspect_err(|_| progress.finish())?;
         }
@@ -215,61 +207,66 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
     Ok(rows)
 }
 
-/// Warm-up rounds until the [`WarmUp`](crate::warmup::WarmUp) rule is met, then the measured
-/// rounds, against the server at `addr`: every round in order, and the ns
-/// per correct answer of the warm-up rounds (the first ones).
-fn measure(
-    client: &tokio::runtime::Runtime,
-    addr: SocketAddr,
-    server: &str,
-    settings: &Settings,
-    options: &RunOptions,
-    expected: &Arc<String>,
-    progress: &mut Progress,
-) -> (Vec<RoundResult>, Vec<f64>) {
-    let round = Round {
-        addr,
-        connections: settings.connections,
-        requests: settings.requests,
-        path: format!("/primes/{}", settings.n),
-        expected: expected.clone(),
-        rate: settings.rate,
-    };
-    let mut results = Vec::new();
-    let mut phases = Phases::new(options.repeats);
-    while let Some(phase) = phases.next_phase() {
-        progress.phase(phase);
-        let result = client.block_on(run_round(&round));
-        progress.note(&format!(
-            "primes/{server}: {phase} {:.0} req/s, {} errors",
-            result.ok as f64 / result.elapsed.as_secs_f64(),
-            result.errors + result.connect_errors
-        ));
-        if phase == Phase::WarmUp {
-            phases.warmed(result.elapsed.as_nanos() as f64 / result.ok.max(1) as f64);
-        }
-        results.push(result);
-    }
-    (results, phases.into_warmups_ns())
+/// The load generator: the client runtime and the body every answer must
+/// have.
+struct Load {
+    client: tokio::runtime::Runtime,
+    expected: Arc<String>,
 }
 
-/// The client runtime and the body every answer must have. Raises the
-/// open-file limit first: a thousand client sockets plus a thousand server
-/// ones live in one process.
-fn load_generator(
-    settings: &Settings,
-) -> Result<(tokio::runtime::Runtime, Arc<String>), WorkloadError> {
-    let _ = rlimit::increase_nofile_limit(u64::MAX);
-    let client = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("primes-client")
-        .enable_all()
-        .build()
-        .map_err(|e| WorkloadError::new(e.to_string()))?;
-    let expected = Arc::new(render_json(
-        &PrimeCache::new().first(settings.n)[..settings.n],
-    ));
-    Ok((client, expected))
+impl Load {
+    /// Raises the open-file limit first: a thousand client sockets plus a
+    /// thousand server ones live in one process.
+    fn new(settings: &Settings) -> Result<Self, WorkloadError> {
+        let _ = rlimit::increase_nofile_limit(u64::MAX);
+        let client = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("primes-client")
+            .enable_all()
+            .build()
+            .map_err(|e| WorkloadError::new(e.to_string()))?;
+        let expected = Arc::new(render_json(
+            &PrimeCache::new().first(settings.n)[..settings.n],
+        ));
+        Ok(Load { client, expected })
+    }
+
+    /// Warm-up rounds until the [`WarmUp`](crate::warmup::WarmUp) rule is met, then the measured
+    /// rounds, against the server at `addr`: every round in order, and the ns
+    /// per correct answer of the warm-up rounds (the first ones).
+    fn measure(
+        &self,
+        addr: SocketAddr,
+        server: &str,
+        settings: &Settings,
+        options: &RunOptions,
+        progress: &mut Progress,
+    ) -> (Vec<RoundResult>, Vec<f64>) {
+        let round = Round {
+            addr,
+            connections: settings.connections,
+            requests: settings.requests,
+            path: format!("/primes/{}", settings.n),
+            expected: self.expected.clone(),
+            rate: settings.rate,
+        };
+        let mut results = Vec::new();
+        let mut phases = Phases::new(options.repeats);
+        while let Some(phase) = phases.next_phase() {
+            progress.phase(phase);
+            let result = self.client.block_on(run_round(&round));
+            progress.note(&format!(
+                "primes/{server}: {phase} {:.0} req/s, {} errors",
+                result.ok as f64 / result.elapsed.as_secs_f64(),
+                result.errors + result.connect_errors
+            ));
+            if phase == Phase::WarmUp {
+                phases.warmed(result.elapsed.as_nanos() as f64 / result.ok.max(1) as f64);
+            }
+            results.push(result);
+        }
+        (results, phases.into_warmups_ns())
+    }
 }
 
 /// Loads a server that runs elsewhere (a peer) exactly as the in-process
@@ -280,18 +277,10 @@ pub fn run_external(
     settings: &Settings,
     options: &RunOptions,
 ) -> Result<Row, WorkloadError> {
-    let (client, expected) = load_generator(settings)?;
+    let load = Load::new(settings)?;
     let mut progress = Progress::new(EXPERIMENT, 1, options.repeats);
     progress.start_row(0, label);
-    let results = measure(
-        &client,
-        addr,
-        label,
-        settings,
-        options,
-        &expected,
-        &mut progress,
-    );
+    let results = load.measure(addr, label, settings, options, &mut progress);
     Ok(row(label, None, settings, &results.0, results.1))
 }
 
@@ -344,10 +333,7 @@ fn row(
         match setup.kind {
             Kind::Actor => {
                 params.insert("http_threads".into(), json!(setup.http_threads));
-                params.insert(
-                    "dispatcher_threads".into(),
-                    json!(setup.dispatcher_threads),
-                );
+                params.insert("dispatcher_threads".into(), json!(setup.dispatcher_threads));
             }
             Kind::Plain => {
                 params.insert("http_threads".into(), json!(setup.http_threads));

@@ -100,29 +100,40 @@ impl Actor for Echo {
 }
 
 fn serve_troupe(url: &str) -> Result<(), Box<dyn Error>> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?;
-    let system = ActorSystem::builder().threads(1).build()?;
-    runtime.block_on(async {
-        let node = Arc::new(Node::start(&system, RemoteConfig::new(url, "bench-echo-node")).await?);
+    on_node(url, async |node, system| {
         let for_echo = node.clone();
         let echo = system.spawn(Props::new(move || Echo::new(&for_echo)))?;
         node.publish(ECHO, &echo).await?;
-        let closed = ready()?;
-        let _ = closed.await;
-        node.shutdown().await;
-        Ok::<(), Box<dyn Error>>(())
-    })?;
-    system.shutdown();
-    system.await_termination()?;
-    Ok(())
+        let _ = ready()?.await;
+        Ok(())
+    })
 }
 
 /// The sharded echo: a region of the type [`SHARDED`] whose entities are
 /// echo actors (the bench talks to one, [`ECHO`]).
 fn serve_sharded(url: &str) -> Result<(), Box<dyn Error>> {
+    on_node(url, async |node, system| {
+        let for_echo = node.clone();
+        let region =
+            ShardRegion::<BenchMsg>::start(node.clone(), system, sharded_settings(), move |_| {
+                let node = for_echo.clone();
+                Props::new(move || Echo::new(&node))
+            })
+            .await?;
+        let _ = ready()?.await;
+        region.leave().await;
+        Ok(())
+    })
+}
+
+/// Serves with `serve` on a node of its own, the troupe transports' thread
+/// budget: a one-worker tokio runtime for the node and a one-thread actor
+/// system; `serve` returns when the bench closes stdin, and the node and
+/// the system shut down.
+fn on_node(
+    url: &str,
+    serve: impl AsyncFnOnce(&Arc<Node>, &ActorSystem) -> Result<(), Box<dyn Error>>,
+) -> Result<(), Box<dyn Error>> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -130,20 +141,7 @@ fn serve_sharded(url: &str) -> Result<(), Box<dyn Error>> {
     let system = ActorSystem::builder().threads(1).build()?;
     runtime.block_on(async {
         let node = Arc::new(Node::start(&system, RemoteConfig::new(url, "bench-echo-node")).await?);
-        let for_echo = node.clone();
-        let region = ShardRegion::<BenchMsg>::start(
-            node.clone(),
-            &system,
-            sharded_settings(),
-            move |_| {
-                let node = for_echo.clone();
-                Props::new(move || Echo::new(&node))
-            },
-        )
-        .await?;
-        let closed = ready()?;
-        let _ = closed.await;
-        region.leave().await;
+        serve(&node, &system).await?;
         node.shutdown().await;
         Ok::<(), Box<dyn Error>>(())
     })?;
@@ -186,7 +184,9 @@ fn serve_nats(url: &str) -> Result<(), Box<dyn Error>> {
             };
             match (kind, msg.reply) {
                 (raw::PING, Some(reply)) => {
-                    client.publish(reply, seq.to_le_bytes().to_vec().into()).await?;
+                    client
+                        .publish(reply, seq.to_le_bytes().to_vec().into())
+                        .await?;
                 }
                 (raw::DATA, _) => check.arrived(seq),
                 (raw::MARK, Some(reply)) => {
