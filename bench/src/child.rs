@@ -94,6 +94,13 @@ impl Child {
             .map_err(|e| WorkloadError::new(format!("{}: {e}", self.what)))
     }
 
+    /// Waits up to `patience` for its next line.
+    pub fn line(&mut self, patience: Duration) -> Result<String, WorkloadError> {
+        self.lines.recv_timeout(patience).map_err(|_| {
+            WorkloadError::new(format!("{} said nothing within {patience:?}", self.what))
+        })
+    }
+
     /// Waits up to `patience` for its next line, which must be `word`.
     pub fn expect(&mut self, word: &str, patience: Duration) -> Result<(), WorkloadError> {
         match self.lines.recv_timeout(patience) {

@@ -38,7 +38,7 @@ use std::time::SystemTime;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::experiments::{delayed, micro, remote};
+use crate::experiments::{cluster_app, delayed, micro, remote};
 use crate::experiments::{Context, LIST};
 use crate::report::{Machine, Report, Row, RunInfo};
 use crate::runner::{RunOptions, Scale};
@@ -98,6 +98,23 @@ enum Command {
     /// Internal: one node of the distributed trading experiment's cluster.
     #[command(hide = true)]
     TradingNode(trading::cluster::NodeArgs),
+    /// Internal: one node process of the cluster-app experiment; serves
+    /// until its stdin closes.
+    #[command(hide = true)]
+    ClusterAppNode {
+        /// The nats-server's URL.
+        #[arg(long)]
+        url: String,
+        /// The node's name.
+        #[arg(long)]
+        name: String,
+        /// `jetstream` or `local`.
+        #[arg(long)]
+        journal: String,
+        /// Shards of the entity type.
+        #[arg(long)]
+        shards: u32,
+    },
     /// Internal: measures one spawn run in a fresh process and prints JSON.
     #[command(hide = true)]
     SpawnProbe {
@@ -356,6 +373,15 @@ fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
             }
             Command::TradingNode(args) => {
                 args.run()?;
+                return Ok(());
+            }
+            Command::ClusterAppNode {
+                url,
+                name,
+                journal,
+                shards,
+            } => {
+                cluster_app::node::serve(&url, &name, &journal, shards)?;
                 return Ok(());
             }
             Command::SpawnProbe { actors } => {

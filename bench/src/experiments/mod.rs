@@ -40,6 +40,7 @@ experiments![
     trading_cluster::TradingCluster,
     persistence::Persistence,
     sharding::Sharding,
+    cluster_app::ClusterApp,
     soak::Soak,
 ];
 

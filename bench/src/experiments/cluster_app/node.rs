@@ -1,0 +1,217 @@
+//! One node process of the cluster-app experiment: `troupe-bench
+//! cluster-app-node --url URL --name NAME --journal jetstream|local
+//! --shards N` runs a region of the `ledger` entity type whose entities
+//! are persistent ledgers of command ids, on the JetStream journal (shared
+//! by the three nodes, through `ShardRegion::start_persistent`) or on a
+//! local journal in a temporary directory of its own (the entities pinned:
+//! no rebalancing, no passivation, no node leaves during a row, so an
+//! entity never moves away from its journal).
+//!
+//! It says `ready` once its region runs; on a `stats` line it answers
+//! `stats <appends> <acquires> <published>`: the journal writes of events
+//! and of fences (token acquisitions) its entities made, and the messages
+//! its NATS client published, all since it started. It leaves when its
+//! standard input closes, so it never outlives the bench.
+
+use std::error::Error;
+use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use troupe::{ActorSystem, Props, ReplyTo};
+use troupe_cluster::persistence::{
+    Counters, Done, EachEvent, Effect, JetStreamJournal, Journal, JournalScope, LocalJournal,
+    PersistenceError, Persistent, PersistentActor, PersistentContext, PersistentSettings, Replayed,
+    Snapshot,
+};
+use troupe_cluster::sharding::{ShardRegion, ShardingSettings};
+use troupe_remote::{Node, RemoteConfig};
+
+/// The entity type of the experiment.
+pub const TYPE_NAME: &str = "ledger";
+
+/// What a client asks a ledger.
+#[derive(Serialize, Deserialize)]
+pub enum LedgerCmd {
+    /// Record command `id`; answered with the ledger's length once the
+    /// event is durable.
+    Add(u64, ReplyTo<u64>),
+    /// Every id recorded, in order.
+    Read(ReplyTo<Vec<u64>>),
+}
+
+impl troupe_remote::RemoteMessage for LedgerCmd {
+    const TAG: &'static str = "troupe-bench.cluster-app.LedgerCmd";
+}
+
+/// The event: one command id recorded.
+#[derive(Serialize, Deserialize)]
+pub struct Added(u64);
+
+/// A ledger: the ids of the commands it acknowledged, in order.
+struct Ledger {
+    id: String,
+}
+
+impl PersistentActor for Ledger {
+    type Command = LedgerCmd;
+    type Event = Added;
+    type State = Vec<u64>;
+
+    fn persistence_id(&self) -> String {
+        self.id.clone()
+    }
+
+    fn handle(
+        &mut self,
+        _ctx: &mut PersistentContext<'_, Self>,
+        state: &Vec<u64>,
+        cmd: LedgerCmd,
+    ) -> Effect<Self> {
+        match cmd {
+            LedgerCmd::Add(id, reply) => {
+                Effect::persist(Added(id)).then_reply(reply, |ids: &Vec<u64>| ids.len() as u64)
+            }
+            LedgerCmd::Read(reply) => Effect::reply(reply, state.clone()),
+        }
+    }
+
+    fn apply(state: &mut Vec<u64>, Added(id): &Added) {
+        state.push(*id);
+    }
+}
+
+/// A journal that counts the writes made through it (events and fences)
+/// and passes everything to the one it wraps, scope included.
+struct Counting {
+    inner: Arc<dyn Journal>,
+    appends: AtomicU64,
+    acquires: AtomicU64,
+}
+
+impl Journal for Counting {
+    fn acquire(&self, persistence_id: &str, token: Option<u64>, done: Done<u64>) {
+        self.acquires.fetch_add(1, Ordering::Relaxed);
+        self.inner.acquire(persistence_id, token, done)
+    }
+    fn append(
+        &self,
+        persistence_id: &str,
+        token: u64,
+        first_seq_nr: u64,
+        events: Vec<Vec<u8>>,
+        done: Done<u64>,
+    ) {
+        self.appends.fetch_add(1, Ordering::Relaxed);
+        self.inner
+            .append(persistence_id, token, first_seq_nr, events, done)
+    }
+    fn replay(
+        &self,
+        persistence_id: &str,
+        after_seq_nr: u64,
+        position: u64,
+        each: &mut EachEvent<'_>,
+    ) -> Result<Replayed, PersistenceError> {
+        self.inner
+            .replay(persistence_id, after_seq_nr, position, each)
+    }
+    fn load_snapshot(&self, persistence_id: &str) -> Result<Option<Snapshot>, PersistenceError> {
+        self.inner.load_snapshot(persistence_id)
+    }
+    fn save_snapshot(&self, persistence_id: &str, snapshot: Snapshot, done: Done<u64>) {
+        self.inner.save_snapshot(persistence_id, snapshot, done)
+    }
+    fn counters(&self) -> &Counters {
+        self.inner.counters()
+    }
+    fn scope(&self) -> JournalScope {
+        self.inner.scope()
+    }
+}
+
+/// The node's settings of the entity type: no passivation, no
+/// rebalancing (entities stay where they started for the whole row).
+pub fn sharding_settings(shards: u32) -> ShardingSettings {
+    let mut settings = ShardingSettings::new(TYPE_NAME);
+    settings.shards = shards;
+    settings.passivate_after = None;
+    settings.rebalance_interval = None;
+    settings
+}
+
+/// Runs in the node process: serves until stdin closes.
+pub fn serve(url: &str, name: &str, journal: &str, shards: u32) -> Result<(), Box<dyn Error>> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let system = ActorSystem::builder().threads(1).build()?;
+    let dir = tempfile::tempdir()?;
+    let (node, region, counting) = runtime.block_on(async {
+        let node = Arc::new(Node::start(&system, RemoteConfig::new(url, name)).await?);
+        let inner: Arc<dyn Journal> = match journal {
+            "jetstream" => {
+                Arc::new(JetStreamJournal::open(node.nats_client(), TYPE_NAME, 1).await?)
+            }
+            "local" => Arc::new(LocalJournal::open(dir.path())?),
+            other => return Err(format!("unknown journal {other}: jetstream or local").into()),
+        };
+        let counting = Arc::new(Counting {
+            inner,
+            appends: AtomicU64::new(0),
+            acquires: AtomicU64::new(0),
+        });
+        let shared: Arc<dyn Journal> = counting.clone();
+        let settings = sharding_settings(shards);
+        let region: ShardRegion<LedgerCmd> = if journal == "jetstream" {
+            // The way a cluster shards persistent entities: the journal
+            // every node reads, the shard's fencing token on each write.
+            ShardRegion::start_persistent(
+                node.clone(),
+                &system,
+                settings,
+                shared,
+                PersistentSettings::default(),
+                |entity| Ledger {
+                    id: entity.id.clone(),
+                },
+            )
+            .await?
+        } else {
+            // A node-local journal: `start_persistent` rightly refuses it
+            // (a moved entity would recover without its events), so the
+            // entities are built here and pinned by the settings above.
+            ShardRegion::start(node.clone(), &system, settings, move |entity| {
+                let (id, journal) = (entity.id.clone(), shared.clone());
+                Props::new(move || Persistent::new(Ledger { id: id.clone() }, journal.clone()))
+            })
+            .await?
+        };
+        Ok::<_, Box<dyn Error>>((node, region, counting))
+    })?;
+    let client = node.nats_client();
+    let mut out = std::io::stdout();
+    writeln!(out, "ready")?;
+    out.flush()?;
+    for line in std::io::stdin().lock().lines() {
+        if line?.trim() == "stats" {
+            writeln!(
+                out,
+                "stats {} {} {}",
+                counting.appends.load(Ordering::Relaxed),
+                counting.acquires.load(Ordering::Relaxed),
+                client.statistics().out_messages.load(Ordering::Relaxed)
+            )?;
+            out.flush()?;
+        }
+    }
+    runtime.block_on(async {
+        region.leave().await;
+        node.shutdown().await;
+    });
+    system.shutdown();
+    let _ = system.await_termination_timeout(std::time::Duration::from_secs(10));
+    Ok(())
+}
