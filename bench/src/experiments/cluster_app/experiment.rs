@@ -4,10 +4,10 @@
 use clap::Args;
 
 use super::{run, Settings, EXPERIMENT};
-use crate::experiments::{Experiment, Headline, Rows};
+use crate::experiments::{msgs_per_s, Better::Higher, Experiment, Headline, Rows};
 use crate::report::Row;
 use crate::runner::Scale;
-use crate::table::{Column, PER_MESSAGE};
+use crate::table::Column;
 
 /// Sharded persistent entities on three node processes.
 pub struct ClusterApp;
@@ -32,16 +32,38 @@ pub struct ClusterAppArgs {
 impl Experiment for ClusterApp {
     type Args = ClusterAppArgs;
     type Settings = Settings;
-    const RUN: Rows<Settings> = run;
-
-    fn name(&self) -> &'static str {
-        EXPERIMENT
-    }
-    fn about(&self) -> &'static str {
+    const NAME: &'static str = EXPERIMENT;
+    const ABOUT: &'static str =
         "A cluster application: sharded persistent entities on three node processes over NATS, \
          commands asked through a proxy region with a window in flight, each persisted \
-         (JetStream or local journal) before its answer; every acknowledged command checked."
-    }
+         (JetStream or local journal) before its answer; every acknowledged command checked.";
+    const RUN: Rows<Settings> = run;
+    const COLUMNS: &'static [Column] = &[
+        Column::param("journal", "journal"),
+        Column::param("entities", "entities"),
+        Column::param("window", "window"),
+        Column::param("p50 µs", "p50_us"),
+        Column::param("p99 µs", "p99_us"),
+        Column::param("writes/cmd", "journal_writes_per_cmd"),
+        Column::param("msgs/cmd", "msgs_per_cmd"),
+    ];
+    const NOTES: &'static [&'static str] = &[
+        "Three node processes (one actor thread and one tokio worker each), a client process \
+         (the bench's: a proxy region, the same budget) and a nats-server on this machine. \
+         ns/msg is per acknowledged command (persisted before its answer); p50/p99 are the \
+         medians over the measured runs of each run's percentile; writes/cmd counts journal \
+         appends and fences, msgs/cmd the NATS messages (troupe-remote's batches) the four \
+         processes' clients published. After every run each entity is read back: every \
+         acknowledged command there once, nothing else.",
+    ];
+    const KEYS: &'static [&'static str] = &["journal", "entities", "window"];
+    const HEADLINE: Option<Headline> = Headline::new(
+        "acknowledged persisted commands/s, 3 nodes, JetStream",
+        Higher,
+        msgs_per_s,
+        |r| r.variant == "jetstream",
+    );
+
     fn settings(
         &self,
         args: ClusterAppArgs,
@@ -57,19 +79,6 @@ impl Experiment for ClusterApp {
             return Err("--entities, --shards, --window and --commands must be at least 1".into());
         }
         Ok(s)
-    }
-    fn columns(&self) -> Vec<Column> {
-        let mut columns = PER_MESSAGE.to_vec();
-        columns.extend([
-            Column::param("journal", "journal"),
-            Column::param("entities", "entities"),
-            Column::param("window", "window"),
-            Column::param("p50 µs", "p50_us"),
-            Column::param("p99 µs", "p99_us"),
-            Column::param("writes/cmd", "journal_writes_per_cmd"),
-            Column::param("msgs/cmd", "msgs_per_cmd"),
-        ]);
-        columns
     }
     fn extras(&self, rows: &[&Row]) -> Vec<String> {
         rows.iter()
@@ -87,28 +96,5 @@ impl Experiment for ClusterApp {
                 )
             })
             .collect()
-    }
-    fn notes(&self) -> Vec<String> {
-        vec![
-            "Three node processes (one actor thread and one tokio worker each), a client process \
-             (the bench's: a proxy region, the same budget) and a nats-server on this machine. \
-             ns/msg is per acknowledged command (persisted before its answer); p50/p99 are the \
-             medians over the measured runs of each run's percentile; writes/cmd counts journal \
-             appends and fences, msgs/cmd the messages the four processes' NATS clients \
-             published. After every run each entity is read back: every acknowledged command \
-             there once, nothing else."
-                .into(),
-        ]
-    }
-    fn keys(&self) -> &'static [&'static str] {
-        &["journal", "entities", "window"]
-    }
-    fn headline(&self) -> Option<Headline> {
-        Some(Headline {
-            figure: "acknowledged persisted commands/s, 3 nodes, JetStream",
-            value: |r| Some(r.msgs_per_s),
-            lower_is_better: false,
-            select: |r| r.variant == "jetstream",
-        })
     }
 }
