@@ -42,6 +42,7 @@ use crate::experiments::{cluster_app, delayed, micro, remote};
 use crate::experiments::{Context, LIST};
 use crate::report::{Machine, Report, Row, RunInfo};
 use crate::runner::{RunOptions, Scale};
+use crate::warmup::WarmUp;
 
 /// Benchmarks troupe against plain threads, tokio, Apache Pekko and the Rust
 /// actor libraries kameo, ractor and actix on the experiments of
@@ -187,6 +188,12 @@ struct CommonArgs {
     /// Smaller sizes, for CI smoke runs.
     #[arg(long, conflicts_with = "full")]
     quick: bool,
+    /// Exactly N warm-up runs per row, instead of warming up until three
+    /// runs in a row agree: for smoke runs, which check every result but
+    /// not speed (each row's protocol says so).
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    warmup: Option<u32>,
     /// The original posts' sizes, however long they take.
     #[arg(long)]
     full: bool,
@@ -218,6 +225,13 @@ struct CommonArgs {
 }
 
 impl CommonArgs {
+    /// Puts `--warmup` in force for the whole process (see [`WarmUp::fix`]).
+    fn apply_warmup(&self) {
+        if let Some(runs) = self.warmup {
+            WarmUp::fix(runs as usize);
+        }
+    }
+
     fn scale(&self) -> Scale {
         match (self.quick, self.full) {
             (true, _) => Scale::Quick,
@@ -330,6 +344,7 @@ fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
     let (common, rows) = if let Some((entry, args)) = experiment {
         warn_if_runtime_metrics();
         let common = CommonArgs::from_arg_matches(args)?;
+        common.apply_warmup();
         let rows = if common.processes > 1 {
             processes::run(common.processes, &argv, false)?
         } else {
@@ -440,6 +455,7 @@ fn run(matches: clap::ArgMatches) -> Result<(), Box<dyn Error>> {
                 no_report,
             } => {
                 warn_if_runtime_metrics();
+                common.apply_warmup();
                 report_dir = (!no_report).then_some(report);
                 if common.processes > 1 {
                     let rows = processes::run(common.processes, &argv, true)?;

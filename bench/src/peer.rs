@@ -92,13 +92,14 @@ fn java() -> Command {
 
 /// The arguments that give the Java peer the [`WarmUp`] rule.
 fn warmup_args() -> [String; 6] {
+    let (min, max) = WarmUp::bounds();
     [
         "--steady-pct".into(),
         WarmUp::STEADY_PCT.to_string(),
         "--min-warmup".into(),
-        WarmUp::MIN_RUNS.to_string(),
+        min.to_string(),
         "--max-warmup".into(),
-        WarmUp::MAX_RUNS.to_string(),
+        max.to_string(),
     ]
 }
 

@@ -232,7 +232,7 @@ impl Measurement {
     /// [`WarmUp`] rule ended.
     pub fn protocol(&self) -> String {
         let n = self.samples.len();
-        if self.warmups_ns.len() == 1 {
+        if self.warmups_ns.len() == 1 && WarmUp::fixed().is_none() {
             format!(
                 "1 warm-up, then {n} measured run{}",
                 if n == 1 { "" } else { "s" }

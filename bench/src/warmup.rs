@@ -3,7 +3,15 @@
 //! for troupe, the baselines and the Pekko peer, so that no side is
 //! measured colder than another.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use crate::progress::Phase;
+
+/// The fixed number of warm-up runs `--warmup` asked for, or
+/// [`usize::MAX`] for the steady-state rule. Process-wide, as the rule's
+/// constants are: the flag replaces the rule for every row of the command
+/// (troupe's, the baselines' and the peers', which get it as arguments).
+static FIXED_RUNS: AtomicUsize = AtomicUsize::new(usize::MAX);
 
 /// The warm-up rule of every row, troupe's and the peers': warm up until two run-to-run changes in a row
 /// are below [`WarmUp::STEADY_PCT`] percent (three consecutive runs agree;
@@ -24,6 +32,27 @@ impl WarmUp {
     /// The most warm-up runs, for a machine too noisy to ever settle.
     pub const MAX_RUNS: usize = 15;
 
+    /// Replaces the rule with exactly `runs` warm-up runs for the rest of
+    /// the process (`--warmup`): a smoke run checks every result, not
+    /// speed, and the rule's up to 15 runs a row are most of its time.
+    pub fn fix(runs: usize) {
+        FIXED_RUNS.store(runs, Ordering::Relaxed);
+    }
+
+    /// The fixed number of warm-up runs, if [`WarmUp::fix`] set one.
+    pub fn fixed() -> Option<usize> {
+        match FIXED_RUNS.load(Ordering::Relaxed) {
+            usize::MAX => None,
+            runs => Some(runs),
+        }
+    }
+
+    /// The fewest and the most warm-up runs in force: the rule's, or the
+    /// fixed number twice (what a peer process is given as its bounds).
+    pub fn bounds() -> (usize, usize) {
+        Self::fixed().map_or((Self::MIN_RUNS, Self::MAX_RUNS), |runs| (runs, runs))
+    }
+
     /// The last two run-to-run changes of `runs`, as fractions.
     fn last_changes(runs: &[f64]) -> Option<(f64, f64)> {
         match runs {
@@ -40,6 +69,14 @@ impl WarmUp {
 
     /// Whether the warm-up `runs` so far are enough.
     pub fn done(runs: &[f64]) -> bool {
+        Self::done_under(Self::fixed(), runs)
+    }
+
+    /// [`WarmUp::done`] with the fixed number of runs given, not read.
+    fn done_under(fixed: Option<usize>, runs: &[f64]) -> bool {
+        if let Some(fixed) = fixed {
+            return runs.len() >= fixed;
+        }
         runs.len() >= Self::MAX_RUNS || (runs.len() >= Self::MIN_RUNS && Self::steady(runs))
     }
 
@@ -48,6 +85,10 @@ impl WarmUp {
     pub fn protocol(what: &str, runs: &[f64], repeats: usize) -> String {
         let pct = Self::STEADY_PCT;
         let warm = match Self::last_changes(runs) {
+            _ if Self::fixed().is_some() => format!(
+                "{what}: {} run(s), fixed by --warmup (not warmed to a steady state)",
+                runs.len()
+            ),
             Some(_) if Self::steady(runs) => format!(
                 "{what}: {} runs, until 3 in a row were within {pct}% run to run",
                 runs.len()
@@ -135,5 +176,15 @@ mod tests {
             WarmUp::protocol("JVM warm-up", &[500.0, 200.0, 201.0, 202.0], 5),
             "JVM warm-up: 4 runs, until 3 in a row were within 3% run to run; then 5 measured runs"
         );
+    }
+
+    #[test]
+    fn a_fixed_warm_up_ends_after_its_runs_however_unsteady() {
+        // `--warmup 1`: one run, even a cold one far from the next.
+        assert!(!WarmUp::done_under(Some(1), &[]));
+        assert!(WarmUp::done_under(Some(1), &[500.0]));
+        // A fixed count above the rule's minimum is waited for in full.
+        assert!(!WarmUp::done_under(Some(4), &[100.0, 100.0, 100.0]));
+        assert!(WarmUp::done_under(Some(4), &[100.0, 100.0, 100.0, 100.0]));
     }
 }
