@@ -112,6 +112,15 @@ impl Child {
             ))),
         }
     }
+
+    /// Kills it at once (SIGKILL, no chance to leave cleanly) and reaps it:
+    /// the fault the cluster experiments inject.
+    pub fn kill(&mut self) -> Result<(), WorkloadError> {
+        self.child
+            .kill()
+            .and_then(|()| self.child.wait().map(drop))
+            .map_err(|e| WorkloadError::new(format!("cannot kill {}: {e}", self.what)))
+    }
 }
 
 impl Drop for Child {

@@ -27,6 +27,11 @@ pub struct ClusterAppArgs {
     /// Commands per run; default 40,000 (2,000 with --quick).
     #[arg(long, value_name = "N")]
     commands: Option<u64>,
+    /// SIGKILLs of a node for the jetstream-kill row, each in a fresh
+    /// cluster, the first a warm-up; default 3 (also with --quick; 21 with
+    /// --full); 0: no kill row.
+    #[arg(long, value_name = "N")]
+    kills: Option<u32>,
 }
 
 impl Experiment for ClusterApp {
@@ -46,6 +51,8 @@ impl Experiment for ClusterApp {
         Column::param("p99 µs", "p99_us"),
         Column::param("writes/cmd", "journal_writes_per_cmd"),
         Column::param("msgs/cmd", "msgs_per_cmd"),
+        Column::param("outage p50 ms", "outage_p50_ms"),
+        Column::param("outage max ms", "outage_max_ms"),
     ];
     const NOTES: &'static [&'static str] = &[
         "Three node processes (one actor thread and one tokio worker each), a client process \
@@ -55,6 +62,12 @@ impl Experiment for ClusterApp {
          appends and fences, msgs/cmd the NATS messages (troupe-remote's batches) the four \
          processes' clients published. After every run each entity is read back: every \
          acknowledged command there once, nothing else.",
+        "jetstream-kill: per kill a fresh cluster, one node SIGKILLed once a third of the \
+         commands are acknowledged (the victims rotate, the shard coordinator's node among \
+         them); the client asks again, with the same command id, every ask unanswered after \
+         250 ms. ns/msg is the outage: from the kill until every ledger had answered again. \
+         Every command ends acknowledged and is read back once: 0 lost, 0 doubled, or the row \
+         fails.",
     ];
     const KEYS: &'static [&'static str] = &["journal", "entities", "window"];
     const HEADLINE: Option<Headline> = Headline::new(
@@ -75,6 +88,12 @@ impl Experiment for ClusterApp {
         s.shards = args.shards.unwrap_or(s.shards);
         s.window = args.window.unwrap_or(s.window);
         s.commands = args.commands.unwrap_or(s.commands);
+        s.kills = args.kills.unwrap_or(s.kills);
+        if s.kills == 1 {
+            return Err(
+                "--kills needs a warm-up kill and at least one measured: 0 or 2 and up".into(),
+            );
+        }
         if s.entities == 0 || s.shards == 0 || s.window == 0 || s.commands == 0 {
             return Err("--entities, --shards, --window and --commands must be at least 1".into());
         }
@@ -83,6 +102,16 @@ impl Experiment for ClusterApp {
     fn extras(&self, rows: &[&Row]) -> Vec<String> {
         rows.iter()
             .map(|row| {
+                if row.variant == super::kill::VARIANT {
+                    return format!(
+                        "{}: every ledger answered again {:.0} ms after a node's SIGKILL \
+                         (median of {} kills, max {:.0} ms), 0 commands lost or doubled",
+                        row.variant,
+                        row.num("outage_p50_ms").unwrap_or(f64::NAN),
+                        row.num("kills").unwrap_or(f64::NAN),
+                        row.num("outage_max_ms").unwrap_or(f64::NAN)
+                    );
+                }
                 format!(
                     "{}: {:.0} acknowledged commands/s (median of {} runs), latency p50 {:.0} µs, \
                      p99 {:.0} µs, {:.2} journal writes and {:.2} NATS messages published per command",

@@ -27,6 +27,7 @@
 //! server's own acknowledgements are not counted).
 
 mod experiment;
+mod kill;
 pub mod node;
 
 use std::cell::RefCell;
@@ -70,6 +71,9 @@ pub struct Settings {
     pub window: usize,
     /// Commands per run.
     pub commands: u64,
+    /// SIGKILLs of a node for the kill row, each in a fresh cluster (the
+    /// first a warm-up); under 2, no kill row.
+    pub kills: u32,
     /// Part of `all`: a missing nats-server skips the experiment.
     pub in_all: bool,
 }
@@ -77,16 +81,17 @@ pub struct Settings {
 impl Settings {
     /// The sizes for a scale.
     pub fn for_scale(scale: Scale, in_all: bool) -> Settings {
-        let (entities, shards, window, commands) = match scale {
-            Scale::Quick => (100, 10, 64, 2_000),
-            Scale::Default => (1_000, 100, 256, 40_000),
-            Scale::Full => (1_000, 100, 256, 200_000),
+        let (entities, shards, window, commands, kills) = match scale {
+            Scale::Quick => (100, 10, 64, 2_000, 3),
+            Scale::Default => (1_000, 100, 256, 40_000, 3),
+            Scale::Full => (1_000, 100, 256, 200_000, 21),
         };
         Settings {
             entities,
             shards,
             window,
             commands,
+            kills,
             in_all,
         }
     }
@@ -97,8 +102,8 @@ fn err(e: impl std::fmt::Display) -> WorkloadError {
 }
 
 /// A node's counts since it started: journal appends, fences, messages
-/// published.
-fn stats(node: &mut Child) -> Result<[u64; 3], WorkloadError> {
+/// published, ids asked for again (see `node.rs`).
+fn stats(node: &mut Child) -> Result<[u64; 4], WorkloadError> {
     node.say("stats")?;
     let line = node.line(WAIT)?;
     let numbers: Vec<u64> = line
@@ -106,7 +111,7 @@ fn stats(node: &mut Child) -> Result<[u64; 3], WorkloadError> {
         .map(|rest| rest.split(' ').filter_map(|n| n.parse().ok()).collect())
         .unwrap_or_default();
     match numbers[..] {
-        [a, b, c] => Ok([a, b, c]),
+        [a, b, c, d] => Ok([a, b, c, d]),
         _ => Err(err(format!("a node answered `{line}` to stats"))),
     }
 }
@@ -265,9 +270,20 @@ fn verify(ledgers: &[Vec<u64>], acked: u64) -> Result<(), WorkloadError> {
 /// writes and messages per command.
 type Figures = Rc<RefCell<Vec<[f64; 4]>>>;
 
-fn workload(journal: &'static str, settings: Settings, figures: Figures) -> Workload {
-    Workload::with_setup(journal, move || {
-        // A server per row: the rows share no lease bucket or stream.
+/// A running cluster: the client, the node processes and their
+/// nats-server (dropped in that order: the client leaves, the nodes leave
+/// when their stdin closes, the server stops last).
+struct Cluster {
+    client: Client,
+    nodes: Vec<Child>,
+    _server: NatsServer,
+}
+
+impl Cluster {
+    /// A fresh server (clusters share no lease bucket or stream), three
+    /// nodes on `journal` and the client, every ledger activated (asked
+    /// once) and checked empty.
+    fn start(journal: &str, settings: &Settings) -> Result<Cluster, WorkloadError> {
         let server = crate::nats::binary()
             .and_then(|b| NatsServer::launch(&b, &[]))
             .map_err(|why| WorkloadError::new(format!("no nats-server: {why}")))?;
@@ -291,14 +307,25 @@ fn workload(journal: &'static str, settings: Settings, figures: Figures) -> Work
             child.expect("ready", WAIT)?;
             nodes.push(child);
         }
-        let client = Client::start(&url, &settings)?;
-        // Every ledger starts (recovers, takes its token) before the
-        // warm-up, so runs measure commands, not activations.
+        let client = Client::start(&url, settings)?;
+        // Every ledger starts (recovers, takes its token) before anything
+        // is measured, so runs measure commands, not activations.
         verify(&client.read_all()?, 0)?;
+        Ok(Cluster {
+            client,
+            nodes,
+            _server: server,
+        })
+    }
+}
+
+fn workload(journal: &'static str, settings: Settings, figures: Figures) -> Workload {
+    Workload::with_setup(journal, move || {
+        let mut cluster = Cluster::start(journal, &settings)?;
         let mut sent = 0u64;
+        // The cluster is dropped with the row (client, nodes, server).
         Ok(move || {
-            // Dropped with the row, after the client and the nodes.
-            let _server = &server;
+            let Cluster { client, nodes, .. } = &mut cluster;
             let before = nodes.iter_mut().map(stats).collect::<Result<Vec<_>, _>>()?;
             let published = client.node.nats_client().statistics();
             let client_before = published
@@ -312,14 +339,17 @@ fn workload(journal: &'static str, settings: Settings, figures: Figures) -> Work
             let client_after = published
                 .out_messages
                 .load(std::sync::atomic::Ordering::Relaxed);
+            let delta =
+                |k: usize| -> u64 { after.iter().zip(&before).map(|(a, b)| a[k] - b[k]).sum() };
             expect_eq(
                 "commands answered",
                 settings.commands,
                 latencies.len() as u64,
             )?;
+            // Every id was sent once: a ledger asked for one again got a
+            // command delivered twice.
+            expect_eq("commands delivered twice", 0, delta(3))?;
             verify(&client.read_all()?, sent)?;
-            let delta =
-                |k: usize| -> u64 { after.iter().zip(&before).map(|(a, b)| a[k] - b[k]).sum() };
             let per_cmd = |x: u64| x as f64 / settings.commands as f64;
             latencies.sort_unstable();
             let pct = |p: f64| latencies[((latencies.len() - 1) as f64 * p) as usize] as f64 / 1e3;
@@ -363,6 +393,13 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
         figures.push((journal, f));
     }
     let mut rows = run_experiment(EXPERIMENT, workloads, options)?;
+    let kill_wanted = options
+        .filter
+        .as_deref()
+        .is_none_or(|f| kill::VARIANT.contains(f));
+    if kill_wanted {
+        rows.extend(kill::row(settings)?);
+    }
     for row in &mut rows {
         let Some((_, f)) = figures.iter().find(|(v, _)| *v == row.variant) else {
             continue;

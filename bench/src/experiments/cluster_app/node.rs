@@ -7,11 +7,19 @@
 //! no rebalancing, no passivation, no node leaves during a row, so an
 //! entity never moves away from its journal).
 //!
+//! A ledger's command is idempotent, as a client that retries needs it
+//! to be: an id the ledger already holds is answered again without a new
+//! event, and counted. The throughput rows send every id once, so a count
+//! above zero there is a command delivered twice, which fails the row; the
+//! kill row retries asks the killed node never answered, and its count is
+//! the retries whose first attempt had been persisted after all.
+//!
 //! It says `ready` once its region runs; on a `stats` line it answers
-//! `stats <appends> <acquires> <published>`: the journal writes of events
-//! and of fences (token acquisitions) its entities made, and the messages
-//! its NATS client published, all since it started. It leaves when its
-//! standard input closes, so it never outlives the bench.
+//! `stats <appends> <acquires> <published> <repeats>`: the journal writes
+//! of events and of fences (token acquisitions) its entities made, the
+//! messages its NATS client published and the ids its ledgers were asked
+//! to add again, all since it started. It leaves when its standard input
+//! closes, so it never outlives the bench.
 
 use std::error::Error;
 use std::io::{BufRead, Write};
@@ -52,6 +60,8 @@ pub struct Added(u64);
 /// A ledger: the ids of the commands it acknowledged, in order.
 struct Ledger {
     id: String,
+    /// The node's count of ids asked for again (the module header).
+    repeats: Arc<AtomicU64>,
 }
 
 impl PersistentActor for Ledger {
@@ -70,6 +80,10 @@ impl PersistentActor for Ledger {
         cmd: LedgerCmd,
     ) -> Effect<Self> {
         match cmd {
+            LedgerCmd::Add(id, reply) if state.contains(&id) => {
+                self.repeats.fetch_add(1, Ordering::Relaxed);
+                Effect::reply(reply, state.len() as u64)
+            }
             LedgerCmd::Add(id, reply) => {
                 Effect::persist(Added(id)).then_reply(reply, |ids: &Vec<u64>| ids.len() as u64)
             }
@@ -149,6 +163,8 @@ pub fn serve(url: &str, name: &str, journal: &str, shards: u32) -> Result<(), Bo
         .build()?;
     let system = ActorSystem::builder().threads(1).build()?;
     let dir = tempfile::tempdir()?;
+    let repeats = Arc::new(AtomicU64::new(0));
+    let counted = repeats.clone();
     let (node, region, counting) = runtime.block_on(async {
         let node = Arc::new(Node::start(&system, RemoteConfig::new(url, name)).await?);
         let inner: Arc<dyn Journal> = match journal {
@@ -174,8 +190,9 @@ pub fn serve(url: &str, name: &str, journal: &str, shards: u32) -> Result<(), Bo
                 settings,
                 shared,
                 PersistentSettings::default(),
-                |entity| Ledger {
+                move |entity| Ledger {
                     id: entity.id.clone(),
+                    repeats: counted.clone(),
                 },
             )
             .await?
@@ -184,8 +201,15 @@ pub fn serve(url: &str, name: &str, journal: &str, shards: u32) -> Result<(), Bo
             // (a moved entity would recover without its events), so the
             // entities are built here and pinned by the settings above.
             ShardRegion::start(node.clone(), &system, settings, move |entity| {
-                let (id, journal) = (entity.id.clone(), shared.clone());
-                Props::new(move || Persistent::new(Ledger { id: id.clone() }, journal.clone()))
+                let (id, journal, repeats) =
+                    (entity.id.clone(), shared.clone(), counted.clone());
+                Props::new(move || {
+                    let ledger = Ledger {
+                        id: id.clone(),
+                        repeats: repeats.clone(),
+                    };
+                    Persistent::new(ledger, journal.clone())
+                })
             })
             .await?
         };
@@ -199,10 +223,11 @@ pub fn serve(url: &str, name: &str, journal: &str, shards: u32) -> Result<(), Bo
         if line?.trim() == "stats" {
             writeln!(
                 out,
-                "stats {} {} {}",
+                "stats {} {} {} {}",
                 counting.appends.load(Ordering::Relaxed),
                 counting.acquires.load(Ordering::Relaxed),
-                client.statistics().out_messages.load(Ordering::Relaxed)
+                client.statistics().out_messages.load(Ordering::Relaxed),
+                repeats.load(Ordering::Relaxed)
             )?;
             out.flush()?;
         }
