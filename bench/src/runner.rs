@@ -347,6 +347,16 @@ pub fn measure(
 pub mod tests {
     use super::*;
 
+    /// Taken by the tests that run whole experiments, one at a time: their
+    /// baselines spin on a core each, and two such tests beside each other
+    /// on a 2-core machine made every spinning hop wait for a scheduler
+    /// tick (pingpong's and chameneos' tiny runs took 3 s alone and 30 s
+    /// together).
+    pub fn one_experiment_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        static MACHINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        MACHINE.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// A run of `msgs` messages that took `nanos` nanoseconds.
     pub fn sample(msgs: u64, nanos: u64) -> Sample {
         Sample {

@@ -13,6 +13,13 @@ use crate::progress::Phase;
 /// (troupe's, the baselines' and the peers', which get it as arguments).
 static FIXED_RUNS: AtomicUsize = AtomicUsize::new(usize::MAX);
 
+#[cfg(test)]
+thread_local! {
+    /// A test's own fixed warm-up ([`WarmUp::fixed_within`]), seen only by
+    /// the thread that set it, so tests running beside it keep the rule.
+    static FIXED_HERE: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
 /// The warm-up rule of every row, troupe's and the peers': warm up until two run-to-run changes in a row
 /// are below [`WarmUp::STEADY_PCT`] percent (three consecutive runs agree;
 /// one pair of similar runs happens by chance while the JIT is still at
@@ -39,8 +46,24 @@ impl WarmUp {
         FIXED_RUNS.store(runs, Ordering::Relaxed);
     }
 
+    /// Runs `f` with `runs` fixed warm-up runs on this thread only: the
+    /// tests that run a whole experiment check what its rows hold, not how
+    /// warm they are, and in a debug build the rule's up to 15 runs a row
+    /// made pingpong's and chameneos' tiny runs take 54 s and 29 s.
+    #[cfg(test)]
+    pub fn fixed_within<R>(runs: usize, f: impl FnOnce() -> R) -> R {
+        let before = FIXED_HERE.with(|c| c.replace(Some(runs)));
+        let result = f();
+        FIXED_HERE.with(|c| c.set(before));
+        result
+    }
+
     /// The fixed number of warm-up runs, if [`WarmUp::fix`] set one.
     pub fn fixed() -> Option<usize> {
+        #[cfg(test)]
+        if let Some(runs) = FIXED_HERE.with(|c| c.get()) {
+            return Some(runs);
+        }
         match FIXED_RUNS.load(Ordering::Relaxed) {
             usize::MAX => None,
             runs => Some(runs),
@@ -83,9 +106,14 @@ impl WarmUp {
     /// The protocol line of a row warmed up with `runs` (`what`: "warm-up",
     /// "JVM warm-up") and measured `repeats` times.
     pub fn protocol(what: &str, runs: &[f64], repeats: usize) -> String {
+        Self::protocol_under(Self::fixed(), what, runs, repeats)
+    }
+
+    /// [`WarmUp::protocol`] with the fixed number of runs given, not read.
+    fn protocol_under(fixed: Option<usize>, what: &str, runs: &[f64], repeats: usize) -> String {
         let pct = Self::STEADY_PCT;
         let warm = match Self::last_changes(runs) {
-            _ if Self::fixed().is_some() => format!(
+            _ if fixed.is_some() => format!(
                 "{what}: {} run(s), fixed by --warmup (not warmed to a steady state)",
                 runs.len()
             ),
@@ -161,19 +189,19 @@ mod tests {
     #[test]
     fn the_warm_up_ends_only_when_three_runs_in_a_row_agree() {
         // Two similar cold runs are not enough: the third must agree too.
-        assert!(!WarmUp::done(&[500.0, 200.0, 201.0]));
-        assert!(WarmUp::done(&[500.0, 200.0, 201.0, 202.0]));
+        assert!(!WarmUp::done_under(None, &[500.0, 200.0, 201.0]));
+        assert!(WarmUp::done_under(None, &[500.0, 200.0, 201.0, 202.0]));
         // Fewer than the minimum never ends it, however steady.
-        assert!(!WarmUp::done(&[100.0, 100.0]));
+        assert!(!WarmUp::done_under(None, &[100.0, 100.0]));
         // A machine that never settles stops at the cap, and says so.
         let noisy: Vec<f64> = (0..WarmUp::MAX_RUNS)
             .map(|i| if i % 2 == 0 { 100.0 } else { 150.0 })
             .collect();
-        assert!(!WarmUp::done(&noisy[..WarmUp::MAX_RUNS - 1]));
-        assert!(WarmUp::done(&noisy));
-        assert!(WarmUp::protocol("JVM warm-up", &noisy, 5).contains("the cap"));
+        assert!(!WarmUp::done_under(None, &noisy[..WarmUp::MAX_RUNS - 1]));
+        assert!(WarmUp::done_under(None, &noisy));
+        assert!(WarmUp::protocol_under(None, "JVM warm-up", &noisy, 5).contains("the cap"));
         assert_eq!(
-            WarmUp::protocol("JVM warm-up", &[500.0, 200.0, 201.0, 202.0], 5),
+            WarmUp::protocol_under(None, "JVM warm-up", &[500.0, 200.0, 201.0, 202.0], 5),
             "JVM warm-up: 4 runs, until 3 in a row were within 3% run to run; then 5 measured runs"
         );
     }

@@ -222,6 +222,7 @@ mod tests {
 
     #[test]
     fn a_tiny_run_delivers_every_message_in_order() {
+        let _machine = crate::runner::tests::one_experiment_at_a_time();
         let options = RunOptions {
             repeats: 1,
             filter: None,

@@ -407,6 +407,7 @@ mod tests {
 
     #[test]
     fn a_small_load_against_each_server_has_no_errors() {
+        let _machine = crate::runner::tests::one_experiment_at_a_time();
         let (settings, options) = small_load();
         let rows = run(&settings, &options).unwrap();
         assert_eq!(rows.len(), SETUPS.len());

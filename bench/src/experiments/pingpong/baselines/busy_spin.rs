@@ -156,6 +156,7 @@ mod tests {
 
     #[test]
     fn a_short_run_validates_and_counts_two_hops_per_repetition() {
+        let _machine = crate::runner::tests::one_experiment_at_a_time();
         // Small, because on a loaded 2-core machine a preempted spinner can
         // make each hop wait for a scheduler tick.
         let sample = run(1_000).unwrap();
