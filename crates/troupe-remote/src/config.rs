@@ -75,8 +75,9 @@ pub struct RemoteConfig {
     /// longer timeout get `NoReply` at this age. Also bounds how long the
     /// answering node waits for its local actor.
     pub reply_ttl: Duration,
-    /// How long `Node::shutdown` waits for buffered messages to reach the
-    /// server.
+    /// How long `Node::shutdown` may take in all: unpublishing, buffered
+    /// messages reaching the server, the leave, closing the connection.
+    /// With the server gone, shutdown returns after this.
     pub shutdown_timeout: Duration,
     /// How often this node announces that it is alive.
     pub heartbeat_interval: Duration,

@@ -418,6 +418,17 @@ impl PublishedEntry {
             let _ = task.await;
         }
     }
+
+    /// Unsubscribes both subscriptions and ends the tasks without waiting
+    /// for the server (a shutdown past its deadline).
+    fn abort(self) {
+        for stop in self.stop {
+            let _ = stop.send(());
+        }
+        for task in self.tasks {
+            task.abort();
+        }
+    }
 }
 
 /// An actor system joined to a NATS cluster. See the crate docs.
@@ -1029,17 +1040,21 @@ impl Node {
         self.shared().batches.snapshot()
     }
 
-    /// Leaves the cluster: stops serving every published name, waits up to
-    /// `shutdown_timeout` for queued frames to reach the server, then closes
-    /// the connection. Asks still waiting for another node get `NoReply`;
-    /// later sends through this node's refs are `NodeStopped` dead letters.
-    /// A second call does nothing.
+    /// Leaves the cluster: stops serving every published name, lets queued
+    /// frames reach the server, says it leaves, then closes the connection,
+    /// all within `shutdown_timeout` (one deadline for the whole call, so
+    /// a node whose server is gone is done in that time, not once per step
+    /// and per published name). Asks still waiting for another node get
+    /// `NoReply`; later sends through this node's refs are `NodeStopped`
+    /// dead letters. A second call does nothing.
     pub async fn shutdown(&self) {
         if self.shared().stopped.swap(true, Ordering::AcqRel) {
             return;
         }
+        let shared = self.shared().clone();
+        let deadline = tokio::time::Instant::now() + shared.config.shutdown_timeout;
         // We will not hear of any watched actor again.
-        watch::fire_all(self.shared());
+        watch::fire_all(&shared);
         let names: Vec<String> = self
             .shared()
             .published
@@ -1048,10 +1063,25 @@ impl Node {
             .keys()
             .cloned()
             .collect();
-        for name in names {
-            self.unpublish(&name).await;
+        let unpublish_all = async {
+            for name in names {
+                self.unpublish(&name).await;
+            }
+        };
+        if tokio::time::timeout_at(deadline, unpublish_all).await.is_err() {
+            // The server did not confirm in time (gone, or slow): the names
+            // not reached yet stop serving without waiting for it.
+            let left: Vec<PublishedEntry> = shared
+                .published
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .drain()
+                .map(|(_, entry)| entry)
+                .collect();
+            for entry in left {
+                entry.abort();
+            }
         }
-        let shared = self.shared().clone();
         // Everything queued before the marker reaches the client and is
         // flushed, unless the deadline passes first (NATS unreachable).
         let flush = async {
@@ -1060,7 +1090,7 @@ impl Node {
                 let _ = flushed.await;
             }
         };
-        let _ = tokio::time::timeout(shared.config.shutdown_timeout, flush).await;
+        let _ = tokio::time::timeout_at(deadline, flush).await;
         let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some((stop, writer)) = writer {
             // The writer dead-letters what is left and closes the channel:
@@ -1088,20 +1118,20 @@ impl Node {
             .take();
         if let Some((stop, control)) = control {
             let _ = stop.send(());
-            let _ = tokio::time::timeout(shared.config.shutdown_timeout, control).await;
+            let _ = tokio::time::timeout_at(deadline, control).await;
         }
         let leave = format!(
             "troupe.{}.members.leave.{}",
             shared.config.cluster_name, shared.config.node_name
         );
-        let _ = tokio::time::timeout(shared.config.shutdown_timeout, async {
+        let _ = tokio::time::timeout_at(deadline, async {
             let incarnation = Bytes::copy_from_slice(&shared.incarnation().to_le_bytes());
             let _ = shared.client.publish(leave, incarnation).await;
             let _ = shared.client.flush().await;
         })
         .await;
         shared.pending.clear();
-        let _ = tokio::time::timeout(shared.config.shutdown_timeout, shared.client.drain()).await;
+        let _ = tokio::time::timeout_at(deadline, shared.client.drain()).await;
     }
 }
 

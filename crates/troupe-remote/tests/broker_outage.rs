@@ -145,3 +145,34 @@ async fn a_node_that_dies_during_an_outage_is_still_declared_down() {
     a.shutdown().await;
     stop(sys_a);
 }
+
+/// A node whose server is gone for good (a Ctrl-C that reached the server
+/// first, a host going down) leaves within its `shutdown_timeout`: one
+/// deadline for the whole shutdown, not one per step and per published
+/// name (five names once took tens of seconds, each waiting for the
+/// server to confirm its unsubscribe and answer a probe).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_whose_server_is_gone_leaves_within_its_shutdown_timeout() {
+    let mut server = server();
+    let system = system();
+    let mut config = RemoteConfig::new(server.url(), "a");
+    config.shutdown_timeout = Duration::from_millis(500);
+    let node = Node::start(&system, config).await.unwrap();
+    for i in 0..5 {
+        let echo = system.spawn(Props::new(Echo::default)).unwrap();
+        node.publish(&format!("echo-{i}"), &echo).await.unwrap();
+    }
+
+    server.stop();
+    let started = Instant::now();
+    node.shutdown().await;
+    // The deadline, and slack for a loaded machine: the steps each waiting
+    // their own timeout would take at least ten times it.
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(2), "shutdown took {took:?}");
+    // A second call does nothing, and the node refuses to publish.
+    node.shutdown().await;
+    let echo = system.spawn(Props::new(Echo::default)).unwrap();
+    assert!(node.publish("late", &echo).await.is_err());
+    stop(system);
+}

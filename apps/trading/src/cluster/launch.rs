@@ -701,8 +701,9 @@ impl Cluster {
         for p in self.engines.iter_mut().chain(self.receivers.as_mut()) {
             p.tell_to_leave();
         }
+        let deadline = Instant::now() + super::procs::LEAVE_WITHIN;
         for p in self.engines.drain(..).chain(self.receivers.take()) {
-            p.finish();
+            p.finish_by(deadline);
         }
     }
 }

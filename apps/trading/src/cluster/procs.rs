@@ -14,6 +14,11 @@ use std::time::{Duration, Instant};
 
 use super::interrupt;
 
+/// How long a node told to leave has before it is killed: its own
+/// shutdown is bounded by the remote config's `shutdown_timeout` (5 s),
+/// with time to spare for a loaded machine.
+pub const LEAVE_WITHIN: Duration = Duration::from_secs(10);
+
 /// How to start a node: a program and the arguments before the node's own
 /// (`trading node`, or the benchmark's hidden node command); both parse
 /// [`NodeArgs`](super::args::NodeArgs).
@@ -199,18 +204,25 @@ impl Proc {
         drop(self.stdin.take());
     }
 
-    /// Closes stdin (the node leaves) and waits up to 10 s, then kills.
-    pub fn finish(mut self) {
-        self.leave();
+    /// Closes stdin (the node leaves) and waits up to [`LEAVE_WITHIN`],
+    /// then kills.
+    pub fn finish(self) {
+        self.finish_by(Instant::now() + LEAVE_WITHIN);
     }
 
-    fn leave(&mut self) {
+    /// [`Proc::finish`] with a deadline shared by several nodes leaving
+    /// together: nodes that hang are killed together at it, not one
+    /// [`LEAVE_WITHIN`] after another.
+    pub fn finish_by(mut self, deadline: Instant) {
+        self.leave_by(deadline);
+    }
+
+    fn leave_by(&mut self, deadline: Instant) {
         if self.paused {
             // A stopped process cannot read its closed stdin.
             let _ = self.resume();
         }
         self.tell_to_leave();
-        let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
                 self.reaped = true;
@@ -227,7 +239,7 @@ impl Proc {
 impl Drop for Proc {
     fn drop(&mut self) {
         if !self.reaped {
-            self.leave();
+            self.leave_by(Instant::now() + LEAVE_WITHIN);
         }
     }
 }
