@@ -28,8 +28,10 @@
 //! the workspace's `Cargo.lock` and cargo runs `--offline`, so nothing new
 //! is resolved or downloaded, and a crate that ends up with a registry
 //! package the workspace's lock does not hold fails the test. The crates
-//! share one target directory (`<target>/tmp/docs-copied`), kept between
-//! runs.
+//! build into the workspace's own target directory (cargo holds its lock
+//! only while it builds, not while the tests run): what they compile as
+//! the workspace does (build scripts, proc macros, the dev profile) is
+//! reused, and the rest is kept for the next run.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -567,7 +569,11 @@ fn every_dependency_block_and_example_in_the_docs_builds_in_a_new_crate_outside_
         planned, fenced,
         "every ```rust snippet of the docs is compiled"
     );
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("docs-copied");
+    // `<target>/tmp`'s parent: the target directory this test was built in.
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the temporary directory is inside the target directory")
+        .to_path_buf();
     let dir = tempfile::tempdir().unwrap();
     let mut failures = String::new();
     for (n, (deps, copied)) in crates.values().enumerate() {
