@@ -29,6 +29,8 @@
 //! assert_eq!(market.book(a1).unwrap().best_ask(), Some((100, 6)));
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod book;
 pub mod codec;
 mod market;

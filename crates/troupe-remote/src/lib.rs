@@ -56,6 +56,8 @@
 //! receiver, what happens while NATS is unreachable) is written down in
 //! docs/semantics.md, "Across nodes".
 
+#![forbid(unsafe_code)]
+
 // Everything but the wire format needs the `node` feature (on by default);
 // the decoder's fuzz target builds without it.
 #[cfg(feature = "node")]

@@ -1068,7 +1068,10 @@ impl Node {
                 self.unpublish(&name).await;
             }
         };
-        if tokio::time::timeout_at(deadline, unpublish_all).await.is_err() {
+        if tokio::time::timeout_at(deadline, unpublish_all)
+            .await
+            .is_err()
+        {
             // The server did not confirm in time (gone, or slow): the names
             // not reached yet stop serving without waiting for it.
             let left: Vec<PublishedEntry> = shared
