@@ -5,7 +5,7 @@
 //! troupe's rows. This module builds its binary when a run needs it
 //! (`cargo build --release --locked`, into `target/rust-peers`; cargo
 //! itself decides whether anything changed; `TROUPE_PEERS_PROFILE` names
-//! another cargo profile, e.g. CI's `ci`), runs it after troupe's rows
+//! another cargo profile, e.g. `ci`), runs it after troupe's rows
 //! and turns each `RESULT {json}` line into a row with `params.runtime`
 //! naming the library and `params.peer_of` the troupe row it is compared
 //! with, exactly as the Pekko peer's ([`crate::peer`]): the same warm-up
@@ -45,9 +45,10 @@ fn target_dir() -> PathBuf {
 }
 
 /// The environment variable naming the cargo profile the peers build
-/// with instead of `release`: CI sets `ci` (the workspace's profile for
-/// binaries that check outcomes, built faster); published runs leave it
-/// unset, so that the peers are compiled like troupe's `--release` build.
+/// with instead of `release`: `ci` builds them as the workspace's `ci`
+/// profile builds troupe (binaries that check outcomes, built faster),
+/// for a smoke run with the peers; published runs leave it unset, so that
+/// the peers are compiled like troupe's `--release` build.
 pub const PROFILE_VAR: &str = "TROUPE_PEERS_PROFILE";
 
 /// The cargo profile the peers build with: `release` unless
