@@ -409,14 +409,20 @@ struct PublishedEntry {
 }
 
 impl PublishedEntry {
-    /// Unsubscribes both subscriptions and waits for the tasks to end.
+    /// Unsubscribes both subscriptions and waits for the tasks to end:
+    /// the frames first, then the lookups. The client sends a
+    /// connection's commands in order and the server handles them in
+    /// order, so once a lookup of the name finds nobody, the server has
+    /// the frames' unsubscribe too: a message sent after that finds no
+    /// responders (and an ask in it fails at once), never a subscription
+    /// on its way out.
     async fn end(self) {
-        for stop in self.stop {
-            let _ = stop.send(());
-        }
-        for task in self.tasks {
-            let _ = task.await;
-        }
+        let [stop_frames, stop_lookups] = self.stop;
+        let [frames, lookups] = self.tasks;
+        let _ = stop_frames.send(());
+        let _ = frames.await;
+        let _ = stop_lookups.send(());
+        let _ = lookups.await;
     }
 
     /// Unsubscribes both subscriptions and ends the tasks without waiting

@@ -309,12 +309,18 @@ pub(super) async fn serve(
             },
         }
     }
-    // Drained, not just unsubscribed: the subscription ends only once the
-    // server has confirmed the unsubscribe, so what it routed here before
-    // is still handled (a stopped actor makes it an ordinary dead letter,
-    // and an ask in it fails with NoReply) and what it routes after finds
-    // no responders. Bounded by `shutdown_timeout`, in case the server is
-    // gone.
+    // Drained, not just unsubscribed: what the client already holds for
+    // the subscription is still handled (a stopped actor makes it an
+    // ordinary dead letter, and an ask in it fails with NoReply), and what
+    // the server routes after it has the unsubscribe finds no responders.
+    // Not closed by this: async-nats (0.47) forgets the subscription at
+    // its next turn after sending the unsubscribe, without waiting for the
+    // server's answer to the ping behind it, and drops a message that
+    // arrives for a subscription it forgot. So a message the server routed
+    // here in between (sent while the unsubscribe was on its way) is lost
+    // without a trace on either node; an ask in it waits for its timeout
+    // (docs/semantics.md, "Ask across nodes"). Bounded by
+    // `shutdown_timeout`, in case the server is gone.
     if frames.drain().await.is_ok() {
         let drained = async {
             while let Some(msg) = frames.next().await {
