@@ -11,6 +11,8 @@ use std::sync::OnceLock;
 
 use troupe_remote::launcher::find_binary;
 
+use crate::runner::WorkloadError;
+
 /// The script that installs the pinned server, relative to the repository.
 const SCRIPT: &str = "scripts/nats-server.sh";
 
@@ -20,6 +22,21 @@ pub fn binary() -> Result<PathBuf, String> {
     BINARY
         .get_or_init(|| find_binary(None).or_else(|_| from_script()))
         .clone()
+}
+
+/// Whether an experiment that needs a nats-server can run: `Ok(true)` if
+/// there is one; in `all` (`in_all`) a missing server skips the experiment
+/// (`Ok(false)`, said on stderr) so that the other experiments still run;
+/// its own command fails with the reason.
+pub fn for_experiment(experiment: &str, in_all: bool) -> Result<bool, WorkloadError> {
+    match binary() {
+        Ok(_) => Ok(true),
+        Err(why) if in_all => {
+            eprintln!("{experiment}: skipped, no nats-server: {why}");
+            Ok(false)
+        }
+        Err(why) => Err(WorkloadError::new(format!("no nats-server: {why}"))),
+    }
 }
 
 fn from_script() -> Result<PathBuf, String> {

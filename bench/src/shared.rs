@@ -12,7 +12,9 @@ use troupe::ActorSystem;
 use crate::core_latency;
 use crate::progress::Progress;
 use crate::report::Row;
-use crate::runner::{measure, RunOptions, Workload, WorkloadError};
+use crate::runner::{
+    measure, summarize, Measurement, RunOptions, Sample, Summary, Workload, WorkloadError,
+};
 
 /// Shuts the system down when a row's closure is dropped.
 pub struct SystemGuard(pub ActorSystem);
@@ -57,6 +59,24 @@ pub fn short(v: f64) -> String {
     } else {
         format!("{v:.1e}")
     }
+}
+
+/// A fault row's figures: one time per fault (a kill's failover or
+/// outage), the first a warm-up as every row's first run is. Returns the
+/// measurement (for the row's ns-per-message columns), the measured
+/// faults' times in milliseconds and their summary. `times` must hold at
+/// least two faults.
+pub fn per_fault(mut times: Vec<Duration>) -> (Measurement, Vec<f64>, Summary) {
+    let runs: Vec<Sample> = times
+        .drain(..)
+        .map(|elapsed| Sample { msgs: 1, elapsed })
+        .collect();
+    let mut runs = runs.into_iter();
+    let warmup = runs.next().expect("a warm-up fault");
+    let measurement = Measurement::new(warmup, runs.collect());
+    let ms: Vec<f64> = measurement.ns_per_msg().iter().map(|ns| ns / 1e6).collect();
+    let summary = summarize(&ms).expect("at least one measured fault");
+    (measurement, ms, summary)
 }
 
 /// Runs every selected workload of `experiment` in order and returns one row

@@ -21,7 +21,7 @@ use serde_json::json;
 
 use super::{verify, Client, Cluster, Settings, EXPERIMENT, WAIT};
 use crate::report::Row;
-use crate::runner::{summarize, Measurement, Sample, WorkloadError};
+use crate::runner::{summarize, WorkloadError};
 
 /// How long an ask waits before it is sent again: short against the
 /// outage measured (the heartbeat timeout, 3 s by default), so a retry
@@ -174,17 +174,11 @@ pub fn row(settings: &Settings) -> Result<Option<Row>, WorkloadError> {
             outage_ms(outcome.outage),
             outcome.retries
         );
-        runs.push(Sample {
-            msgs: 1,
-            elapsed: outcome.outage,
-        });
+        runs.push(outcome.outage);
         retries.push(outcome.retries as f64);
         victims.push(victim);
     }
-    let warmup = runs.remove(0);
-    let measurement = Measurement::new(warmup, runs);
-    let measured: Vec<f64> = measurement.ns_per_msg().iter().map(|ns| ns / 1e6).collect();
-    let outage = summarize(&measured).expect("at least one measured kill");
+    let (measurement, measured, outage) = crate::shared::per_fault(runs);
     let mut params = serde_json::Map::new();
     params.insert("runtime".into(), json!("troupe"));
     params.insert("journal".into(), json!("jetstream"));

@@ -378,12 +378,8 @@ fn workload(journal: &'static str, settings: Settings, figures: Figures) -> Work
 /// Runs the JetStream and the local-journal rows on a nats-server of the
 /// experiment's own.
 pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-    if let Err(why) = crate::nats::binary() {
-        if settings.in_all {
-            eprintln!("{EXPERIMENT}: skipped, no nats-server: {why}");
-            return Ok(Vec::new());
-        }
-        return Err(WorkloadError::new(format!("no nats-server: {why}")));
+    if !crate::nats::for_experiment(EXPERIMENT, settings.in_all)? {
+        return Ok(Vec::new());
     }
     let mut figures = Vec::new();
     let mut workloads = Vec::new();

@@ -39,7 +39,7 @@ use trading::cluster::wire::AckMode;
 use trading::{Pattern, Scenario, TxLog};
 
 use crate::report::Row;
-use crate::runner::{summarize, Measurement, RunOptions, Sample, Scale, Workload, WorkloadError};
+use crate::runner::{summarize, RunOptions, Sample, Scale, Workload, WorkloadError};
 use crate::shared::run_experiment;
 
 /// The experiment's name in tables and JSON.
@@ -263,16 +263,10 @@ fn failover_row(settings: &Settings) -> Result<Row, WorkloadError> {
     for _ in 0..settings.kills {
         let times = one_kill(settings)?;
         let median = summarize(&times).expect("not empty").median;
-        per_kill.push(Sample {
-            msgs: 1,
-            elapsed: Duration::from_secs_f64(median / 1e3),
-        });
+        per_kill.push(Duration::from_secs_f64(median / 1e3));
         all.extend(times);
     }
-    let warmup = per_kill.remove(0);
-    let measurement = Measurement::new(warmup, per_kill);
-    let measured: Vec<f64> = measurement.ns_per_msg().iter().map(|ns| ns / 1e6).collect();
-    let summary = summarize(&measured).expect("at least one measured kill");
+    let (measurement, measured, summary) = crate::shared::per_fault(per_kill);
     let mut params = serde_json::Map::new();
     params.insert("runtime".into(), json!("troupe"));
     params.insert("variant".into(), json!("request-reply"));
@@ -291,12 +285,8 @@ fn failover_row(settings: &Settings) -> Result<Row, WorkloadError> {
 
 /// Runs the throughput rows and the failover row.
 pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
-    if let Err(why) = crate::nats::binary() {
-        if settings.in_all {
-            eprintln!("{EXPERIMENT}: skipped, no nats-server: {why}");
-            return Ok(Vec::new());
-        }
-        return Err(WorkloadError::new(format!("no nats-server: {why}")));
+    if !crate::nats::for_experiment(EXPERIMENT, settings.in_all)? {
+        return Ok(Vec::new());
     }
     let mut latencies = Vec::new();
     let mut workloads = Vec::new();
