@@ -1,10 +1,9 @@
 # Sourced by the trading loop scripts (trading_failover_loop.sh,
 # trading_isolation_loop.sh, trading_restart_loop.sh,
 # trading_broker_loop.sh): goes to the repository root, names the trading
-# binary, `$trading` (TRADING_BIN if set, e.g. CI's target/ci/trading built
-# beside the other release-built binaries in one cargo call, relative to
-# the repository root or absolute; otherwise target/release/trading, built
-# here), names the pinned nats-server for it (`trading cluster` runs the
+# binary, `$trading` (TRADING_BIN if set, e.g. CI's target/debug/trading,
+# the test step's unoptimised build, relative to the repository root or
+# absolute; otherwise target/release/trading, built here), names the pinned nats-server for it (`trading cluster` runs the
 # server it is given) and makes a directory for the runs' records, `$dir`,
 # removed on exit.
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
