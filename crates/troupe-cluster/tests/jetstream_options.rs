@@ -48,20 +48,33 @@ fn config(rt: &tokio::runtime::Runtime, url: &str, name: &str) -> Config {
     })
 }
 
-/// Waits until the cluster behind `url` answers JetStream requests (its
-/// servers have elected a meta leader).
-fn until_jetstream_answers(rt: &tokio::runtime::Runtime, url: &str) {
+/// Waits until the cluster behind `url` can place a stream of `replicas`
+/// copies: a meta leader answering JetStream requests is not enough, the
+/// servers must also have joined it, or the stream is refused with "no suitable peers for
+/// placement" (seen once in CI, right after the meta leader answered).
+/// The probe stream is deleted again.
+fn until_replicas_can_be_placed(rt: &tokio::runtime::Runtime, url: &str, replicas: usize) {
     rt.block_on(async {
         let client = async_nats::connect(url).await.unwrap();
         let js = async_nats::jetstream::new(client);
+        let config = Config {
+            name: "placement-probe".into(),
+            subjects: vec!["placement-probe".into()],
+            num_replicas: replicas,
+            ..Config::default()
+        };
         let deadline = Instant::now() + Duration::from_secs(60);
-        while let Err(e) = js.query_account().await {
-            assert!(
-                Instant::now() < deadline,
-                "no JetStream in the cluster: {e}"
-            );
+        loop {
+            match js.create_stream(config.clone()).await {
+                Ok(_) => break,
+                Err(e) => assert!(
+                    Instant::now() < deadline,
+                    "the cluster cannot place {replicas} replicas: {e}"
+                ),
+            }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        js.delete_stream("placement-probe").await.unwrap();
     });
 }
 
@@ -175,7 +188,7 @@ fn a_full_stream_refuses_appends_and_keeps_every_event() {
 fn three_replicas_on_a_three_server_cluster_recover_from_any_server() {
     let servers = NatsServer::start_cluster(3).unwrap_or_else(|e| panic!("{e}"));
     let rt = runtime();
-    until_jetstream_answers(&rt, &servers[0].url());
+    until_replicas_can_be_placed(&rt, &servers[0].url(), 3);
     let options = JetStreamOptions::default().replicas(3);
     // Two nodes, on two different servers of the cluster.
     let here = open_with(&rt, &servers[0].url(), "ledgers", options.clone());

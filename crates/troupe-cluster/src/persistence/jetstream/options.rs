@@ -51,7 +51,11 @@ pub struct JetStreamOptions {
     /// Copies of each record and snapshot (1 to 5, clamped): with 3, an
     /// append is acknowledged once 2 servers hold it, and it survives the
     /// loss of any one server. More replicas than servers in the NATS
-    /// cluster fail [`open_with`](super::JetStreamJournal::open_with).
+    /// cluster fail [`open_with`](super::JetStreamJournal::open_with), as
+    /// do more than the servers that have joined it so far (a cluster
+    /// still forming, just started): the server answers "no suitable
+    /// peers for placement" (error code 10005); open again once every
+    /// server has joined.
     pub replicas: usize,
     /// Files or memory.
     pub storage: Storage,
