@@ -1,5 +1,5 @@
 //! Helpers several experiments share: running a list of workloads into
-//! rows, the guard that stops an actor system when a row is done with it,
+//! rows, a fault row's figures (one time per kill), the guard that stops an actor system when a row is done with it,
 //! the number formats of the tables, the lines and the
 //! report's charts, and a countdown a row waits on for its actors.
 
@@ -66,12 +66,8 @@ pub fn short(v: f64) -> String {
 /// measurement (for the row's ns-per-message columns), the measured
 /// faults' times in milliseconds and their summary. `times` must hold at
 /// least two faults.
-pub fn per_fault(mut times: Vec<Duration>) -> (Measurement, Vec<f64>, Summary) {
-    let runs: Vec<Sample> = times
-        .drain(..)
-        .map(|elapsed| Sample { msgs: 1, elapsed })
-        .collect();
-    let mut runs = runs.into_iter();
+pub fn per_fault(times: Vec<Duration>) -> (Measurement, Vec<f64>, Summary) {
+    let mut runs = times.into_iter().map(|elapsed| Sample { msgs: 1, elapsed });
     let warmup = runs.next().expect("a warm-up fault");
     let measurement = Measurement::new(warmup, runs.collect());
     let ms: Vec<f64> = measurement.ns_per_msg().iter().map(|ns| ns / 1e6).collect();
