@@ -32,10 +32,12 @@
 //! 4319); the pinned server of this repository (`scripts/nats-server.sh`)
 //! is 2.15.
 //!
-//! Writes of one id go through one task per id, in the order they were
-//! made (`write.rs`): each waits for the previous one's acknowledgement
-//! (it needs its stream sequence), so one entity has one write in flight,
-//! and many entities write in parallel. Replay and snapshot loading block
+//! Every write goes through the journal's writer, one task
+//! (`writer.rs`), in the order each id made them: an id's record waits
+//! for the previous one's acknowledgement (it needs its stream sequence),
+//! so one entity has one record in flight (appends it made meanwhile go
+//! out together as its next record), and many entities' records go out
+//! back to back, their acknowledgements gathered on one subscription. Replay and snapshot loading block
 //! the calling thread on the node's tokio runtime: call them from actor
 //! threads (the pool), never from inside that runtime. Reads create no
 //! JetStream consumer (`read.rs` says why and how).
@@ -65,12 +67,14 @@ use tokio::sync::mpsc;
 use super::error::PersistenceError;
 use super::journal::{Counters, Done, EachEvent, Journal, JournalScope, Replayed, Snapshot};
 use crate::token::{escape, id_fits};
-use write::{write_loop, IdState, Write};
+use write::{IdState, Write};
+use writer::Request;
 
 mod limits;
 mod options;
 mod read;
 mod write;
+mod writer;
 
 pub use limits::MAX_ENTITY_TYPE_BYTES;
 pub use options::{JetStreamOptions, Storage};
@@ -88,8 +92,9 @@ struct StoredSnapshot {
     state: Vec<u8>,
 }
 
-/// An id's writer: its queue of writes, and what its last write returned.
-type Writer = (mpsc::UnboundedSender<Write>, Arc<Mutex<IdState>>);
+/// What this process knows of an id, shared by the writer, snapshots
+/// and replays.
+type Known = Arc<Mutex<IdState>>;
 
 struct Inner {
     client: async_nats::Client,
@@ -99,13 +104,16 @@ struct Inner {
     prefix: String,
     snapshots: kv::Store,
     runtime: tokio::runtime::Handle,
-    ids: Mutex<HashMap<String, Writer>>,
+    ids: Mutex<HashMap<String, Known>>,
     counters: Counters,
 }
 
 /// The JetStream journal of one entity type (see the module header).
 pub struct JetStreamJournal {
     inner: Arc<Inner>,
+    /// The writer's queue (`writer.rs`); it ends when the journal is
+    /// dropped, once every write has its answer.
+    writes: mpsc::UnboundedSender<Request>,
 }
 
 fn failed(op: &'static str, e: impl std::fmt::Display) -> PersistenceError {
@@ -209,50 +217,44 @@ impl JetStreamJournal {
                 .await
                 .map_err(|e| failed("open the snapshot bucket", e))?,
         };
-        Ok(JetStreamJournal {
-            inner: Arc::new(Inner {
-                client,
-                js,
-                stream,
-                stream_name,
-                prefix,
-                snapshots,
-                runtime: tokio::runtime::Handle::current(),
-                ids: Mutex::new(HashMap::new()),
-                counters: Counters::default(),
-            }),
-        })
+        let inner = Arc::new(Inner {
+            client,
+            js,
+            stream,
+            stream_name,
+            prefix,
+            snapshots,
+            runtime: tokio::runtime::Handle::current(),
+            ids: Mutex::new(HashMap::new()),
+            counters: Counters::default(),
+        });
+        let (writes, requests) = mpsc::unbounded_channel();
+        inner.runtime.spawn(writer::run(inner.clone(), requests));
+        Ok(JetStreamJournal { inner, writes })
     }
 
-    /// The writer of `id`: its queue and state, started on first use.
-    fn writer(&self, id: &str) -> Writer {
+    /// What this process knows of `id` (nothing at first).
+    fn known(&self, id: &str) -> Known {
         let mut ids = self.inner.ids.lock().unwrap_or_else(|e| e.into_inner());
-        ids.entry(id.to_string())
-            .or_insert_with(|| {
-                let (tx, rx) = mpsc::unbounded_channel();
-                let state = Arc::new(Mutex::new(IdState::default()));
-                self.inner.runtime.spawn(write_loop(
-                    self.inner.clone(),
-                    id.to_string(),
-                    state.clone(),
-                    rx,
-                ));
-                (tx, state)
-            })
-            .clone()
+        ids.entry(id.to_string()).or_default().clone()
     }
 
     /// The last record this process wrote or read for `id` (0: none).
     fn known_last_record(&self, id: &str) -> u64 {
         let ids = self.inner.ids.lock().unwrap_or_else(|e| e.into_inner());
-        ids.get(id).map_or(0, |(_, state)| {
+        ids.get(id).map_or(0, |state| {
             state.lock().unwrap_or_else(|e| e.into_inner()).last_record
         })
     }
 
     fn submit(&self, id: &str, write: Write) {
-        if let Err(mpsc::error::SendError(write)) = self.writer(id).0.send(write) {
-            let done = match write {
+        let request = Request {
+            id: id.to_string(),
+            state: self.known(id),
+            write,
+        };
+        if let Err(mpsc::error::SendError(request)) = self.writes.send(request) {
+            let done = match request.write {
                 Write::Acquire(_, done) | Write::Append { done, .. } => done,
             };
             done(Err(failed(
@@ -397,7 +399,7 @@ impl Journal for JetStreamJournal {
         if let Err(e) = check(&self.inner) {
             return done(Err(e));
         }
-        let (_, state) = self.writer(persistence_id);
+        let state = self.known(persistence_id);
         let current = {
             let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
             let current = s.token <= stored.token && s.snapshot_seq_nr < seq_nr;

@@ -1,22 +1,19 @@
-//! Writing an id's records: one task per id takes its writes in order
-//! (each waits for the previous one's acknowledgement, whose stream
-//! sequence the next one's `Nats-Expected-Last-Subject-Sequence` names),
-//! and every write is measured against the server's `max_payload` before
-//! it is sent (see `limits.rs`).
+//! An id's records: their layout, and taking a token (reading the id's
+//! last record, then writing a fence after it). Appends go through the
+//! journal's writer (`writer.rs`); every write is measured against the
+//! server's `max_payload` before it is sent (see `limits.rs`).
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_nats::jetstream::context::PublishErrorKind;
 use serde::{Deserialize, Serialize};
-use tokio::sync::mpsc;
 
 use super::limits::{check_payload, header_bytes};
 use super::{failed, Done, Inner, PersistenceError, TRIES};
 
 /// The header every write carries: the server refuses the write if the
 /// subject's last record is not the one named.
-const EXPECTED_LAST: &str = "Nats-Expected-Last-Subject-Sequence";
+pub(super) const EXPECTED_LAST: &str = "Nats-Expected-Last-Subject-Sequence";
 
 /// One stored record (the payload of one stream message).
 #[derive(Serialize, Deserialize)]
@@ -39,7 +36,7 @@ pub(super) struct IdState {
     pub(super) snapshot_seq_nr: u64,
 }
 
-/// A write of one id, in order.
+/// A write of one id, queued for the journal's writer.
 pub(super) enum Write {
     Acquire(Option<u64>, Done<u64>),
     Append {
@@ -68,8 +65,8 @@ fn refused_by_server(e: &async_nats::jetstream::context::PublishError) -> bool {
 }
 
 impl Inner {
-    /// Publishes `record` to the id's subject if its last record is still
-    /// `expected` (0: none): `Ok(Some(sequence))`, or `Ok(None)` if the
+    /// Publishes `record` (a fence: appends go through the writer) to the
+    /// id's subject if its last record is still `expected` (0: none): `Ok(Some(sequence))`, or `Ok(None)` if the
     /// subject moved on. A record over the server's `max_payload` is
     /// refused here, unsent; a publish without a verdict is tried again.
     pub(super) async fn publish(
@@ -175,95 +172,5 @@ impl Inner {
             "take a token",
             "the id's subject kept moving under concurrent activations",
         ))
-    }
-}
-
-/// The writes of one id, one after the other.
-pub(super) async fn write_loop(
-    inner: Arc<Inner>,
-    id: String,
-    state: Arc<Mutex<IdState>>,
-    mut writes: mpsc::UnboundedReceiver<Write>,
-) {
-    let get = |state: &Arc<Mutex<IdState>>| *state.lock().unwrap_or_else(|e| e.into_inner());
-    let set = |state: &Arc<Mutex<IdState>>, s: IdState| {
-        *state.lock().unwrap_or_else(|e| e.into_inner()) = s;
-    };
-    while let Some(write) = writes.recv().await {
-        match write {
-            Write::Acquire(wanted, done) => match inner.acquire(&id, wanted).await {
-                Ok(mut s) => {
-                    s.snapshot_seq_nr = get(&state).snapshot_seq_nr;
-                    set(&state, s);
-                    done(Ok(s.token));
-                }
-                Err(e) => done(Err(e)),
-            },
-            Write::Append {
-                token,
-                first_seq_nr,
-                events,
-                done,
-            } => {
-                let s = get(&state);
-                if token < s.token {
-                    done(Err(PersistenceError::Fenced {
-                        persistence_id: id.clone(),
-                        token,
-                        highest: s.token,
-                    }));
-                    continue;
-                }
-                if first_seq_nr != s.seq_nr + 1 {
-                    done(Err(PersistenceError::SequenceMismatch {
-                        persistence_id: id.clone(),
-                        expected: first_seq_nr,
-                        actual: s.seq_nr + 1,
-                    }));
-                    continue;
-                }
-                let record = Record {
-                    token,
-                    last_seq_nr: s.seq_nr + events.len() as u64,
-                    events,
-                };
-                match inner.publish(&id, &record, s.last_record).await {
-                    Ok(Some(written)) => {
-                        set(
-                            &state,
-                            IdState {
-                                last_record: written,
-                                seq_nr: record.last_seq_nr,
-                                token,
-                                ..s
-                            },
-                        );
-                        done(Ok(written));
-                    }
-                    // Someone wrote to the id since this activation's last
-                    // record: a newer activation's fence, in this process
-                    // or another.
-                    Ok(None) => {
-                        let highest = match inner.last_record_from_leader(&id).await {
-                            Ok(Some((_, last))) => last.token.max(s.token),
-                            _ => s.token,
-                        };
-                        set(
-                            &state,
-                            IdState {
-                                token: highest,
-                                ..s
-                            },
-                        );
-                        done(Err(PersistenceError::Fenced {
-                            persistence_id: id.clone(),
-                            token,
-                            highest,
-                        }));
-                    }
-                    Err(e) => done(Err(e)),
-                }
-            }
-        }
     }
 }
