@@ -17,6 +17,7 @@ impl Experiment for Persistence {
          100 entities, recovery of 1,000,000 events (snapshot + tail, and full replay), snapshot cost.";
     const RUN: Rows<Settings> = run;
     const COLUMNS: &'static [Column] = &[
+        Column::param("persist", "persist"),
         Column::param("entities", "entities"),
         Column::param("events", "events"),
     ];
@@ -25,6 +26,10 @@ impl Experiment for Persistence {
              (replay rows), or a snapshot written durably (snapshot row, ns per snapshot).",
             "Targets (issue 30): persist >= 300,000 events/s across 100 entities; 1,000,000 \
              events recovered from snapshot + tail in <= 200 ms (ms per run = ns/event x events / 1e6).",
+            "persist rows: each entity's next command waits for its append (`Effect::persist`); \
+             persist-async rows: it does not (`Effect::persist_async`), so an entity has many appends \
+             in flight (the JetStream journal sends an id's queued appends as one record). Target \
+             (issue 46): jetstream-persist >= 250,000 events/s.",
         ];
     const KEYS: &'static [&'static str] = &["events"];
     const HEADLINE: Option<Headline> = Headline::new(

@@ -126,6 +126,9 @@ impl Countdown {
 enum Cmd {
     /// Persist one deposit; tick the countdown once durable.
     Deposit(u64),
+    /// As `Deposit`, without holding back the next commands
+    /// (`persist_async`).
+    DepositAsync(u64),
     /// Persist `n` deposits in one append.
     DepositMany(u64, ReplyTo<()>),
     /// Save a snapshot; answer once it is queued.
@@ -170,6 +173,10 @@ impl PersistentActor for Account {
             Cmd::Deposit(n) => {
                 let done = self.done.clone();
                 Effect::persist(Deposited(n)).then(move |_| done.tick())
+            }
+            Cmd::DepositAsync(n) => {
+                let done = self.done.clone();
+                Effect::persist_async(Deposited(n)).then(move |_| done.tick())
             }
             Cmd::DepositMany(n, r) => {
                 Effect::persist_all((0..n).map(Deposited)).then_reply(r, |_| ())
@@ -292,13 +299,27 @@ fn props(id: String, journal: &Arc<dyn Journal>, done: &Arc<Countdown>) -> Props
     })
 }
 
-fn persist_workload(s: Settings, kind: Kind) -> Workload {
+/// How the persist rows' commands persist.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Persist {
+    /// `Effect::persist`: an entity's next command waits for the append.
+    Waiting,
+    /// `Effect::persist_async`: an entity's commands go on while its
+    /// appends are in flight.
+    Pipelined,
+}
+
+fn persist_workload(s: Settings, kind: Kind, persist: Persist) -> Workload {
     let per_entity = match kind {
         Kind::Local => s.events_per_entity,
         Kind::JetStream => s.jetstream_events_per_entity,
     };
     let events = s.entities as u64 * per_entity;
-    Workload::with_setup(kind.variant("persist-100-entities"), move || {
+    let base = match persist {
+        Persist::Waiting => "persist-100-entities",
+        Persist::Pipelined => "persist-async-100-entities",
+    };
+    Workload::with_setup(kind.variant(base), move || {
         let store = Store::open(kind)?;
         let guard = system("persist")?;
         let done = Arc::new(Countdown::default());
@@ -315,7 +336,10 @@ fn persist_workload(s: Settings, kind: Kind) -> Workload {
             let clock = runner::Stopwatch::start();
             for n in 0..per_entity {
                 for e in &entities {
-                    e.tell(Cmd::Deposit(n));
+                    e.tell(match persist {
+                        Persist::Waiting => Cmd::Deposit(n),
+                        Persist::Pipelined => Cmd::DepositAsync(n),
+                    });
                 }
             }
             done.wait()?;
@@ -326,6 +350,13 @@ fn persist_workload(s: Settings, kind: Kind) -> Workload {
     })
     .param("runtime", "troupe")
     .param("journal", format!("{kind:?}").to_lowercase())
+    .param(
+        "persist",
+        match persist {
+            Persist::Waiting => "persist",
+            Persist::Pipelined => "persist_async",
+        },
+    )
     .param("entities", s.entities)
     .param("events", events)
     .param(
@@ -483,7 +514,8 @@ fn snapshot_workload(s: Settings) -> Workload {
 /// Runs the persistence benchmarks.
 pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, WorkloadError> {
     let mut workloads = vec![
-        persist_workload(*settings, Kind::Local),
+        persist_workload(*settings, Kind::Local, Persist::Waiting),
+        persist_workload(*settings, Kind::Local, Persist::Pipelined),
         recover_workload(*settings, Kind::Local, true),
         recover_workload(*settings, Kind::Local, false),
         snapshot_workload(*settings),
@@ -492,7 +524,8 @@ pub fn run(settings: &Settings, options: &RunOptions) -> Result<Vec<Row>, Worklo
     // out, said so, as the remote experiment is.
     match crate::nats::binary() {
         Ok(_) => workloads.extend([
-            persist_workload(*settings, Kind::JetStream),
+            persist_workload(*settings, Kind::JetStream, Persist::Waiting),
+            persist_workload(*settings, Kind::JetStream, Persist::Pipelined),
             recover_workload(*settings, Kind::JetStream, true),
             recover_workload(*settings, Kind::JetStream, false),
         ]),

@@ -24,9 +24,12 @@ pub type EachEvent<'a> = dyn FnMut(u64, &[u8]) -> Result<(), PersistenceError> +
 pub struct Snapshot {
     /// The sequence number of the last event the state includes.
     pub seq_nr: u64,
-    /// The journal's position of that event's record: replay starts after
-    /// it (a journal-specific number: a record number for the local
-    /// journal, a stream sequence for JetStream).
+    /// The journal's position of that event's record: recovery replays
+    /// from it, skipping the events up to `seq_nr` (a record may hold
+    /// later events too: the JetStream journal writes appends that queued
+    /// up behind each other as one record). A journal-specific number: a
+    /// record number for the local journal, a stream sequence for
+    /// JetStream.
     pub position: u64,
     /// The token of the activation that saved it.
     pub token: u64,

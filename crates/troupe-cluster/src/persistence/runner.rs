@@ -5,7 +5,8 @@
 //! ```text
 //! Starting --token durable, snapshot + tail replayed--> Running
 //! Running --command with events: append queued--> Persisting
-//! Persisting --append acknowledged: apply, follow-ups--> Running
+//! Running --command with persist_async events: append queued--> Running
+//! Persisting --every append in flight acknowledged: apply, follow-ups--> Running
 //! any --fenced, journal failure, stop effect--> Stopped
 //! ```
 //!
@@ -14,6 +15,16 @@
 //! dropped and counted) and are handled in arrival order once it is back in
 //! `Running`, before anything still in the mailbox: each sees the state
 //! after every earlier command's events.
+//!
+//! # Appends in flight
+//!
+//! Appends made with `Effect::persist_async` do not leave `Running`, so
+//! several can be in flight, each numbered after the ones before it
+//! (`unacked` counts their events). Answers are taken in the order the
+//! appends were made, whatever order they come in (a journal may refuse
+//! a later append at once while an earlier one waits for its fsync): an
+//! early answer waits in its entry of `in_flight` until the ones before
+//! it are taken. A plain `persist` behind them waits for all of them.
 //!
 //! # Why acknowledgements are messages
 //!
@@ -84,7 +95,9 @@ pub struct Internal {
 
 enum Kind {
     Acquired(Result<u64, PersistenceError>),
-    Appended(Result<u64, PersistenceError>),
+    /// The answer to the append whose first sequence number is the first
+    /// field.
+    Appended(u64, Result<u64, PersistenceError>),
     SnapshotSaved(Result<u64, PersistenceError>),
 }
 
@@ -133,6 +146,10 @@ enum Phase {
 }
 
 struct InFlight<A: PersistentActor> {
+    first_seq_nr: u64,
+    /// The journal's answer, once it came (held until the appends before
+    /// it are answered too).
+    answer: Option<Result<u64, PersistenceError>>,
     events: Vec<A::Event>,
     then: Vec<Then<A>>,
     snapshot: bool,
@@ -159,7 +176,10 @@ pub struct Persistent<A: PersistentActor> {
     token: u64,
     snapshot_seq_nr: u64,
     stash: VecDeque<A::Command>,
-    in_flight: Option<InFlight<A>>,
+    /// Appends not yet acknowledged, oldest first.
+    in_flight: VecDeque<InFlight<A>>,
+    /// Their events: the next append starts at `seq_nr + unacked + 1`.
+    unacked: u64,
 }
 
 impl<A: PersistentActor> Persistent<A> {
@@ -179,7 +199,8 @@ impl<A: PersistentActor> Persistent<A> {
             token: 0,
             snapshot_seq_nr: 0,
             stash: VecDeque::new(),
-            in_flight: None,
+            in_flight: VecDeque::new(),
+            unacked: 0,
         }
     }
 
@@ -277,16 +298,71 @@ impl<A: PersistentActor> Persistent<A> {
                 }
             }
         }
-        let done = Self::tell_me(ctx, self.activation, Kind::Appended);
+        let first_seq_nr = self.seq_nr + self.unacked + 1;
+        let (me, activation) = (ctx.myself(), self.activation);
+        let done: super::journal::Done<u64> = Box::new(move |result| {
+            me.tell(Msg::Internal(Internal {
+                activation,
+                kind: Kind::Appended(first_seq_nr, result),
+            }));
+        });
         self.journal
-            .append(&self.id, self.token, self.seq_nr + 1, encoded, done);
-        self.phase = Phase::Persisting;
-        self.in_flight = Some(InFlight {
+            .append(&self.id, self.token, first_seq_nr, encoded, done);
+        self.unacked += effect.events.len() as u64;
+        if !effect.pipelined {
+            self.phase = Phase::Persisting;
+        }
+        self.in_flight.push_back(InFlight {
+            first_seq_nr,
+            answer: None,
             events: effect.events,
             then: effect.then,
             snapshot: effect.snapshot,
             stop: effect.stop,
         });
+    }
+
+    /// Takes the answers of the oldest appends in flight, in order, as
+    /// far as they have come; then the stashed commands, if it may.
+    fn settle(&mut self, ctx: &mut Context<'_, Self>) {
+        while self.phase != Phase::Stopped {
+            let Some(answer) = self.in_flight.front_mut().and_then(|e| e.answer.take()) else {
+                break;
+            };
+            let rejected_alone = self.in_flight.len() == 1;
+            match answer {
+                Ok(position) => {
+                    let Some(done) = self.in_flight.pop_front() else {
+                        break;
+                    };
+                    for event in &done.events {
+                        A::apply(&mut self.state, event);
+                    }
+                    let n = done.events.len() as u64;
+                    self.seq_nr += n;
+                    self.unacked -= n;
+                    self.position = position;
+                    if self.in_flight.is_empty() && self.phase == Phase::Persisting {
+                        self.phase = Phase::Running;
+                    }
+                    self.finish(ctx, done.then, done.snapshot, done.stop);
+                }
+                // Nothing was stored, and no append was made behind it:
+                // the state is the one the command saw, so the actor goes
+                // on with the next command. (With appends behind it,
+                // numbered after its events, it is a failure.)
+                Err(e) if e.is_rejection() && rejected_alone => {
+                    self.phase = Phase::Running;
+                    self.report(&e);
+                    self.unacked = 0;
+                    if let Some(in_flight) = self.in_flight.pop_front() {
+                        refused::<A>(in_flight.then, &e);
+                    }
+                }
+                Err(e) => return self.fail(ctx, e, true),
+            }
+        }
+        self.drain(ctx);
     }
 
     /// Takes the snapshots due and runs an effect's follow-ups. The
@@ -348,7 +424,10 @@ impl<A: PersistentActor> Persistent<A> {
 
     fn stop(&mut self, ctx: &mut Context<'_, Self>) {
         self.phase = Phase::Stopped;
-        self.in_flight = None;
+        // Appends still in flight (`persist_async`) lose their follow-ups:
+        // an asker gets `NoReply`, and the events may yet be stored.
+        self.in_flight.clear();
+        self.unacked = 0;
         let stashed = self.stash.len() as u64;
         self.stash.clear();
         self.drop_commands(stashed, "the actor stopped with them stashed");
@@ -364,7 +443,8 @@ impl<A: PersistentActor> Persistent<A> {
             tracing::error!(persistence_id = %self.id, %error, "fenced: stopping without writing");
         }
         self.report(&error);
-        if let Some(in_flight) = self.in_flight.take() {
+        self.unacked = 0;
+        for in_flight in std::mem::take(&mut self.in_flight) {
             refused::<A>(in_flight.then, &error);
         }
         if restart && !fenced && self.settings.restart_on_failure {
@@ -391,7 +471,11 @@ impl<A: PersistentActor> Persistent<A> {
             self.seq_nr = s.seq_nr;
             self.snapshot_seq_nr = s.seq_nr;
             self.position = s.position;
-            from = s.position + 1;
+            // From the snapshot's own record, not the one after it: one
+            // record can hold events on both sides of the snapshot (the
+            // JetStream journal sends appends that queued up behind each
+            // other as one record); replay skips those up to `seq_nr`.
+            from = s.position;
         }
         let state = &mut self.state;
         let id = &self.id;
@@ -445,34 +529,20 @@ impl<A: PersistentActor> Actor for Persistent<A> {
                     Err(e) => self.fail(ctx, e, false),
                 }
             }
-            Kind::Appended(Ok(position)) => {
-                let Some(done) = self.in_flight.take() else {
-                    return;
-                };
-                for event in &done.events {
-                    A::apply(&mut self.state, event);
+            Kind::Appended(first_seq_nr, result) => {
+                if let Some(entry) = self
+                    .in_flight
+                    .iter_mut()
+                    .find(|e| e.first_seq_nr == first_seq_nr)
+                {
+                    entry.answer = Some(result);
                 }
-                self.seq_nr += done.events.len() as u64;
-                self.position = position;
-                self.phase = Phase::Running;
-                self.finish(ctx, done.then, done.snapshot, done.stop);
-                self.drain(ctx);
-            }
-            Kind::Appended(Err(e)) if e.is_rejection() => {
-                // Nothing was stored: the state is the one the command saw,
-                // so the actor goes on with the next command.
-                self.phase = Phase::Running;
-                self.report(&e);
-                if let Some(in_flight) = self.in_flight.take() {
-                    refused::<A>(in_flight.then, &e);
-                }
-                self.drain(ctx);
+                self.settle(ctx);
             }
             Kind::Acquired(Err(e)) => {
                 let restart = !matches!(e, PersistenceError::InvalidId { .. });
                 self.fail(ctx, e, restart);
             }
-            Kind::Appended(Err(e)) => self.fail(ctx, e, true),
             // The events are durable either way: a snapshot that could not
             // be written only makes the next recovery longer.
             Kind::SnapshotSaved(Ok(_)) => {}
@@ -539,7 +609,9 @@ pub type PersistentContext<'a, A> = troupe::Context<'a, Persistent<A>>;
 ///   returns events, and changes nothing itself.
 /// - The events are appended to the journal; only once the journal has
 ///   made them durable are they applied (with `apply`) and the effect's
-///   follow-ups run. Commands arriving meanwhile wait, in order.
+///   follow-ups run. Commands arriving meanwhile wait, in order (unless
+///   the effect was made with [`Effect::persist_async`]: then they are
+///   handled at once, and see the state without the events in flight).
 /// - On start and restart the state is rebuilt: the latest snapshot, then
 ///   `apply` for every event after it.
 pub trait PersistentActor: Send + Sized + 'static {

@@ -36,6 +36,9 @@ pub enum Cmd {
     BlobResult(Vec<u8>, ReplyTo<Result<usize, PersistenceError>>),
     /// An event that cannot be serialised, answering the error.
     PoisonResult(ReplyTo<Result<usize, PersistenceError>>),
+    /// Persist `n` without holding back the next commands
+    /// (`persist_async`); answer the new length, or the error.
+    AddAsync(u64, ReplyTo<Result<usize, PersistenceError>>),
     Get(ReplyTo<Vec<u64>>),
     /// Persist nothing, save a snapshot now.
     Snapshot(ReplyTo<u64>),
@@ -95,6 +98,9 @@ impl PersistentActor for Ledger {
             Cmd::BlobResult(b, r) => Effect::persist(Event::Blob(b)).then_reply_result(r, Vec::len),
             Cmd::PoisonResult(r) => {
                 Effect::persist(Event::Poison(0)).then_reply_result(r, Vec::len)
+            }
+            Cmd::AddAsync(n, r) => {
+                Effect::persist_async(Event::Added(n)).then_reply_result(r, Vec::len)
             }
             Cmd::Get(r) => Effect::reply(r, state.clone()),
             Cmd::Snapshot(r) => {

@@ -51,6 +51,9 @@ pub struct Effect<A: PersistentActor> {
     pub(crate) then: Vec<Then<A>>,
     pub(crate) snapshot: bool,
     pub(crate) stop: bool,
+    /// Made by [`persist_async`](Self::persist_async): the commands that
+    /// follow do not wait for the acknowledgement.
+    pub(crate) pipelined: bool,
 }
 
 impl<A: PersistentActor> Effect<A> {
@@ -61,6 +64,7 @@ impl<A: PersistentActor> Effect<A> {
             then: Vec::new(),
             snapshot: false,
             stop: false,
+            pipelined: false,
         }
     }
 
@@ -76,6 +80,61 @@ impl<A: PersistentActor> Effect<A> {
         Effect {
             events: events.into_iter().collect(),
             ..Effect::none()
+        }
+    }
+
+    /// Persist `event` without holding back the commands that follow
+    /// (Akka's `persistAsync`): the next commands are handled at once,
+    /// while the append is in flight, and their events are appended behind
+    /// it, so one actor can have many appends in flight (the JetStream
+    /// journal sends an id's appends that queue up as one record). The
+    /// event is applied, and this effect's follow-ups run, when the
+    /// journal acknowledges it, in the order the effects were made.
+    ///
+    /// What changes against [`persist`](Self::persist): a command handled
+    /// while the append is in flight sees the state *without* its events
+    /// (the state only ever holds acknowledged events), so a check that
+    /// depends on them (a balance, a duplicate id) must also look at what
+    /// the actor itself has in flight; a command that persists nothing is
+    /// answered at once, possibly before this one. If an append fails,
+    /// every append in flight behind it fails with it (their sequence
+    /// numbers followed it), and the actor stops as after any failure; a
+    /// rejected event (too large, not serialisable) with others in flight
+    /// behind it is handled the same way.
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use troupe::ReplyTo;
+    /// use troupe_cluster::persistence::{Effect, PersistentActor, PersistentContext};
+    ///
+    /// enum Cmd { Record(String, ReplyTo<u64>) }
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Recorded(String);
+    /// struct Log;
+    /// impl PersistentActor for Log {
+    ///     type Command = Cmd;
+    ///     type Event = Recorded;
+    ///     type State = u64;
+    ///     fn persistence_id(&self) -> String { "log".into() }
+    ///     fn handle(&mut self, _ctx: &mut PersistentContext<'_, Self>, _: &u64, cmd: Cmd) -> Effect<Self> {
+    ///         let Cmd::Record(line, reply) = cmd;
+    ///         // Every line is accepted whatever is in flight: nothing to wait for.
+    ///         Effect::persist_async(Recorded(line)).then_reply(reply, |count: &u64| *count)
+    ///     }
+    ///     fn apply(count: &mut u64, _: &Recorded) { *count += 1; }
+    /// }
+    /// ```
+    pub fn persist_async(event: A::Event) -> Self {
+        Effect::persist_all_async(vec![event])
+    }
+
+    /// Persist `events` as one unit (see [`persist_all`](Self::persist_all)),
+    /// without holding back the commands that follow (see
+    /// [`persist_async`](Self::persist_async)).
+    pub fn persist_all_async(events: impl IntoIterator<Item = A::Event>) -> Self {
+        Effect {
+            pipelined: true,
+            ..Effect::persist_all(events)
         }
     }
 
