@@ -224,6 +224,13 @@ fn a_history_longer_than_a_batch_replays_whole_and_from_a_position() {
     // From a snapshot at event 3,000 (the end of record 1,500).
     let (tail, _) = replay(3_000, positions[1_499] + 1);
     assert_eq!(tail, (3_001..=5_000).collect::<Vec<u64>>());
+    // A new activation: its token's reads made ahead stop short of a
+    // history this long, and the replay reads the rest itself.
+    let newer = wait(&|done| journal.acquire(id, None, done));
+    assert!(newer > token);
+    let (again, replayed) = replay(0, 0);
+    assert_eq!(again, (1..=5_000).collect::<Vec<u64>>());
+    assert_eq!(replayed.seq_nr, 5_000);
     assert_eq!(stream_state(&rt, &server, "diaries").0, 0);
 }
 

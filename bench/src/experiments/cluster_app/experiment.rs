@@ -65,9 +65,12 @@ impl Experiment for ClusterApp {
         "jetstream-kill: per kill a fresh cluster, one node SIGKILLed once a third of the \
          commands are acknowledged (the victims rotate, the shard coordinator's node among \
          them); the client asks again, with the same command id, every ask unanswered after \
-         250 ms. ns/msg is the outage: from the kill until every ledger had answered again. \
-         Every command ends acknowledged and is read back once: 0 lost, 0 doubled, or the row \
-         fails.",
+         250 ms. ns/msg is the outage: from the kill until every ledger answered again, \
+         measured by a probe per ledger started at the kill (a read asked again until \
+         answered; the command lanes wait on the killed node's ledgers, so a live ledger's \
+         next command answer says when a lane reached it); outage_commands_* in the JSON is \
+         the same measured by the commands' answers. Every command ends acknowledged and is \
+         read back once: 0 lost, 0 doubled, or the row fails.",
     ];
     const KEYS: &'static [&'static str] = &["journal", "entities", "window"];
     const HEADLINE: Option<Headline> = Headline::new(

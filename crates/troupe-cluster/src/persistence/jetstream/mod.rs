@@ -72,6 +72,7 @@ use writer::Request;
 
 mod limits;
 mod options;
+mod prefetch;
 mod read;
 mod write;
 mod writer;
@@ -105,6 +106,8 @@ struct Inner {
     snapshots: kv::Store,
     runtime: tokio::runtime::Handle,
     ids: Mutex<HashMap<String, Known>>,
+    /// Recovery's reads made ahead (`prefetch.rs`).
+    prefetch: prefetch::Prefetch,
     counters: Counters,
 }
 
@@ -226,6 +229,7 @@ impl JetStreamJournal {
             snapshots,
             runtime: tokio::runtime::Handle::current(),
             ids: Mutex::new(HashMap::new()),
+            prefetch: prefetch::Prefetch::default(),
             counters: Counters::default(),
         });
         let (writes, requests) = mpsc::unbounded_channel();
@@ -290,6 +294,7 @@ impl Journal for JetStreamJournal {
         if !id_fits(persistence_id) {
             return done(Err(invalid_id(persistence_id)));
         }
+        self.inner.prefetch.forget(persistence_id);
         self.submit(
             persistence_id,
             Write::Append {
@@ -317,6 +322,22 @@ impl Journal for JetStreamJournal {
             position,
             events: 0,
         };
+        let mut record = |(sequence, record): (u64, &write::Record)| {
+            let first = record.last_seq_nr + 1 - record.events.len() as u64;
+            for (i, event) in record.events.iter().enumerate() {
+                let step = (first + i as u64, sequence, event.as_slice());
+                replayed.step(persistence_id, after_seq_nr, step, each)?;
+            }
+            Ok(())
+        };
+        // Read while the token was taken (`prefetch.rs`): through the
+        // fence, so everything the replay below would read.
+        if let Some(records) = inner.prefetch.take_records(persistence_id, position) {
+            for (sequence, stored) in &records {
+                record((*sequence, stored))?;
+            }
+            return Ok(replayed);
+        }
         // After `acquire`, this process knows the id's last record (the
         // fence): the replay reads at least that far. Without it, ask the
         // leader how far that is.
@@ -335,14 +356,7 @@ impl Journal for JetStreamJournal {
                     persistence_id,
                     position,
                     through,
-                    &mut |sequence, record| {
-                        let first = record.last_seq_nr + 1 - record.events.len() as u64;
-                        for (i, event) in record.events.iter().enumerate() {
-                            let step = (first + i as u64, sequence, event.as_slice());
-                            replayed.step(persistence_id, after_seq_nr, step, each)?;
-                        }
-                        Ok(())
-                    },
+                    &mut |sequence, stored| record((sequence, stored)),
                 )
                 .await
         })?;
@@ -354,10 +368,13 @@ impl Journal for JetStreamJournal {
             return Err(invalid_id(persistence_id));
         }
         let inner = &self.inner;
-        let value = inner
-            .runtime
-            .block_on(inner.snapshots.get(escape(persistence_id)))
-            .map_err(|e| failed("load a snapshot", e))?;
+        let value = match inner.prefetch.snapshot(persistence_id) {
+            Some(value) => value,
+            None => inner
+                .runtime
+                .block_on(inner.snapshots.get(escape(persistence_id)))
+                .map_err(|e| failed("load a snapshot", e))?,
+        };
         let Some(value) = value else {
             return Ok(None);
         };
@@ -379,6 +396,7 @@ impl Journal for JetStreamJournal {
         if !id_fits(persistence_id) {
             return done(Err(invalid_id(persistence_id)));
         }
+        self.inner.prefetch.forget(persistence_id);
         let seq_nr = snapshot.seq_nr;
         let stored = StoredSnapshot {
             seq_nr: snapshot.seq_nr,

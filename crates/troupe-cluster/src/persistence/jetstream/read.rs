@@ -110,7 +110,7 @@ impl Inner {
         id: &str,
         from: u64,
         through: u64,
-        each: &mut dyn FnMut(u64, &Record) -> Result<(), PersistenceError>,
+        each: &mut (impl FnMut(u64, &Record) -> Result<(), PersistenceError> + ?Sized),
     ) -> Result<(), PersistenceError> {
         let mut next = from.max(1);
         let mut short = 0;
@@ -149,7 +149,7 @@ impl Inner {
         id: &str,
         mut next: u64,
         through: u64,
-        each: &mut dyn FnMut(u64, &Record) -> Result<(), PersistenceError>,
+        each: &mut (impl FnMut(u64, &Record) -> Result<(), PersistenceError> + ?Sized),
     ) -> Result<(), PersistenceError> {
         use async_nats::jetstream::stream::RawMessageErrorKind;
         let subject = self.subject(id);

@@ -16,7 +16,7 @@ use super::{failed, Done, Inner, PersistenceError, TRIES};
 pub(super) const EXPECTED_LAST: &str = "Nats-Expected-Last-Subject-Sequence";
 
 /// One stored record (the payload of one stream message).
-#[derive(Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 pub(super) struct Record {
     /// The writer's token.
     pub(super) token: u64,

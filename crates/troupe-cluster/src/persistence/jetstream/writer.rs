@@ -502,6 +502,11 @@ impl Writer {
             let reports = self.reports.clone();
             self.inner.runtime.spawn(async move {
                 let result = inner.acquire(&id, wanted).await;
+                if let Ok(acquired) = &result {
+                    // Recovery's reads, here where every entity's run side
+                    // by side (`prefetch.rs`).
+                    inner.prefetch(&id, acquired.last_record).await;
+                }
                 let _ = reports.send(Report::Acquired { id, result, done });
             });
             return None;

@@ -61,6 +61,14 @@ impl<M: RemoteMessage> Coordinator<M> {
     }
 
     /// Moves every shard owned by a node that is not live to a live one.
+    ///
+    /// The moves are planned first (each to the least loaded live node,
+    /// counting the moves planned before it; ties by name, not this node
+    /// first, so that every node with the same view plans the same moves
+    /// and their compare-and-sets agree instead of splitting the shards by
+    /// who was first), then made all at once: one after the other, a node
+    /// whose 33 shards moved took 33 round trips to the server, 600-800 ms
+    /// under load, while the entities of the last shards waited.
     pub(super) async fn reallocate_orphans(&mut self, orphaned: impl Fn(&str) -> bool) {
         if self.check_stall() {
             // Tried again on the next Down or tick, after the step-down.
@@ -75,12 +83,26 @@ impl<M: RemoteMessage> Coordinator<M> {
                 _ => None,
             })
             .collect();
+        let mut loads = self.loads(&orphaned);
+        if orphans.is_empty() || loads.is_empty() {
+            return;
+        }
+        let mut plan = Vec::with_capacity(orphans.len());
         for (shard, rev) in orphans {
-            let Some(target) = self.least_loaded(&orphaned) else {
-                return;
-            };
+            loads.sort();
+            loads[0].0 += 1;
+            plan.push((shard, rev, loads[0].1.clone()));
+        }
+        let leases = &self.leases;
+        let moves = plan.into_iter().map(|(shard, rev, target)| {
             let key = self.shard_key(shard);
-            match self.leases.move_to(&key, rev, &target).await {
+            async move {
+                let moved = leases.move_to(&key, rev, &target).await;
+                (shard, key, target, moved)
+            }
+        });
+        for (shard, key, target, moved) in futures_util::future::join_all(moves).await {
+            match moved {
                 Ok(new) => {
                     tracing::info!(shard, to = %target, "sharding: moved a shard off a node that is gone");
                     self.apply(
