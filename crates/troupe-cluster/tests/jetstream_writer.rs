@@ -264,3 +264,21 @@ fn appends_whose_acknowledgements_were_lost_are_found_stored_and_answered_once()
     assert_holds(&journal, &ids, 2);
     assert_eq!(stored(&rt, &server, "lost"), fences + 2 * ids.len() as u64);
 }
+
+#[test]
+fn an_append_queued_behind_its_token_is_in_the_replay_after_it() {
+    let server = NatsServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let rt = runtime();
+    let journal = open(&rt, &server.url(), "behind");
+    let first = acquire_all(&journal, "behind", 1);
+    let (id, token) = &first[0];
+    let appended = start(|done| journal.append(id, *token, 1, vec![event(id, 1)], done));
+    answer(appended).unwrap();
+    // A second activation, its append made before its token is answered:
+    // the reads made ahead while the token was taken do not hold it.
+    let acquired = start(|done| journal.acquire(id, Some(token + 1), done));
+    let appended = start(|done| journal.append(id, token + 1, 2, vec![event(id, 2)], done));
+    assert_eq!(answer(acquired).unwrap(), token + 1);
+    answer(appended).unwrap();
+    assert_holds(&journal, &[(id.clone(), token + 1)], 2);
+}

@@ -446,6 +446,7 @@ impl Journal for JetStreamJournal {
                     .map_err(|e| failed("save a snapshot", e)),
                 Err(e) => Err(e),
             };
+            inner.prefetch.forget(&id);
             done(result);
         });
     }

@@ -19,11 +19,13 @@
 //! saved later by an older activation holds only events before the fence,
 //! so either is a valid start). An id's entry is dropped by its next
 //! append or snapshot, so a journal user that writes before replaying
-//! reads the stream. Bounded: at most [`RECORDS`] records per id (a longer
-//! tail is read by the replay itself, as before), [`IDS`] ids waiting, and
-//! [`AT_ONCE`] ids read at once (a burst of ten thousand activations sent
-//! ten thousand reads together, and the server's answers to the last of
-//! them came after the client's timeout).
+//! reads the stream. Bounded: at most [`RECORDS`] records and
+//! [`ID_BYTES`] of events per id (a longer tail is read by the replay
+//! itself, as before), [`BYTES`] held in all, and [`AT_ONCE`] ids read at
+//! once (a burst of ten thousand activations sent ten thousand reads
+//! together, and the server's answers to the last of them came after the
+//! client's timeout). An entry whose recovery never comes (it failed
+//! before its replay) stays until the id writes, within those bounds.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -35,9 +37,12 @@ use crate::token::escape;
 /// Records read ahead for one id at most.
 const RECORDS: usize = 1_000;
 
-/// Ids whose reads wait to be used, at most (an id acquired and never
-/// replayed keeps its entry until it writes).
-const IDS: usize = 10_000;
+/// Bytes of events read ahead for one id at most.
+const ID_BYTES: usize = 1024 * 1024;
+
+/// Bytes of events held for all ids at most; past it an id's reads are
+/// not made ahead.
+const BYTES: usize = 64 * 1024 * 1024;
 
 /// Ids whose reads are under way at once, at most; the others' tokens
 /// wait for a turn.
@@ -52,38 +57,54 @@ pub(super) struct Prefetched {
     pub(super) from: u64,
     /// Every record of the id from `from` through its fence.
     pub(super) records: Vec<Stored>,
+    /// The records' events' bytes.
+    bytes: usize,
+}
+
+/// The entries and their bytes.
+#[derive(Default)]
+struct Held {
+    ids: HashMap<String, Prefetched>,
+    bytes: usize,
+}
+
+impl Held {
+    fn remove(&mut self, id: &str) -> Option<Prefetched> {
+        let p = self.ids.remove(id)?;
+        self.bytes -= p.bytes;
+        Some(p)
+    }
 }
 
 /// The reads made ahead, by persistence id.
 pub(super) struct Prefetch {
-    ids: Mutex<HashMap<String, Prefetched>>,
+    held: Mutex<Held>,
     turns: tokio::sync::Semaphore,
 }
 
 impl Default for Prefetch {
     fn default() -> Self {
         Prefetch {
-            ids: Mutex::default(),
+            held: Mutex::default(),
             turns: tokio::sync::Semaphore::new(AT_ONCE),
         }
     }
 }
 
 impl Prefetch {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Prefetched>> {
-        self.ids.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The snapshot read ahead for `id`, if its reads were made (the
     /// entry stays for the replay).
     pub(super) fn snapshot(&self, id: &str) -> Option<Option<bytes::Bytes>> {
-        self.lock().get(id).map(|p| p.snapshot.clone())
+        self.lock().ids.get(id).map(|p| p.snapshot.clone())
     }
 
     /// The records read ahead for `id` from `from`, taken out.
     pub(super) fn take_records(&self, id: &str, from: u64) -> Option<Vec<Stored>> {
-        let mut ids = self.lock();
-        match ids.remove(id) {
+        match self.lock().remove(id) {
             Some(p) if p.from == from => Some(p.records),
             _ => None,
         }
@@ -91,9 +112,9 @@ impl Prefetch {
 
     /// Drops what was read ahead for `id`: it is being written.
     pub(super) fn forget(&self, id: &str) {
-        let mut ids = self.lock();
-        if !ids.is_empty() {
-            ids.remove(id);
+        let mut held = self.lock();
+        if !held.ids.is_empty() {
+            held.remove(id);
         }
     }
 }
@@ -108,7 +129,7 @@ impl Inner {
         let Ok(_turn) = self.prefetch.turns.acquire().await else {
             return;
         };
-        if self.prefetch.lock().len() >= IDS {
+        if self.prefetch.lock().bytes >= BYTES {
             return;
         }
         let Ok(snapshot) = self.snapshots.get(escape(id)).await else {
@@ -122,9 +143,11 @@ impl Inner {
             },
         };
         let mut records = Vec::new();
+        let mut bytes = 0;
         let read = self
             .replay_records(id, from, fence, &mut |sequence, record| {
-                if records.len() >= RECORDS {
+                bytes += record.events.iter().map(Vec::len).sum::<usize>();
+                if records.len() >= RECORDS || bytes > ID_BYTES {
                     // Not an error of the journal: ends the read, and the
                     // replay reads the tail itself.
                     return Err(PersistenceError::JetStream {
@@ -141,8 +164,12 @@ impl Inner {
                 snapshot,
                 from,
                 records,
+                bytes,
             };
-            self.prefetch.lock().insert(id.to_string(), prefetched);
+            let mut held = self.prefetch.lock();
+            held.remove(id);
+            held.bytes += bytes;
+            held.ids.insert(id.to_string(), prefetched);
         }
     }
 }

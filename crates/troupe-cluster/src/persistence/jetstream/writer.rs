@@ -301,6 +301,9 @@ impl Writer {
     }
 
     fn stored(&mut self, pending: Pending, sequence: u64) {
+        // Reads made ahead before this record (an append queued behind the
+        // token) no longer hold the id's end.
+        self.inner.prefetch.forget(&pending.id);
         if let Some(queue) = self.ids.get(&pending.id) {
             let mut state = queue.state.lock().unwrap_or_else(|e| e.into_inner());
             *state = IdState {
