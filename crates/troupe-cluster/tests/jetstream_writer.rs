@@ -282,3 +282,31 @@ fn an_append_queued_behind_its_token_is_in_the_replay_after_it() {
     answer(appended).unwrap();
     assert_holds(&journal, &[(id.clone(), token + 1)], 2);
 }
+
+#[test]
+fn a_recovery_reads_what_was_read_while_its_token_was_taken() {
+    let mut server = NatsServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let rt = runtime();
+    let journal = open(&rt, &server.url(), "ahead");
+    let first = acquire_all(&journal, "ahead", 1);
+    let (id, token) = &first[0];
+    for seq in 1..=3 {
+        let appended = start(|done| journal.append(id, *token, seq, vec![event(id, seq)], done));
+        answer(appended).unwrap();
+    }
+    // A new activation takes its token; then the server goes away. Its
+    // snapshot load and replay need no server: they were read ahead.
+    let acquired = start(|done| journal.acquire(id, Some(token + 1), done));
+    assert_eq!(answer(acquired).unwrap(), token + 1);
+    server.stop();
+    assert!(journal.load_snapshot(id).unwrap().is_none());
+    let mut events = Vec::new();
+    journal
+        .replay(id, 0, 0, &mut |seq, bytes| {
+            events.push((seq, bytes.to_vec()));
+            Ok(())
+        })
+        .unwrap();
+    let expected: Vec<_> = (1..=3).map(|seq| (seq, event(id, seq))).collect();
+    assert_eq!(events, expected);
+}

@@ -330,18 +330,18 @@ impl Journal for JetStreamJournal {
             }
             Ok(())
         };
+        // After `acquire`, this process knows the id's last record (the
+        // fence): the replay reads at least that far. Without it, ask the
+        // leader how far that is.
+        let known = self.known_last_record(persistence_id);
         // Read while the token was taken (`prefetch.rs`): through the
         // fence, so everything the replay below would read.
-        if let Some(records) = inner.prefetch.take_records(persistence_id, position) {
+        if let Some(records) = inner.prefetch.take_records(persistence_id, position, known) {
             for (sequence, stored) in &records {
                 record((*sequence, stored))?;
             }
             return Ok(replayed);
         }
-        // After `acquire`, this process knows the id's last record (the
-        // fence): the replay reads at least that far. Without it, ask the
-        // leader how far that is.
-        let known = self.known_last_record(persistence_id);
         inner.runtime.block_on(async {
             let through = if known > 0 {
                 known
@@ -368,7 +368,8 @@ impl Journal for JetStreamJournal {
             return Err(invalid_id(persistence_id));
         }
         let inner = &self.inner;
-        let value = match inner.prefetch.snapshot(persistence_id) {
+        let fence = self.known_last_record(persistence_id);
+        let value = match inner.prefetch.snapshot(persistence_id, fence) {
             Some(value) => value,
             None => inner
                 .runtime

@@ -57,6 +57,10 @@ pub(super) struct Prefetched {
     pub(super) from: u64,
     /// Every record of the id from `from` through its fence.
     pub(super) records: Vec<Stored>,
+    /// The fence's stream sequence: the reads are used only by the
+    /// activation that wrote it (what this process knows as the id's last
+    /// record when it recovers).
+    fence: u64,
     /// The records' events' bytes.
     bytes: usize,
 }
@@ -96,16 +100,20 @@ impl Prefetch {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The snapshot read ahead for `id`, if its reads were made (the
-    /// entry stays for the replay).
-    pub(super) fn snapshot(&self, id: &str) -> Option<Option<bytes::Bytes>> {
-        self.lock().ids.get(id).map(|p| p.snapshot.clone())
+    /// The snapshot read ahead for `id` after the fence at `fence`, if
+    /// its reads were made (the entry stays for the replay).
+    pub(super) fn snapshot(&self, id: &str, fence: u64) -> Option<Option<bytes::Bytes>> {
+        let held = self.lock();
+        let p = held.ids.get(id).filter(|p| p.fence == fence)?;
+        Some(p.snapshot.clone())
     }
 
-    /// The records read ahead for `id` from `from`, taken out.
-    pub(super) fn take_records(&self, id: &str, from: u64) -> Option<Vec<Stored>> {
+    /// The records read ahead for `id` from `from` after the fence at
+    /// `fence`, taken out (an entry for another fence or start is
+    /// dropped).
+    pub(super) fn take_records(&self, id: &str, from: u64, fence: u64) -> Option<Vec<Stored>> {
         match self.lock().remove(id) {
-            Some(p) if p.from == from => Some(p.records),
+            Some(p) if p.from == from && p.fence == fence => Some(p.records),
             _ => None,
         }
     }
@@ -126,6 +134,8 @@ impl Inner {
     /// decode, a tail over [`RECORDS`]) leaves nothing: recovery then
     /// reads as it would have, and reports what it finds.
     pub(super) async fn prefetch(&self, id: &str, fence: u64) {
+        // An earlier activation's entry, never used, is not this one's.
+        self.prefetch.forget(id);
         let Ok(_turn) = self.prefetch.turns.acquire().await else {
             return;
         };
@@ -164,6 +174,7 @@ impl Inner {
                 snapshot,
                 from,
                 records,
+                fence,
                 bytes,
             };
             let mut held = self.prefetch.lock();
