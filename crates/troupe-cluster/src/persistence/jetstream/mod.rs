@@ -294,7 +294,6 @@ impl Journal for JetStreamJournal {
         if !id_fits(persistence_id) {
             return done(Err(invalid_id(persistence_id)));
         }
-        self.inner.prefetch.forget(persistence_id);
         self.submit(
             persistence_id,
             Write::Append {
@@ -397,7 +396,6 @@ impl Journal for JetStreamJournal {
         if !id_fits(persistence_id) {
             return done(Err(invalid_id(persistence_id)));
         }
-        self.inner.prefetch.forget(persistence_id);
         let seq_nr = snapshot.seq_nr;
         let stored = StoredSnapshot {
             seq_nr: snapshot.seq_nr,

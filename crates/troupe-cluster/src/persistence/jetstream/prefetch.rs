@@ -17,9 +17,10 @@
 //! activation's own fence (everything acknowledged before the token), from
 //! the snapshot that was current once the fence was written (a snapshot
 //! saved later by an older activation holds only events before the fence,
-//! so either is a valid start). An id's entry is dropped by its next
-//! append or snapshot, so a journal user that writes before replaying
-//! reads the stream. Bounded: at most [`RECORDS`] records and
+//! so either is a valid start). An id's entry is dropped once its next
+//! record or snapshot is stored (by the writer, and by the snapshot's
+//! task: one place each), and by its next acquisition, so a journal user
+//! that writes before replaying reads the stream. Bounded: at most [`RECORDS`] records and
 //! [`ID_BYTES`] of events per id (a longer tail is read by the replay
 //! itself, as before), [`BYTES`] held in all, and [`AT_ONCE`] ids read at
 //! once (a burst of ten thousand activations sent ten thousand reads
