@@ -11,7 +11,7 @@ mod common;
 use std::sync::mpsc;
 use std::sync::Arc;
 
-use common::{get, props, spawn, Cmd, Report, WAIT};
+use common::{get, props, runtime, spawn, Cmd, Report, WAIT};
 use troupe::ActorSystem;
 use troupe_cluster::persistence::{JetStreamJournal, Journal, PersistenceError};
 use troupe_remote::testing::NatsServer;
@@ -23,14 +23,6 @@ fn journal(runtime: &tokio::runtime::Runtime, server: &NatsServer, kind: &str) -
         let client = async_nats::connect(server.url()).await.unwrap();
         Arc::new(JetStreamJournal::open(client, kind, 1).await.unwrap()) as Arc<dyn Journal>
     })
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 fn system() -> ActorSystem {

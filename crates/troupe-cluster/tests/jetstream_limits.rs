@@ -9,23 +9,12 @@
 
 mod common;
 
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::WAIT;
+use common::{runtime, start, Answer, WAIT};
 use troupe_cluster::persistence::{JetStreamJournal, Journal, PersistenceError, Snapshot};
 use troupe_remote::testing::NatsServer;
-
-type Answer<T> = mpsc::Receiver<Result<T, PersistenceError>>;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 /// A journal of `kind` on `server`, and the client it writes through (to
 /// watch its connection).
@@ -41,17 +30,6 @@ fn open(
             .unwrap();
         (Arc::new(journal) as Arc<dyn Journal>, client)
     })
-}
-
-/// Starts a callback-style call; its answer comes on the receiver.
-fn start<T: Send + 'static>(
-    call: impl FnOnce(Box<dyn FnOnce(Result<T, PersistenceError>) + Send>),
-) -> Answer<T> {
-    let (tx, rx) = mpsc::channel();
-    call(Box::new(move |r| {
-        let _ = tx.send(r);
-    }));
-    rx
 }
 
 fn answer<T>(rx: Answer<T>) -> Result<T, PersistenceError> {

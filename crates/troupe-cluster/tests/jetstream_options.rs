@@ -11,19 +11,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::stream::{Config, DiscardPolicy, StorageType};
-use common::WAIT;
+use common::{runtime, WAIT};
 use troupe_cluster::persistence::{
     JetStreamJournal, JetStreamOptions, Journal, PersistenceError, Storage,
 };
 use troupe_remote::testing::NatsServer;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 fn open_with(
     rt: &tokio::runtime::Runtime,

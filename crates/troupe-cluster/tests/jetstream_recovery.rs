@@ -15,7 +15,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{props, Cmd, Report};
+use common::{props, runtime, Cmd, Report};
 use troupe::{ActorRef, ActorSystem};
 use troupe_cluster::persistence::{self, JetStreamJournal, Journal, PersistenceError};
 use troupe_remote::testing::NatsServer;
@@ -24,14 +24,6 @@ use troupe_testkit::TestProbe;
 /// How long the whole burst may take before the test gives up (a bound on
 /// a hang, not a speed assertion).
 const BURST_DEADLINE: Duration = Duration::from_secs(300);
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 /// A journal of `kind` on its own connection to `server` (a node's).
 fn open(rt: &tokio::runtime::Runtime, server: &NatsServer, kind: &str) -> Arc<dyn Journal> {

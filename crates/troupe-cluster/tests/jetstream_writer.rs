@@ -14,21 +14,11 @@ mod common;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 
-use common::WAIT;
+use common::{runtime, start, Answer, WAIT};
 use troupe_cluster::persistence::{JetStreamJournal, Journal, PersistenceError};
 use troupe_remote::testing::NatsServer;
-
-type Answer<T> = mpsc::Receiver<Result<T, PersistenceError>>;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 fn open(rt: &tokio::runtime::Runtime, url: &str, kind: &str) -> Arc<dyn Journal> {
     rt.block_on(async {
@@ -36,16 +26,6 @@ fn open(rt: &tokio::runtime::Runtime, url: &str, kind: &str) -> Arc<dyn Journal>
         let journal = JetStreamJournal::open(client, kind, 1).await.unwrap();
         Arc::new(journal) as Arc<dyn Journal>
     })
-}
-
-fn start<T: Send + 'static>(
-    call: impl FnOnce(Box<dyn FnOnce(Result<T, PersistenceError>) + Send>),
-) -> Answer<T> {
-    let (tx, rx) = mpsc::channel();
-    call(Box::new(move |r| {
-        let _ = tx.send(r);
-    }));
-    rx
 }
 
 /// The answer, within the retries' time (a lost acknowledgement is waited

@@ -193,6 +193,29 @@ pub fn spawn(
     (persistence::command_ref(system, &actor), actor)
 }
 
+/// A tokio runtime for a node's NATS client and journal (two workers).
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A journal call's answer, as [`start`] hands it over.
+pub type Answer<T> = std::sync::mpsc::Receiver<Result<T, PersistenceError>>;
+
+/// Starts a callback-style journal call; its answer comes on the receiver.
+pub fn start<T: Send + 'static>(
+    call: impl FnOnce(Box<dyn FnOnce(Result<T, PersistenceError>) + Send>),
+) -> Answer<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    call(Box::new(move |r| {
+        let _ = tx.send(r);
+    }));
+    rx
+}
+
 pub fn system() -> ActorSystem {
     ActorSystem::builder().threads(2).build().unwrap()
 }
