@@ -4,6 +4,7 @@
 //! each other (a handler gets a `Context`, a `Context` works on its cell,
 //! a cell runs its `Actor`), so they are one module and its children.
 
+pub mod asynchronous;
 pub(crate) mod cell;
 
 use std::sync::Arc;
@@ -79,6 +80,27 @@ pub trait Actor: Send + Sized + 'static {
     fn signal(&mut self, ctx: &mut Context<'_, Self>, signal: Signal) {
         let _ = (ctx, signal);
     }
+
+    /// The cell's way into an [`Async`](asynchronous::Async) actor's pending
+    /// handler (poll it again, or drop it); not for use outside the runtime.
+    /// A synchronous actor never has a pending handler, and the cell calls
+    /// this only for an actor that said it has one (see
+    /// `actor/asynchronous.rs`), so the default does nothing.
+    #[doc(hidden)]
+    fn pending_handler(&mut self, ctx: &mut Context<'_, Self>, op: PendingOp) {
+        let _ = (ctx, op);
+    }
+}
+
+/// What the cell asks of a pending async handler (see
+/// [`Actor::pending_handler`]); not for use outside the runtime.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PendingOp {
+    /// Its waker fired: poll it again.
+    Poll,
+    /// The actor stops: drop it unfinished.
+    Cancel,
 }
 
 /// Events the runtime delivers to an actor, outside its message type.

@@ -54,6 +54,7 @@ pub mod system;
 #[cfg(feature = "serde")]
 pub mod transport;
 
+pub use actor::asynchronous::{Async, AsyncActor, AsyncContext};
 pub use actor::cell::stash::StashFull;
 pub use actor::cell::timers::{TimerId, Timers};
 pub use actor::{Actor, Context, Signal};
@@ -91,8 +92,8 @@ pub const RUNTIME_METRICS: bool = cfg!(feature = "metrics");
 /// The names most programs need.
 pub mod prelude {
     pub use crate::{
-        Actor, ActorRef, ActorSystem, Ask, AskError, Context, DispatcherConfig, Props, ReplyTo,
-        Signal, SupervisorStrategy,
+        Actor, ActorRef, ActorSystem, Ask, AskError, AsyncActor, AsyncContext, Context,
+        DispatcherConfig, Props, ReplyTo, Signal, SupervisorStrategy,
     };
 }
 

@@ -97,6 +97,9 @@ pub(crate) enum SystemMsg {
     /// Stashed messages were made due (see `cell/stash.rs`): handle them
     /// before any further mailbox message.
     Unstashed,
+    /// The waker of an async actor's pending handler fired (see
+    /// `actor/asynchronous.rs`): poll the handler again.
+    Wake,
     /// A piped future completed (see `cell/pipes.rs`); `msg` is an `A::Msg`.
     #[cfg(feature = "tokio")]
     Piped {
@@ -203,6 +206,12 @@ pub(crate) enum Parent {
 enum Phase {
     Starting,
     Running,
+    /// An async actor's handler is pending (see `actor/asynchronous.rs`):
+    /// the actor is alive, but takes no message until the handler
+    /// completes; its waker sends `SystemMsg::Wake`, and messages that
+    /// arrive on the system lane for the actor wait in
+    /// `Links::deferred_system`. A synchronous actor is never here.
+    Awaiting,
     /// Waiting for the restart backoff; keeps the failure for `after_restart`.
     Suspended(Box<Failure>),
     Terminating(After),
@@ -246,9 +255,14 @@ struct Links {
     /// Their cells are kept so that a stopping watcher can unwatch them and
     /// not stay referenced from their watcher lists.
     watching: HashMap<ActorId, Arc<dyn Cell>>,
-    /// Signals that arrived while the actor was restarting; delivered, in
-    /// order, to the new instance.
+    /// Signals that arrived while the actor was restarting (or while an
+    /// async handler was pending); delivered, in order, to the new
+    /// instance (or once the handler completes).
     deferred: Vec<Signal>,
+    /// Messages for the actor (a timer's, a piped result) that came on the
+    /// system lane while an async handler was pending; handled, in order,
+    /// once it completes, before the next mailbox message.
+    deferred_system: std::collections::VecDeque<SystemMsg>,
     /// Restarts in the supervisor strategy's current window.
     restarts: Option<RestartWindow>,
     /// `Props::stash_capacity`; 0 refuses every stash.
@@ -376,6 +390,27 @@ impl CellStatus {
             system.dead_letter(id, name, ty, DeadLetterReason::RecipientStopped);
         }
         self.stash_due = false;
+    }
+
+    /// Whether the actor is alive: running, or awaiting an async handler.
+    fn is_alive(&self) -> bool {
+        matches!(self.phase, Phase::Running | Phase::Awaiting)
+    }
+
+    /// Whether an async handler is pending (see `actor/asynchronous.rs`).
+    fn is_awaiting(&self) -> bool {
+        matches!(self.phase, Phase::Awaiting)
+    }
+
+    /// An async actor's host says whether its handler is pending after a
+    /// poll (see `actor/asynchronous.rs`). Polls happen only while the
+    /// actor runs, so this moves between `Running` and `Awaiting` only.
+    pub(crate) fn set_awaiting(&mut self, awaiting: bool) {
+        match (&self.phase, awaiting) {
+            (Phase::Running, true) => self.phase = Phase::Awaiting,
+            (Phase::Awaiting, false) => self.phase = Phase::Running,
+            _ => {}
+        }
     }
 
     pub(crate) fn stop_child(&mut self, id: ActorId) -> bool {
@@ -594,7 +629,9 @@ impl<A: Actor> ActorCell<A> {
     }
 
     fn after_handler(self: &Arc<Self>, run: &mut RunState<A>) {
-        if run.status.stop_requested {
+        // An async handler that asked to stop and is still pending stops
+        // once it completes (`lifecycle::handler_completed`).
+        if run.status.stop_requested && !run.status.is_awaiting() {
             run.status.stop_requested = false;
             self.begin_stop(run);
         }

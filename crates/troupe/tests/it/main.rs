@@ -22,6 +22,7 @@ mod support;
 
 mod actor_lifecycle;
 mod adapter_messages;
+mod async_actors;
 mod ask_reply;
 #[cfg(feature = "tokio")]
 mod async_pipes;

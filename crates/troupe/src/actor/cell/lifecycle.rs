@@ -13,7 +13,7 @@ use super::{
     send_system, timers, ActorCell, After, Cell, Parent, Phase, RestartWindow, Restarting,
     RunState, SystemMsg,
 };
-use crate::actor::{Actor, Signal};
+use crate::actor::{Actor, PendingOp, Signal};
 use crate::ids::{ActorId, DeadLetterReason};
 use crate::kernel::ActorEventKind;
 use crate::supervision::{Directive, Failure, Scope};
@@ -84,6 +84,11 @@ impl<A: Actor> ActorCell<A> {
         timers::cancel_all(&mut run.status);
         #[cfg(feature = "tokio")]
         super::pipes::cancel_all(&mut run.status);
+        // What waited for a pending async handler belonged to the failed
+        // instance, as its timers and pipes did.
+        if let Some(links) = run.status.links.as_mut() {
+            links.deferred_system.clear();
+        }
         // The fresh instance handles the stashed messages first.
         run.status.unstash_all_erased();
         run.status.phase =
@@ -185,6 +190,16 @@ impl<A: Actor> ActorCell<A> {
             Phase::Stopped(_) | Phase::Terminating(After::Stop) => return,
             Phase::Terminating(After::Restart(_)) => {}
             _ => self.stop_children(run),
+        }
+        if run.status.is_awaiting() {
+            // A stop while an async handler awaits: the handler's future is
+            // dropped now, never polled again (with the message it was
+            // handling; see docs/semantics.md).
+            run.status.phase = Phase::Running;
+            if let Err(failure) = self.call(run, |a, ctx| a.pending_handler(ctx, PendingOp::Cancel))
+            {
+                tracing::error!(actor = %self, "dropping a pending handler panicked: {}", failure.message);
+            }
         }
         run.status.phase = Phase::Terminating(After::Stop);
         // Work the actor started is of no use once it stops.
@@ -373,7 +388,7 @@ impl<A: Actor> ActorCell<A> {
                 scope,
                 restarts,
             } => {
-                if scope != Scope::OneForOne && matches!(run.status.phase, Phase::Running) {
+                if scope != Scope::OneForOne && run.status.is_alive() {
                     self.apply_to_group(run, child, &failure, directive, scope, restarts);
                 }
                 let escalated = directive == Directive::Escalate;
@@ -386,13 +401,37 @@ impl<A: Actor> ActorCell<A> {
                         directive,
                     },
                 );
-                if escalated && matches!(run.status.phase, Phase::Running) {
+                if escalated && run.status.is_alive() {
                     let failure = Failure {
                         actor: self.id,
                         message: format!("child {child} escalated: {message}"),
                     };
                     self.fail(run, failure);
                 }
+            }
+            msg @ (SystemMsg::Timer { .. } | SystemMsg::Unstashed) if run.status.is_awaiting() => {
+                run.status.links().deferred_system.push_back(msg);
+            }
+            #[cfg(feature = "tokio")]
+            msg @ SystemMsg::Piped { .. } if run.status.is_awaiting() => {
+                run.status.links().deferred_system.push_back(msg);
+            }
+            SystemMsg::Wake => {
+                if run.status.is_awaiting() {
+                    // Polled as the actor runs, so that the handler may use
+                    // its context as in any handler.
+                    run.status.phase = Phase::Running;
+                    if let Err(failure) =
+                        self.call(run, |a, ctx| a.pending_handler(ctx, PendingOp::Poll))
+                    {
+                        self.fail(run, failure);
+                    }
+                    if matches!(run.status.phase, Phase::Running) {
+                        self.handler_completed(run);
+                    }
+                }
+                // Otherwise a late or spurious wake: nothing is pending, or
+                // what was pending is gone with a stop or a restart.
             }
             SystemMsg::Timer {
                 key,
@@ -426,7 +465,7 @@ impl<A: Actor> ActorCell<A> {
             }
             SystemMsg::GroupRestart { failure, restarts } => {
                 // An actor already restarting or stopping is left to it.
-                if matches!(run.status.phase, Phase::Running) {
+                if run.status.is_alive() {
                     self.begin_restart(run, failure, restarts);
                 }
             }
@@ -459,7 +498,10 @@ impl<A: Actor> ActorCell<A> {
     fn signal(self: &Arc<Self>, run: &mut RunState<A>, signal: Signal) {
         match run.status.phase {
             Phase::Running => {}
-            Phase::Starting | Phase::Suspended(_) | Phase::Terminating(After::Restart(_)) => {
+            Phase::Starting
+            | Phase::Awaiting
+            | Phase::Suspended(_)
+            | Phase::Terminating(After::Restart(_)) => {
                 run.status.links().deferred.push(signal);
                 return;
             }
@@ -469,6 +511,32 @@ impl<A: Actor> ActorCell<A> {
             self.fail(run, failure);
         }
         self.after_handler(run);
+    }
+
+    /// An async handler that was pending completed (it ran as `Running`
+    /// and is still running): act on the stop it asked for, then hand the
+    /// actor what waited for it on the system lane, in order of arrival
+    /// (each may leave a handler pending again, and the rest wait on).
+    /// User messages come after, from the run loop.
+    fn handler_completed(self: &Arc<Self>, run: &mut RunState<A>) {
+        self.after_handler(run);
+        while matches!(run.status.phase, Phase::Running) {
+            let Some(msg) = run
+                .status
+                .links
+                .as_mut()
+                .and_then(|l| l.deferred_system.pop_front())
+            else {
+                break;
+            };
+            self.handle_system(run, msg);
+        }
+        if matches!(run.status.phase, Phase::Running) {
+            self.deliver_deferred(run);
+        }
+        if matches!(run.status.phase, Phase::Running) && run.status.stash_due {
+            self.handle_system(run, SystemMsg::Unstashed);
+        }
     }
 
     /// Delivers the signals deferred during a start or restart.
