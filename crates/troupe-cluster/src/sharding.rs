@@ -81,6 +81,7 @@ mod backoff;
 mod coordinator;
 mod envelope;
 mod ids;
+mod lanes;
 mod persistent;
 mod region;
 mod remember;
@@ -102,6 +103,7 @@ use coordinator::{Coordinator, Plan};
 use envelope::Envelope;
 use ids::IdCheck;
 pub use ids::IdValidator;
+use lanes::{Lanes, RegionEntry};
 pub use persistent::ShardingError;
 use region::{Command, Region, RegionMsg, RegionParts};
 use remember::Remembered;
@@ -132,9 +134,11 @@ impl EntityContext {
     /// its state, its store is unreachable): when it stops, its shard
     /// starts the next activation only after a backoff, and refuses its
     /// messages once it has failed too often in a row
-    /// ([`ShardingSettings::entity_backoff`]). Call it before the entity
-    /// stops (from the actor, with a clone of this context); the first
-    /// reason of an activation is the one kept. Persistent entities
+    /// ([`ShardingSettings::entity_backoff`]). Call it when the entity is
+    /// about to stop, before it stops (from the actor, with a clone of this
+    /// context): from then on its shard hands it no more messages, they
+    /// wait for the next activation. The first reason of an activation is
+    /// the one kept. Persistent entities
     /// started with [`ShardRegion::start_persistent`] report their journal
     /// failures themselves.
     pub fn report_failure(&self, reason: impl Into<String>) {
@@ -170,6 +174,8 @@ pub(crate) struct Counters {
     /// Of `refused`: for an entity whose activations kept failing.
     pub(crate) refused_failing: AtomicU64,
     pub(crate) failed_activations: AtomicU64,
+    pub(crate) drains: AtomicU64,
+    pub(crate) drain_timeouts: AtomicU64,
 }
 
 /// What a region has done, on this node.
@@ -207,6 +213,15 @@ pub struct RegionStats {
     /// recovery, or stopped by their supervisor. Each delays the entity's
     /// next activation ([`ShardingSettings::entity_backoff`]).
     pub failed_activations: u64,
+    /// Moves of a shard this node had sent messages to on another node,
+    /// in all: each held this node's next messages for the shard until a
+    /// marker sent after the earlier ones reached the new owner, so none
+    /// overtook an earlier one.
+    pub drains: u64,
+    /// Of `drains`: those that sent on after 2 s without the marker's
+    /// answer (logged): a message still on the old route may then arrive
+    /// after later ones.
+    pub drain_timeouts: u64,
 }
 
 /// This node's region of one sharded entity type.
@@ -256,13 +271,8 @@ impl<M: RemoteMessage> troupe::ExternalTarget<M> for EntityTarget<M> {
         if let Some(reason) = &self.refused {
             return ids::refuse(&self.type_name, &self.counters, &self.entity, reason, msg);
         }
-        self.entry.tell(Envelope {
-            entity: self.entity.clone(),
-            shard: self.shard,
-            rev: 0,
-            hops: 0,
-            msg,
-        });
+        self.entry
+            .tell(Envelope::message(self.entity.clone(), self.shard, msg));
     }
 
     fn is_closed(&self) -> bool {
@@ -361,7 +371,11 @@ impl<M: RemoteMessage> ShardRegion<M> {
             validate: settings.validate.clone(),
         };
         let (commands, commands_rx) = mpsc::unbounded_channel();
-        let (adapter_to, adapter) = oneshot::channel();
+        let lanes = Lanes::new(shards);
+        let name = format!("region-{}-{}", settings.type_name, node.name());
+        let through_server = node
+            .select::<Envelope<M>>(&name)
+            .map_err(|e| LeaseError::Unavailable(format!("cannot name the region {name}: {e}")))?;
         let parts = std::sync::Mutex::new(Some(RegionParts {
             me: node.name().to_string(),
             type_name: settings.type_name.as_str().into(),
@@ -371,8 +385,9 @@ impl<M: RemoteMessage> ShardRegion<M> {
             buffer: settings.buffer,
             counters: counters.clone(),
             coordinator: commands.clone(),
-            adapter_to: Some(adapter_to),
             remembered: remembered.clone(),
+            lanes: lanes.clone(),
+            through_server,
             ids: ids.clone(),
             refuse: ids::refuse::<M>,
             backoff: settings.entity_backoff.clone(),
@@ -391,10 +406,16 @@ impl<M: RemoteMessage> ShardRegion<M> {
                 Region::<A, F, M>::new(parts)
             }))
             .map_err(|e| LeaseError::Unavailable(format!("cannot start the region: {e}")))?;
-        let entry = adapter
-            .await
-            .map_err(|_| LeaseError::Unavailable("the region did not start".into()))?;
-        let name = format!("region-{}-{}", settings.type_name, node.name());
+        // What the user and other nodes send through: it passes the
+        // region actor by once a shard's route is settled (`lanes.rs`).
+        let entry = ActorRef::from_external(
+            system,
+            RegionEntry {
+                lanes,
+                region: region.clone(),
+                counters: counters.clone(),
+            },
+        );
         if let Err(e) = node.publish(&name, &entry).await {
             system.stop(&region);
             return Err(LeaseError::Unavailable(format!(
@@ -471,13 +492,7 @@ impl<M: RemoteMessage> ShardRegion<M> {
             return ids::refuse(&self.type_name, &self.counters, &entity, &reason, msg);
         }
         let shard = shard_of(&entity, self.shards);
-        self.entry.tell(Envelope {
-            entity,
-            shard,
-            rev: 0,
-            hops: 0,
-            msg,
-        });
+        self.entry.tell(Envelope::message(entity, shard, msg));
     }
 
     /// An ordinary ref to the entity `entity`: `tell`, `ask`, or hand it
@@ -525,6 +540,8 @@ impl<M: RemoteMessage> ShardRegion<M> {
             forwarded: c.forwarded.load(Ordering::Relaxed),
             refused: c.refused.load(Ordering::Relaxed),
             failed_activations: c.failed_activations.load(Ordering::Relaxed),
+            drains: c.drains.load(Ordering::Relaxed),
+            drain_timeouts: c.drain_timeouts.load(Ordering::Relaxed),
         }
     }
 

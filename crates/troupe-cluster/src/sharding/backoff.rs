@@ -28,7 +28,7 @@
 //! not backed off.
 
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -40,7 +40,15 @@ use super::Counters;
 /// What an activation has said of itself, shared by the shard and the
 /// activation (through its `EntityContext`).
 #[derive(Clone, Default)]
-pub(crate) struct Activation(Arc<Mutex<Outcome>>);
+pub(crate) struct Activation(Arc<Shared>);
+
+#[derive(Default)]
+struct Shared {
+    outcome: Mutex<Outcome>,
+    /// `outcome.failed` is set: read by the shard on every message it
+    /// hands the activation, so without the lock.
+    failed: AtomicBool,
+}
 
 #[derive(Default, Clone, Debug)]
 pub(crate) struct Outcome {
@@ -55,7 +63,7 @@ pub(crate) struct Outcome {
 
 impl Activation {
     fn with(&self, f: impl FnOnce(&mut Outcome)) {
-        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        f(&mut self.0.outcome.lock().unwrap_or_else(|e| e.into_inner()));
     }
 
     pub(crate) fn recovering(&self) {
@@ -73,12 +81,24 @@ impl Activation {
         self.with(|o| {
             o.failed.get_or_insert(reason);
         });
+        self.0.failed.store(true, Ordering::Release);
+    }
+
+    /// Whether it reported a failure: it is about to stop, and is handed
+    /// no more messages.
+    pub(crate) fn has_failed(&self) -> bool {
+        self.0.failed.load(Ordering::Acquire)
     }
 
     /// How it ended: `Some(reason)` if it failed. `on_purpose`: the shard
     /// stopped it (a stop during recovery is then no failure).
     pub(crate) fn ended(&self, on_purpose: bool) -> Ended {
-        let o = self.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let o = self
+            .0
+            .outcome
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         match o.failed {
             Some(reason) => Ended::Failed {
                 reason,
@@ -97,7 +117,7 @@ impl Activation {
 
 impl std::fmt::Debug for Activation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let o = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let o = self.0.outcome.lock().unwrap_or_else(|e| e.into_inner());
         f.debug_tuple("Activation").field(&*o).finish()
     }
 }

@@ -23,6 +23,13 @@
 //! If the view says a shard this node runs moved to another node (this
 //! node was declared down while paused or cut off), the region stops the
 //! shard at once.
+//!
+//! Once a shard's route is settled the region opens its lane
+//! (`lanes.rs`), and messages pass the region actor by; the region keeps
+//! each lane's state true under the lane's lock while it handles an
+//! envelope or a change of view. When a shard's owner changes, this
+//! node's new messages for it wait until the old route drained
+//! (`region/drain.rs`), so none overtakes an earlier one.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::Ordering;
@@ -32,12 +39,18 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use troupe::{Actor, ActorId, ActorRef, Context, Props, Signal};
 
-use super::envelope::{Envelope, MAX_HOPS};
+use super::envelope::{Body, Envelope, MAX_HOPS};
 use super::ids::IdCheck;
+use super::lanes::Lanes;
 use super::remember::Remembered;
 use super::shard::{Refuse, Shard, ShardMsg};
 use super::{Counters, EntityBackoff, EntityContext};
 use crate::lease::Holder;
+
+mod drain;
+mod lane;
+
+use drain::{Drains, DRAIN_TIMEOUT};
 
 /// What the region handles.
 pub(crate) enum RegionMsg<M: Send + 'static> {
@@ -66,6 +79,8 @@ pub(crate) enum RegionMsg<M: Send + 'static> {
     Fenced(bool),
     /// The entities remembered for a shard that came here: start them.
     Recalled { shard: u32, ids: Vec<String> },
+    /// The drain of a shard's old route (its marker's id) took too long.
+    DrainTimeout { shard: u32, id: u64 },
 }
 
 /// What the region (or the region's handle) asks of its node's coordinator
@@ -95,9 +110,13 @@ pub(crate) struct Region<A: Actor, F, M: Send + 'static> {
     pub(crate) buffer: usize,
     pub(crate) counters: Arc<Counters>,
     pub(crate) coordinator: mpsc::UnboundedSender<Command>,
-    /// Where `started` sends the adapter other nodes and the user send to.
-    pub(crate) adapter_to: Option<oneshot::Sender<ActorRef<Envelope<M>>>>,
     pub(crate) remembered: Option<Remembered>,
+    /// The lanes it shares with its entry.
+    lanes: Arc<Lanes<M>>,
+    drains: Drains,
+    /// Its own published name, through the server: a marker sent this way
+    /// arrives after whatever other nodes sent here before it.
+    through_server: ActorRef<Envelope<M>>,
     ids: IdCheck,
     refuse: Refuse<M>,
     backoff: EntityBackoff,
@@ -129,8 +148,11 @@ pub(crate) struct RegionParts<F, M: Send + 'static> {
     pub(crate) buffer: usize,
     pub(crate) counters: Arc<Counters>,
     pub(crate) coordinator: mpsc::UnboundedSender<Command>,
-    pub(crate) adapter_to: Option<oneshot::Sender<ActorRef<Envelope<M>>>>,
     pub(crate) remembered: Option<Remembered>,
+    /// The lanes its entry sends through.
+    pub(crate) lanes: Arc<Lanes<M>>,
+    /// A ref to its own published name (not short-cut to the entry).
+    pub(crate) through_server: ActorRef<Envelope<M>>,
     /// The owner's check of ids, before a shard starts an entity.
     pub(crate) ids: IdCheck,
     /// How a shard refuses a message for an id it does not accept.
@@ -151,8 +173,10 @@ impl<A: Actor, F, M: Send + 'static> Region<A, F, M> {
             buffer: parts.buffer.max(1),
             counters: parts.counters,
             coordinator: parts.coordinator,
-            adapter_to: parts.adapter_to,
             remembered: parts.remembered,
+            lanes: parts.lanes,
+            drains: Drains::new(parts.shards),
+            through_server: parts.through_server,
             ids: parts.ids,
             refuse: parts.refuse,
             backoff: parts.backoff,
@@ -181,7 +205,9 @@ where
     F: Fn(&EntityContext) -> Props<A> + Send + Sync + 'static,
 {
     fn hold(&mut self, envelope: Envelope<M>) {
-        if self.held_total >= self.buffer {
+        // A marker is never dropped: a drain waits for it.
+        let marker = matches!(envelope.body, Body::Flush { .. });
+        if self.held_total >= self.buffer && !marker {
             let n = self.counters.dropped.fetch_add(1, Ordering::Relaxed) + 1;
             if n.is_power_of_two() {
                 tracing::warn!(
@@ -227,30 +253,48 @@ where
             self.counters.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
+        if let Body::Flushed { id } = envelope.body {
+            // The answer to this node's marker: addressed here, not to
+            // the shard's owner.
+            self.drained(ctx, shard, id);
+            return;
+        }
         let view = &self.views[shard as usize];
         if self.handing_off.contains_key(&shard)
             || self.stopping.contains(&shard)
             || envelope.rev > view.rev
             || self.fenced
+            || (envelope.sent_here() && self.drains.draining(shard))
         {
             self.hold(envelope);
             return;
         }
         let rev = view.rev;
+        let from_here = envelope.sent_here();
         match view.owner.clone() {
-            Some(owner) if owner == self.me => {
-                let Some(local) = self.local_shard(ctx, shard, rev) else {
-                    self.counters.dropped.fetch_add(1, Ordering::Relaxed);
-                    return;
-                };
-                local.tell(ShardMsg::Deliver(envelope.entity, envelope.msg));
-            }
+            Some(owner) if owner == self.me => match envelope.body {
+                Body::Msg { entity, msg } => {
+                    let Some(local) = self.local_shard(ctx, shard, rev) else {
+                        self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                        return;
+                    };
+                    local.tell(ShardMsg::Deliver(entity, msg));
+                    if from_here {
+                        self.drains.sent(shard, None);
+                    }
+                }
+                Body::Flush { origin, id } => self.answer(ctx, shard, origin, id),
+                Body::Flushed { .. } => {}
+            },
             Some(owner) => match self.peers.get(&owner) {
                 Some(peer) => {
                     envelope.rev = rev;
                     envelope.hops += 1;
                     self.counters.forwarded.fetch_add(1, Ordering::Relaxed);
                     peer.tell(envelope);
+                    if from_here {
+                        self.drains.sent(shard, Some(&owner));
+                    }
                 }
                 None => {
                     if self.finding.insert(owner.clone()) {
@@ -268,7 +312,6 @@ where
         }
     }
 
-    /// The shard's actor here, started with `token` if it is not running.
     fn local_shard(
         &mut self,
         ctx: &mut Context<'_, Self>,
@@ -334,98 +377,133 @@ where
 {
     type Msg = RegionMsg<M>;
 
-    fn started(&mut self, ctx: &mut Context<'_, Self>) {
-        if let Some(to) = self.adapter_to.take() {
-            let _ = to.send(ctx.message_adapter(RegionMsg::Deliver));
-        }
-    }
-
     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: RegionMsg<M>) {
         match msg {
-            RegionMsg::Deliver(envelope) => self.route(ctx, envelope),
+            RegionMsg::Deliver(envelope) => {
+                self.with_lane(ctx, envelope.shard, |this, ctx, lane| {
+                    // The entry counted it on its way here.
+                    if let Some(lane) = lane {
+                        lane.queued -= 1;
+                    }
+                    this.route(ctx, envelope);
+                });
+            }
             RegionMsg::Owner { shard, owner, rev } => {
-                let Some(view) = self.views.get_mut(shard as usize) else {
-                    return;
-                };
-                if rev < view.rev {
-                    return;
-                }
-                view.rev = rev;
-                view.owner = owner.map(|h| h.node);
-                let moved_away = view.owner.as_deref() != Some(self.me.as_str());
-                let now = view.owner.clone();
-                self.allocating.remove(&shard);
-                if moved_away && self.stop_shard(ctx, shard) {
-                    tracing::warn!(region = %self.type_name, shard, now = ?now, "sharding: a shard running here moved to another owner; stopping it");
-                }
-                self.release(ctx, shard);
+                self.with_lane(ctx, shard, |this, ctx, _| {
+                    let Some(view) = this.views.get_mut(shard as usize) else {
+                        return;
+                    };
+                    if rev < view.rev {
+                        return;
+                    }
+                    view.rev = rev;
+                    view.owner = owner.map(|h| h.node);
+                    let moved_away = view.owner.as_deref() != Some(this.me.as_str());
+                    let now = view.owner.clone();
+                    this.allocating.remove(&shard);
+                    if moved_away && this.stop_shard(ctx, shard) {
+                        tracing::warn!(region = %this.type_name, shard, now = ?now, "sharding: a shard running here moved to another owner; stopping it");
+                    }
+                    this.drain_if_moved(ctx, shard);
+                    this.release(ctx, shard);
+                });
             }
             RegionMsg::Peer { node, region } => {
                 tracing::debug!(me = %self.me, peer = %node, found = region.is_some(), "sharding: peer region");
-                self.finding.remove(&node);
-                match region {
-                    Some(region) => {
-                        ctx.watch(&region);
-                        self.peers.insert(node.clone(), region);
-                        let waiting: Vec<u32> = self
-                            .held
-                            .keys()
-                            .copied()
-                            .filter(|s| self.views[*s as usize].owner.as_deref() == Some(&node))
-                            .collect();
-                        for shard in waiting {
-                            self.release(ctx, shard);
+                self.with_all_lanes(ctx, |this, ctx| {
+                    this.finding.remove(&node);
+                    match region {
+                        Some(region) => {
+                            ctx.watch(&region);
+                            for (shard, id) in this.drains.answers_for(&node) {
+                                region.tell(Envelope {
+                                    shard,
+                                    rev: 0,
+                                    hops: 1,
+                                    body: Body::Flushed { id },
+                                });
+                            }
+                            this.peers.insert(node.clone(), region);
+                            let waiting: Vec<u32> = this
+                                .held
+                                .keys()
+                                .copied()
+                                .filter(|s| this.views[*s as usize].owner.as_deref() == Some(&node))
+                                .collect();
+                            for shard in waiting {
+                                this.release(ctx, shard);
+                            }
+                        }
+                        None => {
+                            if let Some(old) = this.peers.remove(&node) {
+                                ctx.unwatch(&old);
+                            }
+                            this.drains.answers_for(&node);
                         }
                     }
-                    None => {
-                        if let Some(old) = self.peers.remove(&node) {
-                            ctx.unwatch(&old);
-                        }
-                    }
-                }
+                });
             }
             RegionMsg::HandOff { shard, done } => {
-                if self.stop_shard(ctx, shard) {
-                    self.handing_off.insert(shard, Some(done));
-                } else {
-                    self.handing_off.insert(shard, None);
-                    let _ = done.send(());
-                }
+                self.with_lane(ctx, shard, |this, ctx, _| {
+                    if this.stop_shard(ctx, shard) {
+                        this.handing_off.insert(shard, Some(done));
+                    } else {
+                        this.handing_off.insert(shard, None);
+                        let _ = done.send(());
+                    }
+                });
             }
             RegionMsg::HandOffEnded(shard) => {
-                self.handing_off.remove(&shard);
-                self.release(ctx, shard);
+                self.with_lane(ctx, shard, |this, ctx, _| {
+                    this.handing_off.remove(&shard);
+                    this.release(ctx, shard);
+                });
             }
             RegionMsg::Recalled { shard, ids } => {
-                let view = &self.views[shard as usize];
-                let here = view.owner.as_deref() == Some(self.me.as_str());
-                let rev = view.rev;
-                if !here
-                    || self.fenced
-                    || self.handing_off.contains_key(&shard)
-                    || self.stopping.contains(&shard)
-                {
-                    return;
-                }
-                if let Some(local) = self.local_shard(ctx, shard, rev) {
-                    for id in ids {
-                        local.tell(ShardMsg::Wake(id));
+                self.with_lane(ctx, shard, |this, ctx, _| {
+                    let Some(view) = this.views.get(shard as usize) else {
+                        return;
+                    };
+                    let here = view.owner.as_deref() == Some(this.me.as_str());
+                    let rev = view.rev;
+                    if !here
+                        || this.fenced
+                        || this.handing_off.contains_key(&shard)
+                        || this.stopping.contains(&shard)
+                    {
+                        return;
                     }
-                }
+                    if let Some(local) = this.local_shard(ctx, shard, rev) {
+                        for id in ids {
+                            local.tell(ShardMsg::Wake(id));
+                        }
+                    }
+                });
             }
             RegionMsg::Fenced(fenced) => {
-                self.fenced = fenced;
-                if fenced {
-                    let shards: Vec<u32> = self.local.keys().copied().collect();
-                    for shard in shards {
-                        self.stop_shard(ctx, shard);
+                self.with_all_lanes(ctx, |this, ctx| {
+                    this.fenced = fenced;
+                    if fenced {
+                        let shards: Vec<u32> = this.local.keys().copied().collect();
+                        for shard in shards {
+                            this.stop_shard(ctx, shard);
+                        }
+                    } else {
+                        let shards: Vec<u32> = this.held.keys().copied().collect();
+                        for shard in shards {
+                            this.release(ctx, shard);
+                        }
                     }
-                } else {
-                    let shards: Vec<u32> = self.held.keys().copied().collect();
-                    for shard in shards {
-                        self.release(ctx, shard);
+                });
+            }
+            RegionMsg::DrainTimeout { shard, id } => {
+                self.with_lane(ctx, shard, |this, ctx, _| {
+                    if this.drains.draining(shard) {
+                        this.counters.drain_timeouts.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(region = %this.type_name, shard, timeout = ?DRAIN_TIMEOUT, "sharding: the old route of a moved shard did not drain in time; sending on (a message still on that route may arrive after later ones)");
                     }
-                }
+                    this.drained(ctx, shard, id);
+                });
             }
         }
     }
@@ -436,23 +514,42 @@ where
         };
         if let Some(shard) = self.local_ids.remove(&id) {
             // Stopped on request, or failed for good under its supervisor.
-            self.stopping.remove(&shard);
-            if self.local.get(&shard).is_some_and(|a| a.id() == id) {
-                self.local.remove(&shard);
-            }
-            self.counters.shards.fetch_sub(1, Ordering::Relaxed);
-            match self.handing_off.get_mut(&shard) {
-                Some(waiter) => {
-                    if let Some(done) = waiter.take() {
-                        let _ = done.send(());
-                    }
+            self.with_lane(ctx, shard, |this, ctx, _| {
+                this.stopping.remove(&shard);
+                if this.local.get(&shard).is_some_and(|a| a.id() == id) {
+                    this.local.remove(&shard);
                 }
-                None => self.release(ctx, shard),
-            }
+                this.counters.shards.fetch_sub(1, Ordering::Relaxed);
+                match this.handing_off.get_mut(&shard) {
+                    Some(waiter) => {
+                        if let Some(done) = waiter.take() {
+                            let _ = done.send(());
+                        }
+                    }
+                    None => this.release(ctx, shard),
+                }
+            });
             return;
         }
         // A peer region ended (its node went down or restarted): find it
-        // again when a message needs it.
-        self.peers.retain(|_, peer| peer.id() != id);
+        // again when a message needs it; drains through it are over.
+        self.with_all_lanes(ctx, |this, ctx| {
+            let gone: Vec<String> = this
+                .peers
+                .iter()
+                .filter(|(_, peer)| peer.id() == id)
+                .map(|(node, _)| node.clone())
+                .collect();
+            for node in gone {
+                this.peers.remove(&node);
+                for shard in this.drains.gone(&node) {
+                    this.drain_gone_route(ctx, shard);
+                }
+            }
+        });
+    }
+
+    fn stopped(&mut self, _ctx: &mut Context<'_, Self>) {
+        self.lanes.close();
     }
 }

@@ -198,7 +198,9 @@ where
 
     fn deliver(&mut self, ctx: &mut Context<'_, Self>, id: String, msg: M) {
         if let Some(entity) = self.entities.get_mut(&id) {
-            if entity.stopping {
+            // One that reported a failure is about to stop: a message
+            // handed to it now would be lost with its mailbox.
+            if entity.stopping || entity.activation.has_failed() {
                 entity.waiting.push_back(Held::Msg(msg));
                 return;
             }

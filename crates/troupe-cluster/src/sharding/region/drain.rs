@@ -1,0 +1,297 @@
+//! Draining a route: how one node's messages to an entity keep their order
+//! when the entity's shard moves.
+//!
+//! This node's senders send a shard's messages along one route at a time:
+//! to the node that owns it by this region's view (through the lane, or
+//! forwarded by the region). When the view names another owner, messages
+//! already sent to the old one are still on their way: delivered there
+//! before its shard stopped, held there and forwarded to the new owner,
+//! or lost with a node that died. Sending the next ones straight to the
+//! new owner could overtake those forwarded. So the region first sends a
+//! marker (`Body::Flush`) along the old route, holds this node's new
+//! messages for the shard, and sends them on only when the marker comes
+//! back answered (`Body::Flushed`) by the owner it reached: every region
+//! on the way handles envelopes in order and forwards them in order, so
+//! the marker reaches the owner after every message sent before it, each
+//! of which was by then handed to that owner's shard (or lost).
+//!
+//! When the old route's region is gone (its node left, or was declared
+//! down), what it held is lost; what it forwarded before it went was
+//! published before its end was, so the server hands it to any node
+//! before what this node publishes after learning of that end. If the
+//! shard's owner is another node, the drain ends there. If it is this
+//! node, whose own messages would not pass the server, the marker goes
+//! again, to this node's own name through the server, behind whatever
+//! the gone region forwarded here. A drain ends in any case after
+//! [`DRAIN_TIMEOUT`] (logged, counted in `RegionStats::drain_timeouts`):
+//! a node cut off from the others may forward what it held much later,
+//! and nothing then orders it.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use troupe::{Actor, ActorRef, Context, Props};
+
+use super::{Command, Region, RegionMsg};
+use crate::sharding::envelope::{Body, Envelope};
+use crate::sharding::EntityContext;
+
+/// How long a region holds its node's new messages for a moved shard
+/// waiting for the marker's answer, at most.
+pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The region's drains.
+pub(crate) struct Drains {
+    next_id: u64,
+    /// Per shard: the node this node's messages for it last went to, if
+    /// another node.
+    sent_to: Vec<Option<String>>,
+    /// Shards whose old route is draining: the marker's id and the node
+    /// it was sent to.
+    waiting: HashMap<u32, (u64, String)>,
+    /// Answers to other nodes' markers, waiting for the region of the
+    /// node they go to to be found.
+    answers: HashMap<String, Vec<(u32, u64)>>,
+}
+
+impl Drains {
+    pub(crate) fn new(shards: u32) -> Self {
+        Drains {
+            next_id: 0,
+            sent_to: vec![None; shards as usize],
+            waiting: HashMap::new(),
+            answers: HashMap::new(),
+        }
+    }
+
+    /// This node's messages for `shard` go to `node` now (`None`: here).
+    pub(crate) fn sent(&mut self, shard: u32, node: Option<&str>) {
+        if let Some(slot) = self.sent_to.get_mut(shard as usize) {
+            if slot.as_deref() != node {
+                *slot = node.map(str::to_string);
+            }
+        }
+    }
+
+    /// Whether this node's messages for `shard` wait for a drain.
+    pub(crate) fn draining(&self, shard: u32) -> bool {
+        self.waiting.contains_key(&shard)
+    }
+
+    /// The view of `shard` now names `owner`: if this node's messages
+    /// went to another node before, and no drain runs yet, the route must
+    /// drain. Returns the node to send the marker to and its id.
+    pub(crate) fn must_drain(&mut self, shard: u32, owner: Option<&str>) -> Option<(String, u64)> {
+        let slot = self.sent_to.get_mut(shard as usize)?;
+        match slot.as_deref() {
+            Some(old) if Some(old) != owner => {}
+            _ => return None,
+        }
+        let old = slot.take()?;
+        if self.waiting.contains_key(&shard) {
+            return None;
+        }
+        Some((old, self.fresh_id()))
+    }
+
+    /// A new marker's id.
+    pub(crate) fn fresh_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// The marker `id` for `shard` went to `via`.
+    pub(crate) fn started(&mut self, shard: u32, via: String, id: u64) {
+        self.waiting.insert(shard, (id, via));
+    }
+
+    /// The drain of `shard` with marker `id` is over (answered, or timed
+    /// out): true if it was still waiting.
+    pub(crate) fn end(&mut self, shard: u32, id: u64) -> bool {
+        match self.waiting.get(&shard) {
+            Some((waiting, _)) if *waiting == id => {
+                self.waiting.remove(&shard);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// `node`'s region is gone: the drains through it end (what it held
+    /// is lost with it). Returns their shards.
+    pub(crate) fn gone(&mut self, node: &str) -> Vec<u32> {
+        let shards: Vec<u32> = self
+            .waiting
+            .iter()
+            .filter(|(_, (_, via))| via == node)
+            .map(|(shard, _)| *shard)
+            .collect();
+        for shard in &shards {
+            self.waiting.remove(shard);
+        }
+        self.answers.remove(node);
+        shards
+    }
+
+    /// An answer for `node`'s marker, to send once its region is found.
+    pub(crate) fn answer_later(&mut self, node: String, shard: u32, id: u64) {
+        self.answers.entry(node).or_default().push((shard, id));
+    }
+
+    /// The answers waiting for `node`'s region.
+    pub(crate) fn answers_for(&mut self, node: &str) -> Vec<(u32, u64)> {
+        self.answers.remove(node).unwrap_or_default()
+    }
+}
+
+impl<A, F, M> Region<A, F, M>
+where
+    A: Actor,
+    A::Msg: From<M>,
+    M: Send + 'static,
+    F: Fn(&EntityContext) -> Props<A> + Send + Sync + 'static,
+{
+    /// A marker from `origin` reached this node, which owns `shard`:
+    /// everything `origin` sent before it has been handed to the shard
+    /// here (or lost), so `origin` may send on.
+    pub(super) fn answer(
+        &mut self,
+        ctx: &mut Context<'_, Self>,
+        shard: u32,
+        origin: String,
+        id: u64,
+    ) {
+        if origin == self.me {
+            self.drained(ctx, shard, id);
+            return;
+        }
+        match self.peers.get(&origin) {
+            Some(peer) => peer.tell(Envelope {
+                shard,
+                rev: 0,
+                hops: 1,
+                body: Body::Flushed { id },
+            }),
+            None => {
+                if self.finding.insert(origin.clone()) {
+                    let _ = self.coordinator.send(Command::FindPeer(origin.clone()));
+                }
+                self.drains.answer_later(origin, shard, id);
+            }
+        }
+    }
+
+    /// The drain of `shard` with marker `id` is over: this node's held
+    /// messages for it go on, in order.
+    pub(super) fn drained(&mut self, ctx: &mut Context<'_, Self>, shard: u32, id: u64) {
+        if self.drains.end(shard, id) {
+            tracing::debug!(me = %self.me, shard, id, "sharding: the old route drained");
+            self.release(ctx, shard);
+        }
+    }
+
+    /// The view of `shard` changed: if this node's earlier messages for it
+    /// went to a node that no longer owns it, send a marker after them
+    /// and hold the next ones until it is answered.
+    pub(super) fn drain_if_moved(&mut self, ctx: &mut Context<'_, Self>, shard: u32) {
+        let view = &self.views[shard as usize];
+        let Some((via, id)) = self.drains.must_drain(shard, view.owner.as_deref()) else {
+            return;
+        };
+        match self.peers.get(&via) {
+            Some(peer) => {
+                let peer = peer.clone();
+                self.send_marker(ctx, shard, via, id, &peer);
+            }
+            None => self.drain_gone_route(ctx, shard),
+        }
+    }
+
+    /// The region this node's messages for `shard` went to is gone. What
+    /// it held is lost; what it forwarded before it went was published
+    /// before its end was, so it reaches any other node before what this
+    /// node sends next through the server. Only this node's own shard
+    /// could see later messages first (they would not pass the server):
+    /// then the marker goes to this node's own name through the server,
+    /// behind whatever the gone region forwarded here.
+    pub(super) fn drain_gone_route(&mut self, ctx: &mut Context<'_, Self>, shard: u32) {
+        if self.views[shard as usize].owner.as_deref() != Some(self.me.as_str()) {
+            self.release(ctx, shard);
+            return;
+        }
+        let id = self.drains.fresh_id();
+        let me = self.me.clone();
+        let route = self.through_server.clone();
+        self.send_marker(ctx, shard, me, id, &route);
+    }
+
+    /// Sends the marker `id` for `shard` to `via` (through `route`) and
+    /// holds this node's next messages for the shard until it is answered.
+    pub(super) fn send_marker(
+        &mut self,
+        ctx: &mut Context<'_, Self>,
+        shard: u32,
+        via: String,
+        id: u64,
+        route: &ActorRef<Envelope<M>>,
+    ) {
+        let view = &self.views[shard as usize];
+        route.tell(Envelope {
+            shard,
+            rev: view.rev,
+            hops: 1,
+            body: Body::Flush {
+                origin: self.me.clone(),
+                id,
+            },
+        });
+        self.counters.drains.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(me = %self.me, shard, via = %via, id, now = ?view.owner, "sharding: draining the old route of a moved shard");
+        self.drains.started(shard, via, id);
+        ctx.schedule_once(DRAIN_TIMEOUT, RegionMsg::DrainTimeout { shard, id });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_route_drains_once_when_its_owner_changes_and_not_otherwise() {
+        let mut d = Drains::new(4);
+        // Nothing sent yet, or sent here: no drain.
+        assert_eq!(d.must_drain(1, Some("b")), None);
+        d.sent(1, None);
+        assert_eq!(d.must_drain(1, Some("b")), None);
+        // Sent to b; the owner is still b: no drain.
+        d.sent(1, Some("b"));
+        assert_eq!(d.must_drain(1, Some("b")), None);
+        // The owner is c now: drain through b, once.
+        let (via, id) = d.must_drain(1, Some("c")).unwrap();
+        assert_eq!(via, "b");
+        d.started(1, via, id);
+        assert!(d.draining(1));
+        assert_eq!(d.must_drain(1, None), None);
+        // A stale answer does not end it; the right one does.
+        assert!(!d.end(1, id + 1));
+        assert!(d.end(1, id));
+        assert!(!d.draining(1));
+    }
+
+    #[test]
+    fn a_gone_node_ends_the_drains_through_it() {
+        let mut d = Drains::new(4);
+        for shard in 0..3 {
+            d.sent(shard, Some(if shard == 2 { "x" } else { "b" }));
+            let (via, id) = d.must_drain(shard, Some("c")).unwrap();
+            d.started(shard, via, id);
+        }
+        d.answer_later("b".into(), 3, 9);
+        let mut ended = d.gone("b");
+        ended.sort();
+        assert_eq!(ended, vec![0, 1]);
+        assert!(d.draining(2));
+        assert!(d.answers_for("b").is_empty());
+    }
+}
