@@ -126,6 +126,10 @@ pub mod guide {
     #[cfg(feature = "tokio")]
     #[doc = include_str!("../../../docs/guide/07-async-work.md")]
     pub struct AsyncWork;
+    /// Needs the `tokio` feature (the examples await tokio sockets).
+    #[cfg(feature = "tokio")]
+    #[doc = include_str!("../../../docs/guide/16-async-actors.md")]
+    pub struct AsyncActors;
     #[doc = include_str!("../../../docs/guide/10-operations.md")]
     pub struct Operations;
     #[doc = include_str!("../../../docs/guide/11-migrating.md")]

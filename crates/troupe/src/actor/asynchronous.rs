@@ -46,6 +46,7 @@
 
 mod host;
 mod sleep;
+mod wake_flag;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -22,17 +22,17 @@
 //!   find it there. Nothing else can: the frame is gone (and the slot
 //!   restored) when the poll returns, also by a panic.
 //! * The waker is one `Arc` per instance; a wake sends `SystemMsg::Wake`
-//!   once until the next poll (a flag), and the cell polls the handler
-//!   again when it takes that message (`cell/lifecycle.rs`).
+//!   once until the next poll (`wake_flag.rs`), and the cell polls the
+//!   handler again when it takes that message (`cell/lifecycle.rs`).
 
 use std::cell::Cell as StdCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Poll, Wake, Waker};
 
+use super::wake_flag::WakeFlag;
 use super::{AsyncActor, AsyncContext};
 use crate::actor::cell::{send_system, ActorCell, Cell, SystemMsg};
 use crate::actor::{Actor, Context, PendingOp, Signal};
@@ -98,13 +98,13 @@ impl<A: AsyncActor> Async<A> {
             let cell: Arc<dyn Cell> = ctx.cell.clone();
             let flag = Arc::new(CellWaker {
                 cell,
-                queued: AtomicBool::new(false),
+                queued: WakeFlag::new(),
             });
             let waker = Waker::from(flag.clone());
             (flag, waker)
         });
         // Before the poll: a wake from here on sends a fresh `Wake`.
-        flag.queued.store(false, Ordering::Release);
+        flag.queued.rearm();
         #[cfg(feature = "tokio")]
         let _runtime = runtime(&mut self.runtime, ctx).map(tokio::runtime::Handle::enter);
         let key = key_of(ctx.cell);
@@ -416,17 +416,11 @@ impl<A> ActorPtr<A> {
 }
 
 /// An async actor's waker: a wake sends the cell one `SystemMsg::Wake`
-/// until the host's next poll clears `queued`, so that a future that
-/// wakes often costs the cell one run, not one per wake.
-///
-/// No wake is lost: the host clears the flag before each poll, so a wake
-/// after that clear (by anything the poll registered the waker with)
-/// finds it clear and sends; a wake before it has sent a `Wake` that the
-/// cell takes after this poll and that polls again if the handler is
-/// still pending. (Modelled in `asynchronous/host.rs`'s loom test.)
+/// until the host's next poll re-arms `queued` (see `wake_flag.rs` for
+/// why no wake is lost).
 struct CellWaker {
     cell: Arc<dyn Cell>,
-    queued: AtomicBool,
+    queued: WakeFlag,
 }
 
 impl Wake for CellWaker {
@@ -435,7 +429,7 @@ impl Wake for CellWaker {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        if !self.queued.swap(true, Ordering::AcqRel) {
+        if self.queued.raise() {
             send_system(&self.cell, SystemMsg::Wake);
         }
     }
