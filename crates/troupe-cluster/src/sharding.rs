@@ -213,10 +213,11 @@ pub struct RegionStats {
     /// recovery, or stopped by their supervisor. Each delays the entity's
     /// next activation ([`ShardingSettings::entity_backoff`]).
     pub failed_activations: u64,
-    /// Moves of a shard this node had sent messages to on another node,
-    /// in all: each held this node's next messages for the shard until a
-    /// marker sent after the earlier ones reached the new owner, so none
-    /// overtook an earlier one.
+    /// Markers sent to drain a moved shard's old route, in all: after a
+    /// move of a shard this node had sent messages to on another node,
+    /// its next messages for the shard wait until a marker sent after the
+    /// earlier ones reached the new owner, so none overtakes an earlier
+    /// one.
     pub drains: u64,
     /// Of `drains`: those that sent on after 2 s without the marker's
     /// answer (logged): a message still on the old route may then arrive
@@ -373,9 +374,13 @@ impl<M: RemoteMessage> ShardRegion<M> {
         let (commands, commands_rx) = mpsc::unbounded_channel();
         let lanes = Lanes::new(shards);
         let name = format!("region-{}-{}", settings.type_name, node.name());
-        let through_server = node
-            .select::<Envelope<M>>(&name)
-            .map_err(|e| LeaseError::Unavailable(format!("cannot name the region {name}: {e}")))?;
+        let name_ref: region::NameRef<M> = {
+            let (node, type_name) = (node.clone(), settings.type_name.clone());
+            Arc::new(move |of: &str| {
+                node.select::<Envelope<M>>(&format!("region-{type_name}-{of}"))
+                    .ok()
+            })
+        };
         let parts = std::sync::Mutex::new(Some(RegionParts {
             me: node.name().to_string(),
             type_name: settings.type_name.as_str().into(),
@@ -387,7 +392,7 @@ impl<M: RemoteMessage> ShardRegion<M> {
             coordinator: commands.clone(),
             remembered: remembered.clone(),
             lanes: lanes.clone(),
-            through_server,
+            name_ref,
             ids: ids.clone(),
             refuse: ids::refuse::<M>,
             backoff: settings.entity_backoff.clone(),

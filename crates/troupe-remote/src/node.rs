@@ -727,9 +727,11 @@ impl Node {
     /// the server knows it (a lookup from any node no longer finds it here).
     /// False if it was not published here. Refs to it elsewhere then send
     /// into the void: NATS drops a message nobody subscribes to
-    /// (at-most-once); actors elsewhere watching it get `Terminated`.
+    /// (at-most-once); actors elsewhere watching it get `Terminated`, once
+    /// the frames this node had already received for it were handed over:
+    /// what that caused this node to send (a region forwarding them, say)
+    /// goes out before the news that the name is gone.
     pub async fn unpublish(&self, name: &str) -> bool {
-        self.shared().locals.unpublish(&self.outbound, name);
         let entry = self
             .shared()
             .published
@@ -737,9 +739,11 @@ impl Node {
             .unwrap_or_else(|e| e.into_inner())
             .remove(name);
         let Some(entry) = entry else {
+            self.shared().locals.unpublish(&self.outbound, name);
             return false;
         };
         entry.end().await;
+        self.shared().locals.unpublish(&self.outbound, name);
         // A round trip on our own connection, behind the unsubscribes (see
         // `publish`); whatever it answers, the server has handled them.
         let _ = self.probe(name, "").await;

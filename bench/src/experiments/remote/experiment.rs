@@ -98,7 +98,7 @@ fn sharded_line(row: &Row, rows: &[&Row]) -> Option<String> {
             && r.failure.is_none()
     })?;
     Some(format!(
-        "{} vs {}: {:.2}x the plain remote throughput (target >= 0.8x)",
+        "{} vs {}: {:.2}x the plain remote throughput (target >= 0.9x)",
         row.variant,
         plain.variant,
         plain.ns_per_msg / row.ns_per_msg

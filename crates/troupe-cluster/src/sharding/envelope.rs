@@ -13,7 +13,7 @@
 //! The markers keep one node's messages to an entity in order across a
 //! move of its shard (`region/drain.rs`): a marker follows the sender's
 //! earlier messages along their route, and the owner it reaches answers
-//! the sender, which sends on only then.
+//! the sender's region, which sends on only then.
 
 use serde::{Deserialize, Serialize};
 use troupe_remote::RemoteMessage;
@@ -41,12 +41,11 @@ pub(crate) struct Envelope<M> {
 pub(crate) enum Body<M> {
     /// A message for the entity `entity`.
     Msg { entity: String, msg: M },
-    /// A marker sent by `origin`'s region after its messages for the
+    /// A marker `origin`'s region sent after its node's messages for the
     /// shard: the region that owns the shard when the marker reaches it
-    /// answers `Flushed { id }` to `origin`.
+    /// answers `Flushed { id }` to `origin`'s region (`region/drain.rs`).
     Flush { origin: String, id: u64 },
-    /// The answer to the marker `id`: every message its origin sent
-    /// before it has reached the shard's owner.
+    /// The answer to the marker `id`.
     Flushed { id: u64 },
 }
 

@@ -50,7 +50,7 @@ use crate::lease::Holder;
 mod drain;
 mod lane;
 
-use drain::{Drains, DRAIN_TIMEOUT};
+use drain::Drains;
 
 /// What the region handles.
 pub(crate) enum RegionMsg<M: Send + 'static> {
@@ -83,6 +83,10 @@ pub(crate) enum RegionMsg<M: Send + 'static> {
     DrainTimeout { shard: u32, id: u64 },
 }
 
+/// Makes a ref to a node's region by its published name, through the
+/// server.
+pub(crate) type NameRef<M> = Arc<dyn Fn(&str) -> Option<ActorRef<Envelope<M>>> + Send + Sync>;
+
 /// What the region (or the region's handle) asks of its node's coordinator
 /// (`coordinator.rs`), which owns the leases.
 pub(crate) enum Command {
@@ -114,9 +118,11 @@ pub(crate) struct Region<A: Actor, F, M: Send + 'static> {
     /// The lanes it shares with its entry.
     lanes: Arc<Lanes<M>>,
     drains: Drains,
-    /// Its own published name, through the server: a marker sent this way
-    /// arrives after whatever other nodes sent here before it.
-    through_server: ActorRef<Envelope<M>>,
+    /// A node's region by its published name, through the server (not
+    /// short-cut to this node's entry): where markers' answers go, and
+    /// this node's own markers that must pass the server.
+    name_ref: NameRef<M>,
+    by_name: HashMap<String, ActorRef<Envelope<M>>>,
     ids: IdCheck,
     refuse: Refuse<M>,
     backoff: EntityBackoff,
@@ -151,8 +157,8 @@ pub(crate) struct RegionParts<F, M: Send + 'static> {
     pub(crate) remembered: Option<Remembered>,
     /// The lanes its entry sends through.
     pub(crate) lanes: Arc<Lanes<M>>,
-    /// A ref to its own published name (not short-cut to the entry).
-    pub(crate) through_server: ActorRef<Envelope<M>>,
+    /// A node's region by its published name, through the server.
+    pub(crate) name_ref: NameRef<M>,
     /// The owner's check of ids, before a shard starts an entity.
     pub(crate) ids: IdCheck,
     /// How a shard refuses a message for an id it does not accept.
@@ -176,7 +182,8 @@ impl<A: Actor, F, M: Send + 'static> Region<A, F, M> {
             remembered: parts.remembered,
             lanes: parts.lanes,
             drains: Drains::new(parts.shards),
-            through_server: parts.through_server,
+            name_ref: parts.name_ref,
+            by_name: HashMap::new(),
             ids: parts.ids,
             refuse: parts.refuse,
             backoff: parts.backoff,
@@ -283,7 +290,7 @@ where
                         self.drains.sent(shard, None);
                     }
                 }
-                Body::Flush { origin, id } => self.answer(ctx, shard, origin, id),
+                Body::Flush { origin, id } => self.answer_marker(ctx, shard, origin, id),
                 Body::Flushed { .. } => {}
             },
             Some(owner) => match self.peers.get(&owner) {
@@ -415,14 +422,6 @@ where
                     match region {
                         Some(region) => {
                             ctx.watch(&region);
-                            for (shard, id) in this.drains.answers_for(&node) {
-                                region.tell(Envelope {
-                                    shard,
-                                    rev: 0,
-                                    hops: 1,
-                                    body: Body::Flushed { id },
-                                });
-                            }
                             this.peers.insert(node.clone(), region);
                             let waiting: Vec<u32> = this
                                 .held
@@ -438,7 +437,6 @@ where
                             if let Some(old) = this.peers.remove(&node) {
                                 ctx.unwatch(&old);
                             }
-                            this.drains.answers_for(&node);
                         }
                     }
                 });
@@ -498,11 +496,7 @@ where
             }
             RegionMsg::DrainTimeout { shard, id } => {
                 self.with_lane(ctx, shard, |this, ctx, _| {
-                    if this.drains.draining(shard) {
-                        this.counters.drain_timeouts.fetch_add(1, Ordering::Relaxed);
-                        tracing::warn!(region = %this.type_name, shard, timeout = ?DRAIN_TIMEOUT, "sharding: the old route of a moved shard did not drain in time; sending on (a message still on that route may arrive after later ones)");
-                    }
-                    this.drained(ctx, shard, id);
+                    this.drain_timed_out(ctx, shard, id);
                 });
             }
         }
@@ -542,9 +536,7 @@ where
                 .collect();
             for node in gone {
                 this.peers.remove(&node);
-                for shard in this.drains.gone(&node) {
-                    this.drain_gone_route(ctx, shard);
-                }
+                this.drains_gone(ctx, &node);
             }
         });
     }

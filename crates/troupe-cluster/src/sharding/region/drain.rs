@@ -9,23 +9,25 @@
 //! or lost with a node that died. Sending the next ones straight to the
 //! new owner could overtake those forwarded. So the region first sends a
 //! marker (`Body::Flush`) along the old route, holds this node's new
-//! messages for the shard, and sends them on only when the marker comes
-//! back answered (`Body::Flushed`) by the owner it reached: every region
-//! on the way handles envelopes in order and forwards them in order, so
-//! the marker reaches the owner after every message sent before it, each
-//! of which was by then handed to that owner's shard (or lost).
+//! messages for the shard, and sends them on only when the owner the
+//! marker reached answers (`Body::Flushed`, sent to this node's published
+//! name, not back along the route, whose nodes may be leaving): every
+//! region on the way handles envelopes in order and forwards them in
+//! order, so the marker reaches the owner after every message sent
+//! before it, each of which was by then handed to that owner's shard (or
+//! lost).
 //!
-//! When the old route's region is gone (its node left, or was declared
-//! down), what it held is lost; what it forwarded before it went was
-//! published before its end was, so the server hands it to any node
-//! before what this node publishes after learning of that end. If the
-//! shard's owner is another node, the drain ends there. If it is this
-//! node, whose own messages would not pass the server, the marker goes
-//! again, to this node's own name through the server, behind whatever
-//! the gone region forwarded here. A drain ends in any case after
-//! [`DRAIN_TIMEOUT`] (logged, counted in `RegionStats::drain_timeouts`):
-//! a node cut off from the others may forward what it held much later,
-//! and nothing then orders it.
+//! When the old route's region is gone (`Terminated`: its node left or
+//! was declared down), what it held is lost, and what it forwarded before
+//! it went was published before its end was, so the server hands it to
+//! any node before what this node publishes next. If the shard's owner is
+//! another node, the drain ends there. If it is this node, whose own
+//! messages would not pass the server, the marker goes again, to this
+//! node's own name through the server, behind whatever the gone region
+//! forwarded here. A drain ends in any case after [`DRAIN_TIMEOUT`]
+//! (logged, counted in `RegionStats::drain_timeouts`): a node cut off
+//! from the others may forward what it held much later, and nothing then
+//! orders it.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -33,7 +35,7 @@ use std::time::Duration;
 
 use troupe::{Actor, ActorRef, Context, Props};
 
-use super::{Command, Region, RegionMsg};
+use super::{Region, RegionMsg};
 use crate::sharding::envelope::{Body, Envelope};
 use crate::sharding::EntityContext;
 
@@ -50,9 +52,6 @@ pub(crate) struct Drains {
     /// Shards whose old route is draining: the marker's id and the node
     /// it was sent to.
     waiting: HashMap<u32, (u64, String)>,
-    /// Answers to other nodes' markers, waiting for the region of the
-    /// node they go to to be found.
-    answers: HashMap<String, Vec<(u32, u64)>>,
 }
 
 impl Drains {
@@ -61,7 +60,6 @@ impl Drains {
             next_id: 0,
             sent_to: vec![None; shards as usize],
             waiting: HashMap::new(),
-            answers: HashMap::new(),
         }
     }
 
@@ -106,20 +104,8 @@ impl Drains {
         self.waiting.insert(shard, (id, via));
     }
 
-    /// The drain of `shard` with marker `id` is over (answered, or timed
-    /// out): true if it was still waiting.
-    pub(crate) fn end(&mut self, shard: u32, id: u64) -> bool {
-        match self.waiting.get(&shard) {
-            Some((waiting, _)) if *waiting == id => {
-                self.waiting.remove(&shard);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// `node`'s region is gone: the drains through it end (what it held
-    /// is lost with it). Returns their shards.
+    /// `node`'s region is gone: the drains through it end. Returns their
+    /// shards.
     pub(crate) fn gone(&mut self, node: &str) -> Vec<u32> {
         let shards: Vec<u32> = self
             .waiting
@@ -130,18 +116,16 @@ impl Drains {
         for shard in &shards {
             self.waiting.remove(shard);
         }
-        self.answers.remove(node);
         shards
     }
 
-    /// An answer for `node`'s marker, to send once its region is found.
-    pub(crate) fn answer_later(&mut self, node: String, shard: u32, id: u64) {
-        self.answers.entry(node).or_default().push((shard, id));
-    }
-
-    /// The answers waiting for `node`'s region.
-    pub(crate) fn answers_for(&mut self, node: &str) -> Vec<(u32, u64)> {
-        self.answers.remove(node).unwrap_or_default()
+    /// The drain of `shard` with marker `id` is over: the node it went
+    /// through, if it was still waiting.
+    pub(crate) fn end(&mut self, shard: u32, id: u64) -> Option<String> {
+        match self.waiting.get(&shard) {
+            Some((waiting, _)) if *waiting == id => self.waiting.remove(&shard).map(|(_, via)| via),
+            _ => None,
+        }
     }
 }
 
@@ -152,10 +136,24 @@ where
     M: Send + 'static,
     F: Fn(&EntityContext) -> Props<A> + Send + Sync + 'static,
 {
+    /// The view of `shard` changed: if this node's earlier messages for it
+    /// went to a node that no longer owns it, send a marker after them
+    /// and hold the next ones until it is answered.
+    pub(super) fn drain_if_moved(&mut self, ctx: &mut Context<'_, Self>, shard: u32) {
+        let view = &self.views[shard as usize];
+        let Some((via, id)) = self.drains.must_drain(shard, view.owner.as_deref()) else {
+            return;
+        };
+        match self.peers.get(&via).cloned() {
+            Some(peer) => self.send_marker(ctx, shard, via, id, &peer),
+            None => self.drain_gone_route(ctx, shard, &via),
+        }
+    }
+
     /// A marker from `origin` reached this node, which owns `shard`:
     /// everything `origin` sent before it has been handed to the shard
     /// here (or lost), so `origin` may send on.
-    pub(super) fn answer(
+    pub(super) fn answer_marker(
         &mut self,
         ctx: &mut Context<'_, Self>,
         shard: u32,
@@ -166,69 +164,66 @@ where
             self.drained(ctx, shard, id);
             return;
         }
-        match self.peers.get(&origin) {
-            Some(peer) => peer.tell(Envelope {
+        if let Some(region) = self.published(&origin) {
+            region.tell(Envelope {
                 shard,
                 rev: 0,
                 hops: 1,
                 body: Body::Flushed { id },
-            }),
-            None => {
-                if self.finding.insert(origin.clone()) {
-                    let _ = self.coordinator.send(Command::FindPeer(origin.clone()));
-                }
-                self.drains.answer_later(origin, shard, id);
-            }
+            });
         }
     }
 
-    /// The drain of `shard` with marker `id` is over: this node's held
-    /// messages for it go on, in order.
+    /// The marker `id` of `shard` was answered: this node's held messages
+    /// for it go on, in order.
     pub(super) fn drained(&mut self, ctx: &mut Context<'_, Self>, shard: u32, id: u64) {
-        if self.drains.end(shard, id) {
-            tracing::debug!(me = %self.me, shard, id, "sharding: the old route drained");
+        if let Some(via) = self.drains.end(shard, id) {
+            tracing::debug!(me = %self.me, shard, id, via = %via, "sharding: the old route drained");
             self.release(ctx, shard);
         }
     }
 
-    /// The view of `shard` changed: if this node's earlier messages for it
-    /// went to a node that no longer owns it, send a marker after them
-    /// and hold the next ones until it is answered.
-    pub(super) fn drain_if_moved(&mut self, ctx: &mut Context<'_, Self>, shard: u32) {
-        let view = &self.views[shard as usize];
-        let Some((via, id)) = self.drains.must_drain(shard, view.owner.as_deref()) else {
-            return;
-        };
-        match self.peers.get(&via) {
-            Some(peer) => {
-                let peer = peer.clone();
-                self.send_marker(ctx, shard, via, id, &peer);
-            }
-            None => self.drain_gone_route(ctx, shard),
+    /// The drain of `shard` with marker `id` had no answer in time.
+    pub(super) fn drain_timed_out(&mut self, ctx: &mut Context<'_, Self>, shard: u32, id: u64) {
+        if let Some(via) = self.drains.end(shard, id) {
+            self.counters.drain_timeouts.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(region = %self.type_name, shard, via = %via, timeout = ?DRAIN_TIMEOUT, "sharding: the old route of a moved shard did not drain in time; sending on (a message still on that route may arrive after later ones)");
+            self.release(ctx, shard);
         }
     }
 
-    /// The region this node's messages for `shard` went to is gone. What
-    /// it held is lost; what it forwarded before it went was published
-    /// before its end was, so it reaches any other node before what this
-    /// node sends next through the server. Only this node's own shard
-    /// could see later messages first (they would not pass the server):
-    /// then the marker goes to this node's own name through the server,
-    /// behind whatever the gone region forwarded here.
-    pub(super) fn drain_gone_route(&mut self, ctx: &mut Context<'_, Self>, shard: u32) {
-        if self.views[shard as usize].owner.as_deref() != Some(self.me.as_str()) {
+    /// `node`'s region ended: the drains through it go on as for a gone
+    /// route.
+    pub(super) fn drains_gone(&mut self, ctx: &mut Context<'_, Self>, node: &str) {
+        for shard in self.drains.gone(node) {
+            self.drain_gone_route(ctx, shard, node);
             self.release(ctx, shard);
+        }
+    }
+
+    /// The region this node's messages for `shard` went to, on `via`, is
+    /// gone. What it held is lost; what it forwarded before it went was
+    /// published before its end was, so it reaches any other node before
+    /// what this node sends next through the server. Only this node's own
+    /// shard could see later messages first (they would not pass the
+    /// server): then the marker goes to this node's own name through the
+    /// server, behind whatever the gone region forwarded here.
+    fn drain_gone_route(&mut self, ctx: &mut Context<'_, Self>, shard: u32, via: &str) {
+        let here = self.views[shard as usize].owner.as_deref() == Some(self.me.as_str());
+        if !here || via == self.me {
             return;
         }
-        let id = self.drains.fresh_id();
         let me = self.me.clone();
-        let route = self.through_server.clone();
-        self.send_marker(ctx, shard, me, id, &route);
+        if let Some(route) = self.published(&me) {
+            let id = self.drains.fresh_id();
+            self.send_marker(ctx, shard, me, id, &route);
+        }
     }
 
     /// Sends the marker `id` for `shard` to `via` (through `route`) and
-    /// holds this node's next messages for the shard until it is answered.
-    pub(super) fn send_marker(
+    /// holds this node's next messages for the shard until it is answered
+    /// (or [`DRAIN_TIMEOUT`]).
+    fn send_marker(
         &mut self,
         ctx: &mut Context<'_, Self>,
         shard: u32,
@@ -237,6 +232,7 @@ where
         route: &ActorRef<Envelope<M>>,
     ) {
         let view = &self.views[shard as usize];
+        tracing::debug!(me = %self.me, shard, via = %via, id, now = ?view.owner, "sharding: draining the old route of a moved shard");
         route.tell(Envelope {
             shard,
             rev: view.rev,
@@ -247,9 +243,19 @@ where
             },
         });
         self.counters.drains.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(me = %self.me, shard, via = %via, id, now = ?view.owner, "sharding: draining the old route of a moved shard");
         self.drains.started(shard, via, id);
         ctx.schedule_once(DRAIN_TIMEOUT, RegionMsg::DrainTimeout { shard, id });
+    }
+
+    /// The region of `node` by its published name, through the server
+    /// (made once per node).
+    fn published(&mut self, node: &str) -> Option<ActorRef<Envelope<M>>> {
+        if let Some(region) = self.by_name.get(node) {
+            return Some(region.clone());
+        }
+        let region = (self.name_ref)(node)?;
+        self.by_name.insert(node.to_string(), region.clone());
+        Some(region)
     }
 }
 
@@ -274,24 +280,8 @@ mod tests {
         assert!(d.draining(1));
         assert_eq!(d.must_drain(1, None), None);
         // A stale answer does not end it; the right one does.
-        assert!(!d.end(1, id + 1));
-        assert!(d.end(1, id));
+        assert_eq!(d.end(1, id + 1), None);
+        assert_eq!(d.end(1, id).as_deref(), Some("b"));
         assert!(!d.draining(1));
-    }
-
-    #[test]
-    fn a_gone_node_ends_the_drains_through_it() {
-        let mut d = Drains::new(4);
-        for shard in 0..3 {
-            d.sent(shard, Some(if shard == 2 { "x" } else { "b" }));
-            let (via, id) = d.must_drain(shard, Some("c")).unwrap();
-            d.started(shard, via, id);
-        }
-        d.answer_later("b".into(), 3, 9);
-        let mut ended = d.gone("b");
-        ended.sort();
-        assert_eq!(ended, vec![0, 1]);
-        assert!(d.draining(2));
-        assert!(d.answers_for("b").is_empty());
     }
 }
