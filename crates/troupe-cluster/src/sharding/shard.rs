@@ -63,7 +63,11 @@ impl<M, E: From<M>> Held<M, E> {
 
 struct Entity<M, E: Send + 'static> {
     actor: ActorRef<E>,
+    /// When it was last seen busy: at its start, or at the first tick
+    /// after a message (a flag per message is cheaper than a clock read).
     last: Instant,
+    /// It had a message since the last tick.
+    touched: bool,
     stopping: bool,
     /// The shard stopped it (passivation): its end is no failure, even
     /// during its recovery.
@@ -80,6 +84,7 @@ impl<M, E: Send + 'static> Entity<M, E> {
         Entity {
             actor,
             last: Instant::now(),
+            touched: false,
             stopping: false,
             stopped_by_shard: false,
             waiting: VecDeque::new(),
@@ -204,7 +209,7 @@ where
                 entity.waiting.push_back(Held::Msg(msg));
                 return;
             }
-            entity.last = Instant::now();
+            entity.touched = true;
             match entity.actor.try_tell(msg.into()) {
                 Ok(()) => {}
                 // It stopped on its own and its `Terminated` is on the
@@ -425,6 +430,10 @@ where
                 };
                 let now = Instant::now();
                 for entity in self.entities.values_mut() {
+                    if std::mem::take(&mut entity.touched) {
+                        entity.last = now;
+                        continue;
+                    }
                     if !entity.stopping && now.duration_since(entity.last) >= after {
                         entity.stopping = true;
                         entity.stopped_by_shard = true;
