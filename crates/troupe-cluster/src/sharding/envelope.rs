@@ -16,6 +16,7 @@
 //! the sender's region, which sends on only then.
 
 use serde::{Deserialize, Serialize};
+use troupe::ReplyTo;
 use troupe_remote::RemoteMessage;
 
 /// How many times an envelope may be forwarded before a region drops it
@@ -44,7 +45,15 @@ pub(crate) enum Body<M> {
     /// A marker `origin`'s region sent after its node's messages for the
     /// shard: the region that owns the shard when the marker reaches it
     /// answers `Flushed { id }` to `origin`'s region (`region/drain.rs`).
-    Flush { origin: String, id: u64 },
+    /// `reach` is answered by the first node's entry as it arrives (and
+    /// dropped before the marker goes on): the sender learns at once,
+    /// from the server's "no responders", that the old route's node is
+    /// gone.
+    Flush {
+        origin: String,
+        id: u64,
+        reach: Option<ReplyTo<()>>,
+    },
     /// The answer to the marker `id`.
     Flushed { id: u64 },
 }

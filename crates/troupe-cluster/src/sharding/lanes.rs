@@ -115,6 +115,12 @@ pub(crate) struct RegionEntry<M: Send + 'static> {
 
 impl<M: Send + 'static> ExternalTarget<Envelope<M>> for RegionEntry<M> {
     fn send(&self, mut envelope: Envelope<M>) {
+        if let Body::Flush { reach, .. } = &mut envelope.body {
+            // This node is up: what the marker drains goes on here.
+            if let Some(reach) = reach.take() {
+                reach.reply(());
+            }
+        }
         let Some(mut lane) = self.lanes.lock(envelope.shard) else {
             // The region reports a shard it does not have.
             self.region.tell(RegionMsg::Deliver(envelope));

@@ -81,6 +81,9 @@ pub(crate) enum RegionMsg<M: Send + 'static> {
     Recalled { shard: u32, ids: Vec<String> },
     /// The drain of a shard's old route (its marker's id) took too long.
     DrainTimeout { shard: u32, id: u64 },
+    /// The node a drain's marker was sent to did not take it: no region
+    /// serves the name there any more.
+    DrainUnreachable { shard: u32, id: u64 },
 }
 
 /// Makes a ref to a node's region by its published name, through the
@@ -123,6 +126,9 @@ pub(crate) struct Region<A: Actor, F, M: Send + 'static> {
     /// this node's own markers that must pass the server.
     name_ref: NameRef<M>,
     by_name: HashMap<String, ActorRef<Envelope<M>>>,
+    /// This actor (set when it starts): where a marker's reach answer
+    /// goes.
+    myself: Option<ActorRef<RegionMsg<M>>>,
     ids: IdCheck,
     refuse: Refuse<M>,
     backoff: EntityBackoff,
@@ -184,6 +190,7 @@ impl<A: Actor, F, M: Send + 'static> Region<A, F, M> {
             drains: Drains::new(parts.shards),
             name_ref: parts.name_ref,
             by_name: HashMap::new(),
+            myself: None,
             ids: parts.ids,
             refuse: parts.refuse,
             backoff: parts.backoff,
@@ -290,7 +297,7 @@ where
                         self.drains.sent(shard, None);
                     }
                 }
-                Body::Flush { origin, id } => self.answer_marker(ctx, shard, origin, id),
+                Body::Flush { origin, id, .. } => self.answer_marker(ctx, shard, origin, id),
                 Body::Flushed { .. } => {}
             },
             Some(owner) => match self.peers.get(&owner) {
@@ -383,6 +390,10 @@ where
     F: Fn(&EntityContext) -> Props<A> + Send + Sync + 'static,
 {
     type Msg = RegionMsg<M>;
+
+    fn started(&mut self, ctx: &mut Context<'_, Self>) {
+        self.myself = Some(ctx.myself());
+    }
 
     fn receive(&mut self, ctx: &mut Context<'_, Self>, msg: RegionMsg<M>) {
         match msg {
@@ -497,6 +508,11 @@ where
             RegionMsg::DrainTimeout { shard, id } => {
                 self.with_lane(ctx, shard, |this, ctx, _| {
                     this.drain_timed_out(ctx, shard, id);
+                });
+            }
+            RegionMsg::DrainUnreachable { shard, id } => {
+                self.with_lane(ctx, shard, |this, ctx, _| {
+                    this.drain_unreachable(ctx, shard, id);
                 });
             }
         }

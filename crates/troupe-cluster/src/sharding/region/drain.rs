@@ -17,10 +17,15 @@
 //! before it, each of which was by then handed to that owner's shard (or
 //! lost).
 //!
-//! When the old route's region is gone (`Terminated`: its node left or
-//! was declared down), what it held is lost, and what it forwarded before
-//! it went was published before its end was, so the server hands it to
-//! any node before what this node publishes next. If the shard's owner is
+//! When the old route's region is gone, what it held is lost, and what
+//! it forwarded before it went was published before its end was, so the
+//! server hands it to any node before what this node publishes next. The
+//! region learns it from `Terminated` (its node left, or this node
+//! declared it down), or at once from the marker itself: it is sent as an
+//! ask that the old route's node answers on arrival, so a node that died
+//! is known by the server's "no responders" within a round trip, not a
+//! heartbeat timeout later (its shards were moved by a node that declared
+//! it down first). If the shard's owner is
 //! another node, the drain ends there. If it is this node, whose own
 //! messages would not pass the server, the marker goes again, to this
 //! node's own name through the server, behind whatever the gone region
@@ -33,7 +38,7 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use troupe::{Actor, ActorRef, Context, Props};
+use troupe::{Actor, ActorRef, AskError, Context, Props};
 
 use super::{Region, RegionMsg};
 use crate::sharding::envelope::{Body, Envelope};
@@ -192,6 +197,18 @@ where
         }
     }
 
+    /// The node the marker `id` of `shard` went to did not take it (the
+    /// server found nobody serving the name: the node died or left): the
+    /// drain goes on as for a gone route, at once rather than when this
+    /// node declares that node down.
+    pub(super) fn drain_unreachable(&mut self, ctx: &mut Context<'_, Self>, shard: u32, id: u64) {
+        if let Some(via) = self.drains.end(shard, id) {
+            tracing::debug!(me = %self.me, shard, id, via = %via, "sharding: the old route's node is gone");
+            self.drain_gone_route(ctx, shard, &via);
+            self.release(ctx, shard);
+        }
+    }
+
     /// `node`'s region ended: the drains through it go on as for a gone
     /// route.
     pub(super) fn drains_gone(&mut self, ctx: &mut Context<'_, Self>, node: &str) {
@@ -233,15 +250,42 @@ where
     ) {
         let view = &self.views[shard as usize];
         tracing::debug!(me = %self.me, shard, via = %via, id, now = ?view.owner, "sharding: draining the old route of a moved shard");
-        route.tell(Envelope {
-            shard,
-            rev: view.rev,
-            hops: 1,
-            body: Body::Flush {
-                origin: self.me.clone(),
-                id,
-            },
-        });
+        let (rev, origin) = (view.rev, self.me.clone());
+        if via == self.me {
+            route.tell(Envelope {
+                shard,
+                rev,
+                hops: 1,
+                body: Body::Flush {
+                    origin,
+                    id,
+                    reach: None,
+                },
+            });
+        } else {
+            // An ask, answered by the old route's node on arrival: a node
+            // that died is known at once by the server's "no responders".
+            let reach = route.ask(
+                |reach| Envelope {
+                    shard,
+                    rev,
+                    hops: 1,
+                    body: Body::Flush {
+                        origin,
+                        id,
+                        reach: Some(reach),
+                    },
+                },
+                DRAIN_TIMEOUT,
+            );
+            if let Some(region) = self.myself.clone() {
+                reach.on_answer(move |answer| match answer {
+                    // Taken, or no answer in time (the timer below covers it).
+                    Ok(()) | Err(AskError::Timeout { .. }) => {}
+                    Err(_) => region.tell(RegionMsg::DrainUnreachable { shard, id }),
+                });
+            }
+        }
         self.counters.drains.fetch_add(1, Ordering::Relaxed);
         self.drains.started(shard, via, id);
         ctx.schedule_once(DRAIN_TIMEOUT, RegionMsg::DrainTimeout { shard, id });
