@@ -603,3 +603,70 @@ mod with_tokio {
         terminate(&system, PATIENCE);
     }
 }
+
+/// Registers itself with the receptionist when started; answers `n * 2`.
+struct Doubler;
+
+impl AsyncActor for Doubler {
+    type Msg = (u32, ReplyTo<u32>);
+    fn started(&mut self, ctx: &mut AsyncContext<Self>) {
+        let key = troupe::ServiceKey::<Self::Msg>::new("doublers");
+        ctx.system().receptionist().register(&key, ctx.myself());
+    }
+    async fn receive(&mut self, _ctx: &mut AsyncContext<Self>, (n, reply): Self::Msg) {
+        reply.reply(n * 2);
+    }
+}
+
+/// Finds a doubler through the receptionist, watches it and asks it, all
+/// from inside its handler; logs the answer and the doubler's termination.
+struct Finder {
+    log: ActorRef<String>,
+}
+
+impl AsyncActor for Finder {
+    type Msg = u32;
+    async fn receive(&mut self, ctx: &mut AsyncContext<Self>, n: u32) {
+        let key = troupe::ServiceKey::<(u32, ReplyTo<u32>)>::new("doublers");
+        let listing = ctx
+            .system()
+            .receptionist()
+            .find(&key, PATIENCE)
+            .await
+            .unwrap();
+        let doubler = listing.refs()[0].clone();
+        ctx.watch(&doubler);
+        let answer = doubler.ask(|r| (n, r), PATIENCE).await.unwrap();
+        self.log.tell(format!("doubled {answer}"));
+    }
+    fn signal(&mut self, _ctx: &mut AsyncContext<Self>, signal: Signal) {
+        if let Signal::Terminated(..) = signal {
+            self.log.tell("doubler gone".into());
+        }
+    }
+}
+
+#[test]
+fn an_async_actor_is_found_through_the_receptionist_and_watched() {
+    let system = system();
+    let log = TestProbe::<String>::new(&system, "log");
+    let doubler = system.spawn(Props::new_async(|| Doubler)).unwrap();
+    let key = troupe::ServiceKey::<(u32, ReplyTo<u32>)>::new("doublers");
+    troupe_testkit::await_condition("the doubler is registered", PATIENCE, || {
+        !system
+            .receptionist()
+            .find(&key, PATIENCE)
+            .wait()
+            .unwrap()
+            .is_empty()
+    });
+    let to = log.actor_ref();
+    let finder = system
+        .spawn(Props::new_async(move || Finder { log: to.clone() }))
+        .unwrap();
+    finder.tell(21);
+    log.expect_msg_eq("doubled 42".into(), PATIENCE);
+    system.stop(&doubler);
+    log.expect_msg_eq("doubler gone".into(), PATIENCE);
+    terminate(&system, PATIENCE);
+}
