@@ -684,7 +684,10 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 };
             }
             if matches!(run.status.phase, Phase::Running) {
-                let mut handled = 0;
+                // Counted over the whole run, not per pass of this loop:
+                // system messages between user messages (an async
+                // handler's wake, above all) do not renew the budget.
+                let mut handled = messages as usize;
                 while handled < budget && !this.mailbox.state.system_pending() {
                     // this run owns the mailbox (it holds `SCHEDULED`),
                     // so it is the user queue's single consumer.
@@ -701,7 +704,7 @@ impl<A: Actor> Runnable for ActorCell<A> {
                         break;
                     }
                 }
-                messages += handled as u32;
+                messages = handled as u32;
                 if handled == budget
                     && matches!(run.status.phase, Phase::Running)
                     // this run still owns the mailbox (it has not

@@ -670,3 +670,106 @@ fn an_async_actor_is_found_through_the_receptionist_and_watched() {
     log.expect_msg_eq("doubler gone".into(), PATIENCE);
     terminate(&system, PATIENCE);
 }
+
+/// Wakes itself and returns `Pending` once: a handler that suspends.
+struct YieldOnce(bool);
+
+impl std::future::Future for YieldOnce {
+    type Output = ();
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.0 {
+            std::task::Poll::Ready(())
+        } else {
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    }
+}
+
+/// Logs its name for each item, after suspending once; `Fill` queues the
+/// items of both recorders from one handler, so both hold all of theirs
+/// before either runs (the pool has one worker, busy here).
+struct Recorder {
+    name: char,
+    log: std::sync::Arc<std::sync::Mutex<Vec<char>>>,
+}
+
+enum Work {
+    Item,
+    Fill(ActorRef<Work>, ActorRef<Work>, usize),
+}
+
+impl AsyncActor for Recorder {
+    type Msg = Work;
+    async fn receive(&mut self, _ctx: &mut AsyncContext<Self>, msg: Work) {
+        match msg {
+            Work::Item => {
+                YieldOnce(false).await;
+                self.log.lock().unwrap().push(self.name);
+            }
+            Work::Fill(a, b, each) => {
+                for _ in 0..each {
+                    a.tell(Work::Item);
+                }
+                for _ in 0..each {
+                    b.tell(Work::Item);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn handlers_that_suspend_still_take_turns_of_throughput_messages() {
+    let throughput = 3;
+    // Three full runs and one short one per actor.
+    let each = 3 * throughput + 1;
+    let system = ActorSystem::builder()
+        .threads(1)
+        .throughput(throughput)
+        .build()
+        .unwrap();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let recorder = |name| {
+        let log = log.clone();
+        system
+            .spawn(Props::new_async(move || Recorder {
+                name,
+                log: log.clone(),
+            }))
+            .unwrap()
+    };
+    let (a, b, filler) = (recorder('a'), recorder('b'), recorder('f'));
+    filler.tell(Work::Fill(a, b, each));
+    troupe_testkit::await_condition("every item is handled", PATIENCE, || {
+        log.lock().unwrap().len() == 2 * each
+    });
+    let log = log.lock().unwrap().clone();
+    // Each wake between two messages is a system message: it must not give
+    // the actor a fresh budget, or one actor would handle all its items in
+    // one run.
+    let mut runs: Vec<(char, usize)> = Vec::new();
+    for &name in &log {
+        match runs.last_mut() {
+            Some((last, len)) if *last == name => *len += 1,
+            _ => runs.push((name, 1)),
+        }
+    }
+    for name in ['a', 'b'] {
+        let lengths: Vec<usize> = runs
+            .iter()
+            .filter(|(n, _)| *n == name)
+            .map(|(_, len)| *len)
+            .collect();
+        assert_eq!(
+            lengths,
+            [throughput, throughput, throughput, 1],
+            "runs of {name:?} in {log:?}"
+        );
+    }
+    terminate(&system, PATIENCE);
+}
