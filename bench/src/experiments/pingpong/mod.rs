@@ -11,9 +11,11 @@
 //! - `busy-spin`: two spinning threads and two atomic words, the floor.
 //! - `tokio-mpsc-mt-w2`, `tokio-mpsc-ct`: two tokio tasks over bounded
 //!   channels, on the multi-thread (2 workers) and current-thread schedulers.
-//! - the troupe actor rows from [`actor_rows`].
+//! - the troupe actor rows from [`actor_rows`], then the async actor rows
+//!   (`async-*`, [`async_pair`]).
 
 pub mod actor_pair;
+pub mod async_pair;
 pub mod baselines;
 mod experiment;
 pub mod many_pairs;
@@ -153,6 +155,17 @@ pub fn actor_rows(sizes: &Settings) -> Vec<Workload> {
         actor_pair::Setting::Pinned,
         sizes.actor,
     ));
+    // The same pair with `async fn` handlers, at the throughput the
+    // synchronous rows are compared at (5).
+    for mode in [
+        async_pair::Mode::Never,
+        async_pair::Mode::Ready,
+        async_pair::Mode::Yield,
+    ] {
+        for workers in [1, 2] {
+            rows.push(async_pair::workload(mode, workers, sizes.actor));
+        }
+    }
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     for (balls, throughput) in [(1, 5), (10, 5), (10, 100)] {
         rows.push(many_pairs::workload(
@@ -240,7 +253,7 @@ mod tests {
             assert_eq!(row.params["repetitions"], 200, "{}", row.variant);
             assert!(row.ns_per_msg > 0.0);
             // The report sets troupe and the baselines apart by this field.
-            let expected = if row.variant.starts_with("actor") {
+            let expected = if row.variant.starts_with("actor") || row.variant.starts_with("async") {
                 "troupe"
             } else {
                 "baseline"

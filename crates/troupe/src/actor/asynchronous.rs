@@ -39,7 +39,9 @@
 //! `ActorSystemBuilder::async_runtime`, or one the system starts on the
 //! first poll), so tokio's I/O, timers and
 //! `tokio::spawn` work in it; on the tokio dispatcher it is polled inside
-//! that dispatcher's runtime. Without the feature no runtime is entered:
+//! that dispatcher's runtime. A pool or pinned thread enters the runtime on
+//! its first async poll and stays inside it (see `enter_runtime` in
+//! `asynchronous/host.rs`), so the other actors it runs see it too. Without the feature no runtime is entered:
 //! runtime-agnostic futures (troupe's [`Ask`](crate::Ask), channels,
 //! [`AsyncContext::sleep`]) work, and a future that needs a tokio reactor
 //! panics as it would outside tokio (which fails the actor).

@@ -594,6 +594,29 @@ mod with_tokio {
         }
     }
 
+    /// Says whether its handler runs inside a tokio runtime.
+    struct InRuntime;
+
+    impl Actor for InRuntime {
+        type Msg = ReplyTo<bool>;
+        fn receive(&mut self, _ctx: &mut Context<'_, Self>, reply: ReplyTo<bool>) {
+            reply.reply(tokio::runtime::Handle::try_current().is_ok());
+        }
+    }
+
+    #[test]
+    fn a_pool_thread_stays_in_the_runtime_after_an_async_poll() {
+        let system = ActorSystem::builder().threads(1).build().unwrap();
+        let sync = system.spawn(Props::new(|| InRuntime)).unwrap();
+        assert!(!sync.ask(|r| r, PATIENCE).wait().unwrap());
+        let actor = system.spawn(Props::new_async(|| Tokio)).unwrap();
+        assert_eq!(actor.ask(|r| r, PATIENCE).wait().unwrap(), "hello");
+        // The one worker polled an async handler: a synchronous actor on it
+        // now runs inside the system's runtime too (docs/semantics.md).
+        assert!(sync.ask(|r| r, PATIENCE).wait().unwrap());
+        terminate(&system, PATIENCE);
+    }
+
     #[test]
     fn tokio_timers_io_and_spawn_work_inside_a_handler() {
         let system = system();

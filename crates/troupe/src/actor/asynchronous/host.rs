@@ -106,7 +106,7 @@ impl<A: AsyncActor> Async<A> {
         // Before the poll: a wake from here on sends a fresh `Wake`.
         flag.queued.rearm();
         #[cfg(feature = "tokio")]
-        let _runtime = runtime(&mut self.runtime, ctx).map(tokio::runtime::Handle::enter);
+        let _runtime = enter_runtime(&mut self.runtime, ctx);
         let key = key_of(ctx.cell);
         let mut frame = Frame::<A> {
             ctx: (ctx as *mut Context<'_, Self>).cast(),
@@ -228,32 +228,60 @@ impl<A: AsyncActor> Actor for Async<A> {
     }
 }
 
-/// The tokio runtime a poll enters: none on the tokio dispatcher (its
-/// worker threads are inside its runtime already), else the system's
-/// async runtime, looked up (and started) on the first poll.
+/// Enters the tokio runtime for a poll (see `actor/asynchronous.rs`): on
+/// the tokio dispatcher nothing (its threads are inside its runtime), on a
+/// thread of troupe's own (a pool worker, a pinned thread) the system's
+/// async runtime once for the thread's life, elsewhere for this poll.
+///
+/// Entering costs four atomic operations (tokio clones its handle in and
+/// out of its thread-local context): per poll they were as much as the
+/// rest of an async handler's overhead in ping-pong. A dispatcher thread
+/// belongs to one system and runs its actors until the system stops, so it
+/// enters that system's runtime on its first poll and stays inside, as
+/// tokio's own worker threads are (`std::mem::forget` of the guard: tokio
+/// restores nothing, and the thread-local context drops the handle when
+/// the thread exits). A thread already inside another runtime gets a guard
+/// per poll instead.
 #[cfg(feature = "tokio")]
-fn runtime<'r, A: AsyncActor>(
+fn enter_runtime<'r, A: AsyncActor>(
     cached: &'r mut Option<Option<tokio::runtime::Handle>>,
     ctx: &Context<'_, Async<A>>,
-) -> Option<&'r tokio::runtime::Handle> {
+) -> Option<tokio::runtime::EnterGuard<'r>> {
+    use crate::dispatch::{pinned::on_pinned_thread, pool::on_worker_thread};
+    thread_local! {
+        /// The kernel whose async runtime this dispatcher thread stays in.
+        static ENTERED: StdCell<usize> = const { StdCell::new(0) };
+    }
+    let system = &ctx.cell.system;
+    let key = Arc::as_ptr(system).addr();
+    // The common case first: a dispatcher thread inside already.
+    if ENTERED.with(StdCell::get) == key {
+        return None;
+    }
     if crate::dispatch::tokio_dispatcher::on_tokio_dispatcher() {
         return None;
     }
-    cached
-        .get_or_insert_with(|| {
-            let system = &ctx.cell.system;
-            match system.async_runtime.handle(&system.name) {
-                Ok(handle) => Some(handle),
-                Err(error) => {
-                    tracing::error!(
-                        actor = %ctx.cell,
-                        "no tokio runtime for async handlers ({error}); they run without one"
-                    );
-                    None
-                }
+    let handle = cached
+        .get_or_insert_with(|| match system.async_runtime.handle(&system.name) {
+            Ok(handle) => Some(handle),
+            Err(error) => {
+                tracing::error!(
+                    actor = %ctx.cell,
+                    "no tokio runtime for async handlers ({error}); they run without one"
+                );
+                None
             }
         })
-        .as_ref()
+        .as_ref()?;
+    if (on_worker_thread() || on_pinned_thread())
+        && ENTERED.with(StdCell::get) == 0
+        && tokio::runtime::Handle::try_current().is_err()
+    {
+        std::mem::forget(handle.enter());
+        ENTERED.with(|e| e.set(key));
+        return None;
+    }
+    Some(handle.enter())
 }
 
 /// The driver of one actor instance (see the module header).

@@ -26,9 +26,18 @@ impl WakeFlag {
     }
 
     /// Before each poll: a wake from here on sends a fresh `Wake`.
+    ///
+    /// Only a raised flag needs the read-modify-write (most polls, those
+    /// of a message, find it clear, and a load is cheaper): a flag this
+    /// load reads clear, while a wake has raised it, was raised by a wake
+    /// that found it clear and so sent a `Wake`, which polls again after
+    /// the cell takes it, and that poll's load reads the raise (it happens
+    /// after it, through the system lane) and re-arms by a swap.
     #[inline]
     pub(crate) fn rearm(&self) {
-        self.0.swap(false, Ordering::AcqRel);
+        if self.0.load(Ordering::Relaxed) {
+            self.0.swap(false, Ordering::AcqRel);
+        }
     }
 
     /// A wake: true if the caller must send the cell a `Wake`.
