@@ -22,8 +22,8 @@ mod support;
 
 mod actor_lifecycle;
 mod adapter_messages;
-mod async_actors;
 mod ask_reply;
+mod async_actors;
 #[cfg(feature = "tokio")]
 mod async_pipes;
 mod children_by_name;
