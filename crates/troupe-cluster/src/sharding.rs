@@ -417,7 +417,14 @@ impl<M: RemoteMessage> ShardRegion<M> {
             system,
             RegionEntry {
                 lanes,
-                region: region.clone(),
+                to_region: {
+                    let region = region.clone();
+                    Box::new(move |envelope| region.tell(RegionMsg::Deliver(envelope)))
+                },
+                region_ended: {
+                    let region = region.clone();
+                    Box::new(move || region.is_terminated())
+                },
                 counters: counters.clone(),
             },
         );

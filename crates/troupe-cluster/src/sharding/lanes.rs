@@ -33,7 +33,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use troupe::{ActorRef, ExternalTarget, Watcher};
 
 use super::envelope::{Body, Envelope, MAX_HOPS};
-use super::region::RegionMsg;
 use super::shard::ShardMsg;
 use super::Counters;
 
@@ -109,7 +108,11 @@ impl<M: Send + 'static> Lanes<M> {
 /// sends through (see the module's header).
 pub(crate) struct RegionEntry<M: Send + 'static> {
     pub(crate) lanes: Arc<Lanes<M>>,
-    pub(crate) region: ActorRef<RegionMsg<M>>,
+    /// Hands an envelope to the region actor's mailbox (the region's own
+    /// module makes it: the lanes know nothing of the region's messages).
+    pub(crate) to_region: Box<dyn Fn(Envelope<M>) + Send + Sync>,
+    /// Whether the region actor has ended.
+    pub(crate) region_ended: Box<dyn Fn() -> bool + Send + Sync>,
     pub(crate) counters: Arc<Counters>,
 }
 
@@ -123,7 +126,7 @@ impl<M: Send + 'static> ExternalTarget<Envelope<M>> for RegionEntry<M> {
         }
         let Some(mut lane) = self.lanes.lock(envelope.shard) else {
             // The region reports a shard it does not have.
-            self.region.tell(RegionMsg::Deliver(envelope));
+            (self.to_region)(envelope);
             return;
         };
         let message = matches!(envelope.body, Body::Msg { .. });
@@ -146,11 +149,11 @@ impl<M: Send + 'static> ExternalTarget<Envelope<M>> for RegionEntry<M> {
             }
         }
         lane.queued += 1;
-        self.region.tell(RegionMsg::Deliver(envelope));
+        (self.to_region)(envelope);
     }
 
     fn is_closed(&self) -> bool {
-        self.lanes.closed.load(Ordering::Acquire) || self.region.is_terminated()
+        self.lanes.closed.load(Ordering::Acquire) || (self.region_ended)()
     }
 
     fn watch(&self, watcher: Watcher) {
