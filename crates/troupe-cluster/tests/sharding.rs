@@ -5,6 +5,8 @@
 //! entities are passivated and start again on their next message; and no
 //! entity ever has two activations at once.
 
+mod common;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -140,17 +142,8 @@ fn entity(i: usize) -> String {
 
 /// Waits (up to 30 s) until every member hears every other.
 async fn hear_each_other(members: &[&Member]) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while members
-        .iter()
-        .any(|m| m.node.members().len() < members.len())
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the nodes did not hear each other"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let nodes: Vec<&Node> = members.iter().map(|m| &*m.node).collect();
+    common::hear_each_other(&nodes).await;
 }
 
 /// Waits (up to 30 s) until `done` holds for the members' stats.

@@ -9,6 +9,8 @@
 //!   the refusal and leave nothing in the journal's stream, and a sender
 //!   without the validator is refused by the owner before activation.
 
+mod common;
+
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -163,17 +165,8 @@ fn settings(type_name: &str) -> ShardingSettings {
 }
 
 async fn hear_each_other(members: &[&Member]) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while members
-        .iter()
-        .any(|m| m.node.members().len() < members.len())
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the nodes did not hear each other"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let nodes: Vec<&Node> = members.iter().map(|m| &*m.node).collect();
+    common::hear_each_other(&nodes).await;
 }
 
 /// How many records the journal stream of `type_name` holds, in all.

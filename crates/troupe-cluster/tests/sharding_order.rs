@@ -6,6 +6,8 @@
 //! a message may be lost in the move (delivery across nodes is
 //! at-most-once), never overtaken by a later one of the same sender.
 
+mod common;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -108,17 +110,8 @@ impl Member {
 
 /// Waits (up to 30 s) until every member hears every other.
 async fn hear_each_other(members: &[&Member]) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while members
-        .iter()
-        .any(|m| m.node.members().len() < members.len())
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the nodes did not hear each other"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let nodes: Vec<&Node> = members.iter().map(|m| &*m.node).collect();
+    common::hear_each_other(&nodes).await;
 }
 
 /// Streams numbers from `sender` to each of `ids` (one number to each id

@@ -227,3 +227,16 @@ pub fn get(ledger: &ActorRef<Cmd>) -> Vec<u64> {
 pub fn stop(system: ActorSystem) {
     troupe_testkit::terminate(&system, WAIT);
 }
+
+/// Waits (up to 30 s) until each of `nodes` hears all of them (the
+/// sharding tests' three nodes in one process).
+pub async fn hear_each_other(nodes: &[&troupe_remote::Node]) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while nodes.iter().any(|n| n.members().len() < nodes.len()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the nodes did not hear each other"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
